@@ -1,0 +1,39 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+// Warnings are errors everywhere: the build is clean or it fails.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+let package = Package(
+    name: "tincan",
+    products: [
+        .executable(name: "tincan", targets: ["tincan"]),
+        .library(name: "SocketCore", targets: ["SocketCore"]),
+    ],
+    targets: [
+        // The system OpenSSL (libssl-dev), plus static inline wrappers for its macros.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The few Linux calls Glibc's module does not import (they need _GNU_SOURCE)
+        // and the cmsg/ip_mreq helpers. The public header includes no system header.
+        .target(name: "CSystem"),
+        .target(
+            name: "SocketCore",
+            dependencies: ["CSystem", "COpenSSL"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "tincan",
+            dependencies: ["SocketCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SocketCoreTests",
+            dependencies: ["SocketCore", "COpenSSL"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,186 @@
+import Dispatch
+
+/// Carries out a ``HappyEyeballs`` machine on a socket queue: lookups, timers and non-blocking
+/// connect attempts. Confined to `queue`; hands the winning descriptor to `onDone`.
+final class Connector: @unchecked Sendable {
+    /// Where attempts bind before connecting (an interface's addresses, a source port) and the
+    /// device they are tied to.
+    struct Binding: Sendable {
+        var ipv4: SocketAddress?
+        var ipv6: SocketAddress?
+        var device: String?
+    }
+
+    typealias Outcome = Result<(fd: Int32, address: SocketAddress), ConnectFailure>
+
+    private let queue: DispatchQueue
+    private var machine: HappyEyeballs
+    private let host: String
+    private let port: UInt16
+    private let binding: Binding
+    private let resolver: any HostResolving
+    private let started = ContinuousClock.now
+    private let onEvent: @Sendable (ConnectAttemptEvent) -> Void
+    private let onDone: @Sendable (Outcome) -> Void
+
+    private var attempts: [HappyEyeballs.AttemptID: Attempt] = [:]
+    private var resolutionTimer: DispatchSourceTimer?
+    private var attemptTimer: DispatchSourceTimer?
+    private var inputs: [HappyEyeballs.Input] = []
+    private var handling = false
+
+    init(
+        queue: DispatchQueue, host: String, port: UInt16, configuration: HappyEyeballs.Configuration,
+        binding: Binding, resolver: any HostResolving,
+        onEvent: @escaping @Sendable (ConnectAttemptEvent) -> Void,
+        onDone: @escaping @Sendable (Outcome) -> Void
+    ) {
+        self.queue = queue
+        self.host = host
+        self.port = port
+        self.binding = binding
+        self.resolver = resolver
+        self.onEvent = onEvent
+        self.onDone = onDone
+        let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        machine = HappyEyeballs(target: target, configuration: configuration)
+    }
+
+    func start() { feed(.start) }
+    func cancel() { feed(.cancel) }
+    func timeOut() { feed(.timedOut) }
+
+    /// Feeds one input; inputs raised while actions run are queued, so the machine never re-enters.
+    private func feed(_ input: HappyEyeballs.Input) {
+        inputs.append(input)
+        guard !handling else { return }
+        handling = true
+        while !inputs.isEmpty {
+            let next = inputs.removeFirst()
+            for action in machine.handle(next, now: ContinuousClock.now - started) { perform(action) }
+        }
+        handling = false
+    }
+
+    private func perform(_ action: HappyEyeballs.Action) {
+        switch action {
+        case .resolve(let family):
+            resolver.resolve(host: host, port: port, family: family, queue: queue) { [weak self] result in
+                self?.feed(.resolved(family, result))
+            }
+        case .scheduleResolutionDelay(let delay):
+            resolutionTimer?.cancel()
+            resolutionTimer = makeOneShotTimer(queue: queue, after: delay) { [weak self] in self?.feed(.resolutionDelayElapsed) }
+        case .cancelResolutionDelay:
+            resolutionTimer?.cancel()
+            resolutionTimer = nil
+        case .scheduleAttemptDelay(let delay):
+            attemptTimer?.cancel()
+            attemptTimer = makeOneShotTimer(queue: queue, after: delay) { [weak self] in self?.feed(.attemptDelayElapsed) }
+        case .cancelAttemptDelay:
+            attemptTimer?.cancel()
+            attemptTimer = nil
+        case .startAttempt(let id, let address):
+            startAttempt(id, address)
+        case .closeAttempt(let id):
+            if let attempt = attempts.removeValue(forKey: id) {
+                onEvent(ConnectAttemptEvent(address: attempt.address, kind: .abandoned, elapsed: .now - attempt.started))
+                attempt.close(keepingDescriptor: false)
+            }
+        case .succeeded(let id, let address):
+            cancelTimers()
+            guard let attempt = attempts.removeValue(forKey: id), let fd = attempt.fd else { return }
+            onEvent(ConnectAttemptEvent(address: address, kind: .connected, elapsed: .now - attempt.started))
+            attempt.close(keepingDescriptor: true)
+            onDone(.success((fd, address)))
+        case .failed(let failure):
+            cancelTimers()
+            onDone(.failure(failure))
+        }
+    }
+
+    private func cancelTimers() {
+        resolutionTimer?.cancel()
+        resolutionTimer = nil
+        attemptTimer?.cancel()
+        attemptTimer = nil
+    }
+
+    private func startAttempt(_ id: HappyEyeballs.AttemptID, _ address: SocketAddress) {
+        let attempt = Attempt(address: address)
+        attempts[id] = attempt
+        onEvent(ConnectAttemptEvent(address: address, kind: .started, elapsed: .zero))
+        do throws(SystemError) {
+            let binding = self.binding
+            let fd = try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in
+                if let device = binding.device { try Syscall.bindToDevice(fd, device) }
+                if let local = address.isIPv4 ? binding.ipv4 : binding.ipv6 {
+                    if local.port != 0 { try Syscall.setReuseAddress(fd) }
+                    try Syscall.bind(fd, to: local)
+                }
+            }
+            attempt.fd = fd
+            if try Syscall.connect(fd, to: address) {
+                feed(.attemptConnected(id))
+                return
+            }
+            attempt.watch(queue: queue) { [weak self] error in
+                guard let self, attempts[id] === attempt else { return }
+                if let error {
+                    attempts[id] = nil
+                    onEvent(ConnectAttemptEvent(address: address, kind: .failed(error), elapsed: .now - attempt.started))
+                    attempt.close(keepingDescriptor: false)
+                    feed(.attemptFailed(id, error))
+                } else {
+                    feed(.attemptConnected(id))
+                }
+            }
+        } catch {
+            attempts[id] = nil
+            onEvent(ConnectAttemptEvent(address: address, kind: .failed(error), elapsed: .now - attempt.started))
+            attempt.close(keepingDescriptor: false)
+            feed(.attemptFailed(id, error))
+        }
+    }
+}
+
+/// One non-blocking connect: its descriptor and the write source that says how it ended.
+private final class Attempt: @unchecked Sendable {
+    let address: SocketAddress
+    let started = ContinuousClock.now
+    var fd: Int32?
+    private var source: DispatchSourceWrite?
+    private var keep = false
+
+    init(address: SocketAddress) { self.address = address }
+
+    /// Calls `done` once the connect finishes: `nil` on success, else the error.
+    func watch(queue: DispatchQueue, _ done: @escaping @Sendable (SystemError?) -> Void) {
+        guard let fd else { return }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        let address = self.address
+        source.setEventHandler { [weak self] in
+            guard let self, self.source != nil else { return }
+            let code: Int32
+            do throws(SystemError) { code = try Syscall.pendingError(fd) } catch { code = error.errno }
+            done(code == 0 ? nil : SystemError(errno: code, call: "connect", context: address.description))
+        }
+        source.setCancelHandler { [self] in
+            if !keep { Syscall.close(fd) }
+        }
+        self.source = source
+        source.resume()
+    }
+
+    /// Stops watching; closes the descriptor unless it is kept as the connection.
+    func close(keepingDescriptor: Bool) {
+        keep = keepingDescriptor
+        if let source {
+            self.source = nil
+            source.cancel()  // the cancel handler closes the descriptor (or not)
+        } else if !keepingDescriptor, let fd {
+            Syscall.close(fd)
+        }
+        fd = keepingDescriptor ? fd : nil
+    }
+}

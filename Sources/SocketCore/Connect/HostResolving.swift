@@ -1,0 +1,34 @@
+import Dispatch
+
+/// Looks a host up for one address family and answers on a given queue. ``AsyncSocket`` uses
+/// ``SystemResolver``; tests inject their own to answer when and how they like.
+public protocol HostResolving: Sendable {
+    func resolve(
+        host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
+        completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void)
+}
+
+/// getaddrinfo through ``Resolver``, off the caller's queue.
+public struct SystemResolver: HostResolving {
+    public init() {}
+
+    public func resolve(
+        host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
+        completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
+    ) {
+        if let answers = Resolver.literal(host: host, port: port, family: family) {
+            queue.async { completion(.success(answers)) }
+            return
+        }
+        Resolver.lookup(host: host, port: port, family: family, completionQueue: queue, completion: completion)
+    }
+}
+
+/// A one-shot timer on `queue`, already running.
+func makeOneShotTimer(queue: DispatchQueue, after delay: Duration, _ handler: @escaping @Sendable () -> Void) -> DispatchSourceTimer {
+    let timer = DispatchSource.makeTimerSource(queue: queue)
+    timer.schedule(deadline: .now() + delay.dispatchInterval)
+    timer.setEventHandler(handler: handler)
+    timer.resume()
+    return timer
+}

@@ -1,0 +1,53 @@
+import Glibc
+
+/// Local network interfaces, and the interface descriptions of the seed API.
+public enum Interfaces {
+    /// The local addresses for an interface description, as GCDAsyncSocket reads it: an interface
+    /// name (`"eth0"`), a numeric address (`"127.0.0.1"`, `"::1"`), `"localhost"`/`"loopback"`, or
+    /// nothing, each optionally followed by `:port` (`"eth0:8082"`, `":8082"`, `"[::1]:8082"`).
+    /// An empty host means the wildcard addresses. `port` applies when the text has none.
+    ///
+    /// Throws when the description names no interface or address here.
+    public static func addresses(for description: String, port: UInt16 = 0) throws(AddressError) -> (ipv4: SocketAddress?, ipv6: SocketAddress?) {
+        let endpoint = try Endpoint(parsing: description)
+        let port = endpoint.port ?? port
+        let host = endpoint.host
+        if host.isEmpty {
+            return (.anyIPv4(port: port), .anyIPv6(port: port))
+        }
+        if let literal = Resolver.literal(host: host, port: port, family: nil) {
+            return (literal.first(where: \.isIPv4), literal.first(where: \.isIPv6))
+        }
+        let found = addresses(ofInterface: host)
+        guard found.ipv4 != nil || found.ipv6 != nil else {
+            throw AddressError(input: description, reason: "no network interface or local address named '\(host)'")
+        }
+        return (found.ipv4?.withPort(port), found.ipv6?.withPort(port))
+    }
+
+    /// The first IPv4 and IPv6 address of the interface called `name` (getifaddrs order).
+    public static func addresses(ofInterface name: String) -> (ipv4: SocketAddress?, ipv6: SocketAddress?) {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return (nil, nil) }
+        defer { freeifaddrs(list) }
+        var v4: SocketAddress?
+        var v6: SocketAddress?
+        var node = list
+        while let entry = node?.pointee {
+            defer { node = entry.ifa_next }
+            guard let addr = entry.ifa_addr, String(cString: entry.ifa_name) == name else { continue }
+            let length = addr.pointee.sa_family == sa_family_t(AF_INET6)
+                ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+            guard let address = SocketAddress(sockaddr: addr, length: length) else { continue }
+            if address.isIPv4, v4 == nil { v4 = address }
+            if address.isIPv6, v6 == nil { v6 = address }
+        }
+        return (v4, v6)
+    }
+
+    /// The index of the interface called `name`, or `nil` if there is none (if_nametoindex's 0).
+    public static func index(of name: String) -> UInt32? {
+        let index = if_nametoindex(name)
+        return index == 0 ? nil : index
+    }
+}

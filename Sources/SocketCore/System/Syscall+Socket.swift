@@ -1,0 +1,229 @@
+import CSystem
+import Glibc
+
+extension Syscall {
+    /// The socket type, spelled once for the two that SocketCore uses.
+    public enum SocketType: Sendable {
+        case stream, datagram
+        var raw: Int32 {
+            switch self {
+            case .stream: Int32(SOCK_STREAM.rawValue)
+            case .datagram: Int32(SOCK_DGRAM.rawValue)
+            }
+        }
+    }
+
+    static func domain(_ family: SocketAddress.Family) -> Int32 {
+        switch family {
+        case .ipv4: AF_INET
+        case .ipv6: AF_INET6
+        case .unix: AF_UNIX
+        }
+    }
+
+    /// A new non-blocking, close-on-exec socket. If `configure` throws, the socket is closed.
+    public static func socket(
+        _ family: SocketAddress.Family, _ type: SocketType,
+        configure: (Int32) throws(SystemError) -> Void = { _ throws(SystemError) in }
+    ) throws(SystemError) -> Int32 {
+        let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let fd = try retrying("socket") { Glibc.socket(domain(family), type.raw | flags, 0) }
+        do {
+            try configure(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// bind(2) to `address`.
+    public static func bind(_ fd: Int32, to address: SocketAddress) throws(SystemError) {
+        try address.withSockAddr { (sa, length) throws(SystemError) in
+            _ = try retrying("bind", address.description) { Glibc.bind(fd, sa, length) }
+        }
+    }
+
+    /// listen(2). The kernel caps `backlog` at `net.core.somaxconn`.
+    public static func listen(_ fd: Int32, backlog: Int32, context: @autoclosure () -> String = "") throws(SystemError) {
+        try retrying("listen", context()) { Glibc.listen(fd, backlog) }
+    }
+
+    /// accept4(2): a non-blocking, close-on-exec connection and its peer, or `nil` when none is
+    /// waiting. A connection aborted before it was accepted is skipped, as it is not an error of
+    /// the listening socket.
+    public static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress?)? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        while true {
+            let result = withUnsafeMutablePointer(to: &storage) { csystem_accept_nonblocking(fd, $0, &length) }
+            if result >= 0 {
+                let peer = withUnsafeBytes(of: &storage) { SocketAddress(sockaddr: $0.baseAddress!, length: Int(length)) }
+                return (result, peer)
+            }
+            switch Glibc.errno {
+            case EINTR, ECONNABORTED, EPROTO: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            case let code: throw SystemError(errno: code, call: "accept")
+            }
+        }
+    }
+
+    /// connect(2) on a non-blocking socket: `true` if connected at once, `false` if in progress
+    /// (wait for writability, then read ``pendingError(_:)``).
+    public static func connect(_ fd: Int32, to address: SocketAddress) throws(SystemError) -> Bool {
+        try address.withSockAddr { (sa, length) throws(SystemError) -> Bool in
+            // EINTR on connect means the attempt goes on asynchronously: do not call it again.
+            if Glibc.connect(fd, sa, length) == 0 { return true }
+            switch Glibc.errno {
+            case EINPROGRESS, EINTR: return false
+            // A Unix socket whose listen queue is full says EAGAIN: report it as such.
+            case let code: throw SystemError(errno: code, call: "connect", context: address.description)
+            }
+        }
+    }
+
+    /// The socket's pending error (`SO_ERROR`), 0 if none: the outcome of a non-blocking connect.
+    public static func pendingError(_ fd: Int32) throws(SystemError) -> Int32 {
+        try getOption(fd, SOL_SOCKET, SO_ERROR, as: Int32.self, name: "SO_ERROR")
+    }
+
+    /// recv(2): bytes received (0 at end of stream), or `nil` when it would block.
+    @inline(__always)
+    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    }
+
+    /// send(2) with `MSG_NOSIGNAL`, so a closed peer gives `EPIPE`, never `SIGPIPE`.
+    @inline(__always)
+    public static func send(_ fd: Int32, from buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Which direction(s) ``shutdown(_:_:)`` closes.
+    public enum ShutdownHow: Sendable {
+        case read, write, both
+        var raw: Int32 {
+            switch self {
+            case .read: Int32(SHUT_RD)
+            case .write: Int32(SHUT_WR)
+            case .both: Int32(SHUT_RDWR)
+            }
+        }
+    }
+
+    /// shutdown(2). `ENOTCONN` (the peer already went away) is not an error here.
+    public static func shutdown(_ fd: Int32, _ how: ShutdownHow) throws(SystemError) {
+        if Glibc.shutdown(fd, how.raw) == -1, Glibc.errno != ENOTCONN {
+            throw SystemError(errno: Glibc.errno, call: "shutdown")
+        }
+    }
+
+    /// The number of bytes ready to read without blocking (`FIONREAD`).
+    public static func bytesAvailable(_ fd: Int32) -> Int {
+        var count: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
+    }
+
+    // MARK: Options
+
+    /// setsockopt(2) with a value of any fixed-layout type.
+    public static func setOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, _ value: T, name: String) throws(SystemError) {
+        try withUnsafeBytes(of: value) { (raw) throws(SystemError) in
+            _ = try retrying("setsockopt", name) { setsockopt(fd, level, option, raw.baseAddress, socklen_t(raw.count)) }
+        }
+    }
+
+    /// getsockopt(2) for a value of a fixed-layout type.
+    public static func getOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, as: T.Type, name: String) throws(SystemError) -> T {
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
+        defer { buffer.deallocate() }
+        buffer.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<T>.size)
+        var length = socklen_t(MemoryLayout<T>.size)
+        try retrying("getsockopt", name) { getsockopt(fd, level, option, buffer, &length) }
+        return buffer.load(as: T.self)
+    }
+
+    /// Sets a boolean (int) socket option.
+    public static func setFlag(_ fd: Int32, _ level: Int32, _ option: Int32, _ on: Bool, name: String) throws(SystemError) {
+        try setOption(fd, level, option, Int32(on ? 1 : 0), name: name)
+    }
+
+    /// `SO_BINDTODEVICE`: send and receive only through the named interface.
+    public static func bindToDevice(_ fd: Int32, _ interface: String) throws(SystemError) {
+        var name = Array(interface.utf8CString)
+        try retrying("setsockopt", "SO_BINDTODEVICE \(interface)") {
+            setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, &name, socklen_t(name.count))
+        }
+    }
+
+    // MARK: Names
+
+    /// The local address a socket is bound to.
+    public static func localAddress(_ fd: Int32) -> SocketAddress? {
+        name(fd) { getsockname($0, $1, $2) }
+    }
+
+    /// The address of a connected socket's peer.
+    public static func peerAddress(_ fd: Int32) -> SocketAddress? {
+        name(fd) { getpeername($0, $1, $2) }
+    }
+
+    private static func name(
+        _ fd: Int32, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, &length) == 0 }
+        }
+        guard ok else { return nil }
+        return withUnsafeBytes(of: &storage) { SocketAddress(sockaddr: $0.baseAddress!, length: Int(length)) }
+    }
+}
+
+extension Syscall {
+    /// True if the peer has ended its stream: a one-byte `MSG_PEEK` returns 0. Consumes nothing.
+    public static func peekAtEndOfStream(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK))
+            if n == -1 && Glibc.errno == EINTR { continue }
+            return n == 0
+        }
+    }
+
+    /// unlink(2) a path; a path that is already gone is not an error.
+    public static func unlink(_ path: String) throws(SystemError) {
+        if Glibc.unlink(path) == -1, Glibc.errno != ENOENT {
+            throw SystemError(errno: Glibc.errno, call: "unlink", context: path)
+        }
+    }
+
+    /// What is at a path: nothing, a socket, or something else.
+    public enum PathKind: Sendable { case missing, socket, other }
+
+    /// lstat(2) a path and say what kind of file it is.
+    public static func pathKind(_ path: String) -> PathKind {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .missing }
+        return info.st_mode & S_IFMT == S_IFSOCK ? .socket : .other
+    }
+}
+
+extension Syscall {
+    /// `SO_REUSEADDR` on: bind a port that still has connections in TIME_WAIT.
+    public static func setReuseAddress(_ fd: Int32) throws(SystemError) {
+        try setFlag(fd, SOL_SOCKET, SO_REUSEADDR, true, name: "SO_REUSEADDR")
+    }
+
+    /// `IPV6_V6ONLY`: an IPv6 socket that does not also take IPv4-mapped traffic.
+    public static func setIPv6Only(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
+        try setFlag(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, on, name: "IPV6_V6ONLY")
+    }
+
+    /// `TCP_NODELAY`: send small writes at once.
+    public static func setNoDelay(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
+        try setFlag(fd, Int32(IPPROTO_TCP), TCP_NODELAY, on, name: "TCP_NODELAY")
+    }
+}

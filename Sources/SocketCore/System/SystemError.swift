@@ -1,0 +1,43 @@
+import Glibc
+
+/// A failed system call: which call, on what, and the `errno` it left.
+///
+/// Every syscall in SocketCore goes through ``Syscall``, which turns `-1` into this error, so the
+/// rest of the code never reads `errno`.
+///
+/// ```swift
+/// do { try Syscall.connect(fd, to: address) }
+/// catch let error as SystemError where error.errno == ECONNREFUSED { print(error) }
+/// // connect(127.0.0.1:9): Connection refused
+/// ```
+public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The `errno` value the call left.
+    public let errno: Int32
+    /// The call's name, e.g. `"connect"`.
+    public let call: String
+    /// What the call was acting on, e.g. an address or a path; empty when there is nothing to say.
+    public let context: String
+
+    /// Creates an error for `call` on `context` with the given errno value.
+    public init(errno: Int32, call: String, context: String = "") {
+        self.errno = errno
+        self.call = call
+        self.context = context
+    }
+
+    /// The C library's text for ``errno``, e.g. `"Connection refused"`.
+    public var reason: String { SystemError.describe(errno: errno) }
+
+    public var description: String {
+        context.isEmpty ? "\(call): \(reason)" : "\(call)(\(context)): \(reason)"
+    }
+
+    /// The C library's text for an errno value.
+    public static func describe(errno code: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        // Swift imports the XSI strerror_r: 0 on success, the text in `buffer`.
+        return buffer.withUnsafeMutableBufferPointer { b in
+            strerror_r(code, b.baseAddress!, b.count) == 0 ? String(cString: b.baseAddress!) : "errno \(code)"
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import Dispatch
+import Glibc
+
+extension AsyncSocket {
+    /// Listens on `port` on every local address, IPv4 and IPv6 (as enabled). Port 0 lets the
+    /// kernel choose (read ``localPort``); both families then share that port.
+    public func accept(onPort port: UInt16) throws(AsyncSocketError) {
+        try accept(onInterface: nil, port: port)
+    }
+
+    /// Listens on the addresses an interface description names: `"eth0"`, `"127.0.0.1"`,
+    /// `"::1"`, `"localhost"`/`"loopback"`, or `nil` for all addresses.
+    public func accept(onInterface interface: String?, port: UInt16) throws(AsyncSocketError) {
+        var ipv4: SocketAddress?
+        var ipv6: SocketAddress?
+        if let interface {
+            do throws(AddressError) {
+                (ipv4, ipv6) = try Interfaces.addresses(for: interface, port: port)
+            } catch {
+                throw .badParam("unknown interface \(error.description)")
+            }
+        } else {
+            (ipv4, ipv6) = (.anyIPv4(port: port), .anyIPv6(port: port))
+        }
+        try sync { () throws(AsyncSocketError) in
+            guard phase == .idle else { throw .badConfig("attempting to accept while connected or accepting; disconnect first") }
+            if !settings.ipv4Enabled { ipv4 = nil }
+            if !settings.ipv6Enabled { ipv6 = nil }
+            guard ipv4 != nil || ipv6 != nil else {
+                throw .badConfig("no address to listen on: both families disabled, or the interface has none of the enabled ones")
+            }
+            var fds: [Int32] = []
+            do throws(SystemError) {
+                if let v4 = ipv4 {
+                    fds.append(try AsyncSocket.makeListener(v4))
+                    // Port 0 on both families: the IPv6 socket takes the port the kernel chose.
+                    if port == 0, let chosen = Syscall.localAddress(fds[0])?.port { ipv6 = ipv6?.withPort(chosen) }
+                }
+                if let v6 = ipv6 {
+                    do throws(SystemError) {
+                        fds.append(try AsyncSocket.makeListener(v6))
+                    } catch where interface == nil && !fds.isEmpty && error.errno == EAFNOSUPPORT {
+                        // No IPv6 on this machine: the IPv4 wildcard listener is enough.
+                    }
+                }
+            } catch {
+                fds.forEach(Syscall.close)
+                throw .system(error)
+            }
+            startAccepting(fds)
+        }
+    }
+
+    /// Listens on a Unix domain socket path (or `@name`, abstract). A stale socket file is
+    /// replaced; a live one, or a path that is not a socket, is refused. The file is removed
+    /// when the listener closes.
+    public func accept(onUnixPath path: String) throws(AsyncSocketError) {
+        let address: SocketAddress
+        do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch { throw .badParam(error.description) }
+        try sync { () throws(AsyncSocketError) in
+            guard phase == .idle else { throw .badConfig("attempting to accept while connected or accepting; disconnect first") }
+            let isAbstract = path.hasPrefix("@")
+            if !isAbstract {
+                switch Syscall.pathKind(path) {
+                case .missing: break
+                case .other:
+                    throw .badParam("\(path) exists and is not a socket; remove it or choose another path")
+                case .socket:
+                    if AsyncSocket.isLive(address) {
+                        throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: path))
+                    }
+                    do throws(SystemError) { try Syscall.unlink(path) } catch { throw .system(error) }
+                }
+            }
+            let fd: Int32
+            do throws(SystemError) { fd = try AsyncSocket.makeListener(address) } catch { throw .system(error) }
+            if !isAbstract { listenUnixPath = path }
+            startAccepting([fd])
+        }
+    }
+
+    /// A bound, listening, non-blocking socket for `address`.
+    static func makeListener(_ address: SocketAddress) throws(SystemError) -> Int32 {
+        try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in
+            if !address.isUnix { try Syscall.setReuseAddress(fd) }
+            if address.isIPv6 { try Syscall.setIPv6Only(fd) }
+            try Syscall.bind(fd, to: address)
+            try Syscall.listen(fd, backlog: listenBacklog, context: address.description)
+        }
+    }
+
+    /// True if something accepts connections at this Unix address.
+    static func isLive(_ address: SocketAddress) -> Bool {
+        guard let fd = try? Syscall.socket(.unix, .stream) else { return false }
+        defer { Syscall.close(fd) }
+        return (try? Syscall.connect(fd, to: address)) != nil
+    }
+
+    private func startAccepting(_ fds: [Int32]) {
+        assertOnQueue()
+        listeners = fds.map { fd in
+            IOSources(fd: fd, queue: socketQueue, withWriteSource: false,
+                      onReadable: { [weak self] in self?.acceptReady(fd) })
+        }
+        phase = .accepting
+        if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
+    }
+
+    /// Accepts every waiting connection (up to a batch, for fairness with other sockets).
+    private func acceptReady(_ listenFD: Int32) {
+        assertOnQueue()
+        for _ in 0..<256 {
+            guard phase == .accepting else { return }
+            let accepted: (fd: Int32, peer: SocketAddress?)?
+            do throws(SystemError) {
+                accepted = try Syscall.accept(listenFD)
+            } catch {
+                // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued in the
+                // kernel. Pause a moment rather than spin on a listener that stays readable.
+                pauseAccepting(for: .milliseconds(100))
+                return
+            }
+            guard let (fd, peer) = accepted else { return }
+            adoptAccepted(fd: fd, peer: peer)
+            if acceptSink?.isFull == true {
+                listeners.forEach { $0.suspendRead() }
+                return
+            }
+        }
+    }
+
+    private func adoptAccepted(fd: Int32, peer: SocketAddress?) {
+        let peerAddress = peer ?? SocketAddress(storage: .unix(path: []))
+        let queue = delegateStorage?.newSocketQueueForConnection(from: peerAddress, on: self)
+        let child = AsyncSocket(delegate: delegateStorage, delegateQueue: delegateQueueStorage, socketQueue: queue)
+        let inherited = settings
+        child.sync {
+            child.settings = inherited
+            child.didConnect(fd: fd) {}
+        }
+        // Without a delegate, connections wait for the async face (``connections()``).
+        if delegateStorage == nil || acceptSink != nil {
+            acceptSinkCreatingIfNeeded().deliver(child)
+        } else {
+            notify { [self] in $0.socket(self, didAccept: child) }
+        }
+    }
+
+    private func pauseAccepting(for delay: Duration) {
+        listeners.forEach { $0.suspendRead() }
+        connectTimer?.cancel()
+        connectTimer = makeOneShotTimer(queue: socketQueue, after: delay) { [weak self] in
+            guard let self, phase == .accepting else { return }
+            if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
+        }
+    }
+
+    /// Resumes accepting after the async face's buffer drained.
+    func resumeAccepting() {
+        async { [self] in
+            guard phase == .accepting else { return }
+            listeners.forEach { $0.resumeRead() }
+        }
+    }
+}

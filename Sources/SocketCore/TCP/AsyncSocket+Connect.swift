@@ -1,0 +1,153 @@
+import Dispatch
+
+extension AsyncSocket {
+    /// Connects to `host` (a name or a numeric address) on `port`, racing IPv6 and IPv4 as
+    /// RFC 8305 says. `interface` binds the local end: an interface name (`"eth0"`), a local
+    /// address, and/or a port (`"127.0.0.1:2424"`, `":8082"`). `timeout` covers the lookups and
+    /// every attempt. Errors in the arguments or the socket's state throw at once; the outcome
+    /// arrives as `didConnectToHost` or `socketDidDisconnect` with ``AsyncSocketError/connectFailed(_:)``.
+    public func connect(
+        toHost host: String, port: UInt16, viaInterface interface: String? = nil, timeout: Duration? = nil
+    ) throws(AsyncSocketError) {
+        guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
+        try startConnect(host: host, port: port, interface: interface, device: nil, timeout: timeout, resolver: SystemResolver())
+    }
+
+    /// Connects to one address, with no lookup.
+    public func connect(
+        to address: SocketAddress, viaInterface interface: String? = nil, timeout: Duration? = nil
+    ) throws(AsyncSocketError) {
+        if address.isUnix {
+            try connect(toUnixPath: address.host)
+            return
+        }
+        try startConnect(host: address.host, port: address.port, interface: interface, device: nil, timeout: timeout, resolver: SystemResolver())
+    }
+
+    /// Connects to a Unix domain socket: a path, or `@name` for an abstract socket. A Unix
+    /// connect completes or fails at once, so it takes no timeout.
+    public func connect(toUnixPath path: String) throws(AsyncSocketError) {
+        let address: SocketAddress
+        do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch { throw .badParam(error.description) }
+        try sync { () throws(AsyncSocketError) in
+            guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
+            phase = .connecting
+        }
+        async { [self] in
+            do throws(SystemError) {
+                let fd = try Syscall.socket(.unix, .stream)
+                // A Unix connect completes or fails at once (EAGAIN: the listener's queue is full).
+                do throws(SystemError) {
+                    _ = try Syscall.connect(fd, to: address)
+                } catch {
+                    Syscall.close(fd)
+                    throw error
+                }
+                connectedUnixPath = path
+                didConnect(fd: fd) { [self] in
+                    notify { [self] in $0.socket(self, didConnectToUnixPath: path) }
+                    if let waiter = connectWaiter {
+                        connectWaiter = nil
+                        waiter(.success(()))
+                    }
+                }
+            } catch {
+                closeWithError(.connectFailed(ConnectFailure(
+                    target: path, attempts: [.init(address: address, outcome: .failed(error))])))
+            }
+        }
+    }
+
+    /// The shared start of a TCP connect. `device` ties attempts to an interface (SO_BINDTODEVICE);
+    /// `resolver` is injectable for tests.
+    func startConnect(
+        host: String, port: UInt16, interface: String?, device: String?, timeout: Duration?, resolver: any HostResolving
+    ) throws(AsyncSocketError) {
+        var binding = Connector.Binding(device: device)
+        if let interface {
+            do throws(AddressError) {
+                let local = try Interfaces.addresses(for: interface)
+                binding.ipv4 = local.ipv4
+                binding.ipv6 = local.ipv6
+            } catch {
+                throw .badParam("unknown interface \(error.description)")
+            }
+        }
+        try sync { () throws(AsyncSocketError) in
+            guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
+            var configuration = HappyEyeballs.Configuration(
+                attemptDelay: settings.alternateAddressDelay, preferIPv4: settings.ipv4Preferred,
+                ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled)
+            if interface != nil {
+                // Bound to an interface: only the families it has an address for.
+                configuration.ipv4Enabled = configuration.ipv4Enabled && binding.ipv4 != nil
+                configuration.ipv6Enabled = configuration.ipv6Enabled && binding.ipv6 != nil
+            }
+            guard configuration.ipv4Enabled || configuration.ipv6Enabled else {
+                throw .badConfig(interface == nil
+                    ? "both IPv4 and IPv6 are disabled"
+                    : "interface '\(interface!)' has no address of an enabled family")
+            }
+            phase = .connecting
+            flags = []
+            let connector = Connector(
+                queue: socketQueue, host: host, port: port, configuration: configuration, binding: binding,
+                resolver: resolver,
+                onEvent: { [weak self] (event: ConnectAttemptEvent) in
+                    guard let self else { return }
+                    notify { [self] in $0.socket(self, connectAttempt: event) }
+                },
+                onDone: { [weak self] (outcome: Connector.Outcome) in self?.connectFinished(outcome) })
+            self.connector = connector
+            if let timeout {
+                connectTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
+                    self?.connector?.timeOut()
+                }
+            }
+            // Start on the queue's next turn, so the caller returns before any callback.
+            socketQueue.async { connector.start() }
+        }
+    }
+
+    private func connectFinished(_ outcome: Connector.Outcome) {
+        assertOnQueue()
+        connectTimer?.cancel()
+        connectTimer = nil
+        connector = nil
+        switch outcome {
+        case .success(let (fd, address)):
+            guard phase == .connecting else {
+                Syscall.close(fd)
+                return
+            }
+            let host = address.host
+            let port = address.port
+            didConnect(fd: fd) { [self] in
+                notify { [self] in $0.socket(self, didConnectToHost: host, port: port) }
+                if let waiter = connectWaiter {
+                    connectWaiter = nil
+                    waiter(.success(()))
+                }
+            }
+        case .failure(let failure):
+            closeWithError(failure.timedOutAfterMilliseconds != nil ? .connectTimeout(failure) : .connectFailed(failure))
+        }
+    }
+
+    /// Takes ownership of a connected descriptor: sources, phase, then `announce` (so the
+    /// delegate hears of the connection before any read or write completes), then queued
+    /// operations start.
+    func didConnect(fd: Int32, announce: () -> Void) {
+        assertOnQueue()
+        connection = IOSources(
+            fd: fd, queue: socketQueue,
+            onReadable: { [weak self] in self?.readSourceFired() },
+            onWritable: { [weak self] in self?.writeSourceFired() })
+        if preBuffer.capacity == 0 { preBuffer = PreBuffer(capacity: AsyncSocket.readChunk) }
+        phase = .connected
+        announce()
+        connection?.resumeRead()
+        pumpReads()
+        pumpWrites()
+    }
+}

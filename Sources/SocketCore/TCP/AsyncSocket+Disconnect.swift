@@ -1,0 +1,99 @@
+import Dispatch
+
+extension AsyncSocket {
+    /// Disconnects at once (or stops listening, or abandons a connect). Queued reads and writes
+    /// are dropped; the delegate hears `socketDidDisconnect(_:withError:)` with a `nil` error.
+    /// Synchronous: when it returns, the socket is disconnected.
+    public func disconnect() {
+        sync { if phase != .idle { closeWithError(nil) } }
+    }
+
+    /// Disconnects once every queued read is done; no reads or writes are accepted meanwhile.
+    public func disconnectAfterReading() {
+        async { [self] in
+            guard phase != .idle else { return }
+            flags.formUnion([.forbidReadsWrites, .disconnectAfterReads])
+            maybeClose()
+        }
+    }
+
+    /// Disconnects once every queued write is done; no reads or writes are accepted meanwhile.
+    public func disconnectAfterWriting() {
+        async { [self] in
+            guard phase != .idle else { return }
+            flags.formUnion([.forbidReadsWrites, .disconnectAfterWrites])
+            maybeClose()
+        }
+    }
+
+    /// Disconnects once every queued read and write is done.
+    public func disconnectAfterReadingAndWriting() {
+        async { [self] in
+            guard phase != .idle else { return }
+            flags.formUnion([.forbidReadsWrites, .disconnectAfterReads, .disconnectAfterWrites])
+            maybeClose()
+        }
+    }
+
+    /// Closes if a disconnect-after-* is pending and its queues have drained.
+    func maybeClose() {
+        assertOnQueue()
+        guard phase == .connected || phase == .connecting else { return }
+        let readsDone = readQueue.isEmpty && currentRead == nil
+        let writesDone = writeQueue.isEmpty && currentWrite == nil
+        let afterReads = flags.contains(.disconnectAfterReads)
+        let afterWrites = flags.contains(.disconnectAfterWrites)
+        guard afterReads || afterWrites else { return }
+        if (!afterReads || readsDone) && (!afterWrites || writesDone) {
+            closeWithError(nil)
+        }
+    }
+
+    /// Tears everything down: timers, connect attempts, sources and descriptors (closed by the
+    /// sources' cancel handlers), queued operations (their completions fail), and the Unix
+    /// listening path. Tells the delegate if the socket was in use and `notify` is true.
+    func closeWithError(_ error: AsyncSocketError?, notify shouldNotify: Bool = true) {
+        assertOnQueue()
+        let wasInUse = phase != .idle
+        if let waiter = connectWaiter {
+            connectWaiter = nil
+            waiter(.failure(error ?? .disconnected))
+        }
+        connectTimer?.cancel()
+        connectTimer = nil
+        connector?.cancel()
+        connector = nil
+        cancelReadTimer()
+        cancelWriteTimer()
+        connection?.cancel()
+        connection = nil
+        for listener in listeners { listener.cancel() }
+        listeners = []
+        if let path = listenUnixPath {
+            try? Syscall.unlink(path)
+            listenUnixPath = nil
+        }
+        connectedUnixPath = nil
+        preBuffer.reset()
+        flags = []
+        phase = .idle
+
+        let failure = error ?? .disconnected
+        var reads = readQueue
+        if let current = currentRead { reads.insert(current, at: 0) }
+        var writes = writeQueue
+        if let current = currentWrite { writes.insert(current, at: 0) }
+        readQueue = []
+        currentRead = nil
+        writeQueue = []
+        currentWrite = nil
+        for packet in reads { packet.completion?(.failure(failure)) }
+        for packet in writes { packet.completion?(.failure(failure)) }
+        acceptSink?.finish(error)
+        acceptSink = nil
+
+        if wasInUse && shouldNotify {
+            notify { [self] in $0.socketDidDisconnect(self, withError: error) }
+        }
+    }
+}

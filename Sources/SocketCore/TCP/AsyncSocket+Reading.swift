@@ -1,0 +1,264 @@
+import Dispatch
+
+extension AsyncSocket {
+    /// Reads whatever bytes are available (at least one), up to `maxLength` if it is not 0.
+    ///
+    /// With a `buffer`, the bytes are written into it from `offset` on and the delegate's `data`
+    /// is a view of that buffer (`data.startIndex == offset`): pass `consume buffer` to avoid a
+    /// copy. A read with an offset beyond the buffer is ignored, as in the seed API.
+    public func readData(
+        timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0, maxLength: Int = 0, tag: Int = 0
+    ) {
+        enqueueRead(ReadRequest(kind: .available, maxLength: maxLength, buffer: buffer, offset: offset),
+                    tag: tag, timeout: timeout, completion: nil)
+    }
+
+    /// Reads exactly `length` bytes. A length of 0 is ignored.
+    public func readData(
+        toLength length: Int, timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0, tag: Int = 0
+    ) {
+        enqueueRead(ReadRequest(kind: .length(length), buffer: buffer, offset: offset),
+                    tag: tag, timeout: timeout, completion: nil)
+    }
+
+    /// Reads up to and including `separator` (e.g. `[13, 10]` for CRLF). With `maxLength` not 0,
+    /// the read fails with ``AsyncSocketError/readMaxedOut(maxLength:)`` (disconnecting) when that
+    /// many bytes arrive without the separator. An empty separator, or one longer than a non-zero
+    /// `maxLength`, is ignored.
+    public func readData(
+        toSeparator separator: [UInt8], timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0,
+        maxLength: Int = 0, tag: Int = 0
+    ) {
+        enqueueRead(ReadRequest(kind: .separator(separator), maxLength: maxLength, buffer: buffer, offset: offset),
+                    tag: tag, timeout: timeout, completion: nil)
+    }
+
+    /// The current read's tag and progress, or `nil` when no read is under way.
+    public func progressOfRead() -> Progress? {
+        sync {
+            currentRead.map { Progress(tag: $0.tag, bytesDone: $0.request.bytesDone, total: $0.request.expectedLength) }
+        }
+    }
+
+    // MARK: The read queue
+
+    func enqueueRead(_ request: ReadRequest?, tag: Int, timeout: Duration?, completion: ReadCompletion?) {
+        guard let request else {
+            completion?(.failure(.badParam("read ignored: zero length, empty or too long separator, or offset beyond the buffer")))
+            return
+        }
+        let packet = ReadPacket(request: request, tag: tag, timeout: timeout, completion: completion)
+        async { [self] in
+            let open = (phase == .connecting || phase == .connected) && !flags.contains(.forbidReadsWrites)
+            guard open else {
+                packet.completion?(.failure(phase == .idle ? .disconnected : .readStreamClosed))
+                return
+            }
+            readQueue.append(packet)
+            pumpReads()
+        }
+    }
+
+    /// Moves bytes from the pre-buffer and the socket into the queued reads, in order, until a
+    /// read has to wait for the socket.
+    func pumpReads() {
+        assertOnQueue()
+        var progressTag: Int?
+        var progress = 0
+        defer {
+            if let tag = progressTag, progress > 0 {
+                let length = progress
+                notify { [self] in $0.socket(self, didReadPartialDataOfLength: length, tag: tag) }
+            }
+        }
+        while true {
+            if currentRead == nil {
+                guard phase == .connected, !readQueue.isEmpty else {
+                    maybeClose()
+                    return
+                }
+                currentRead = readQueue.removeFirst()
+                startReadTimer()
+                progressTag = nil
+                progress = 0
+            }
+            if flags.contains(.readsPaused) { return }
+            guard let fd = connection?.fd else { return }
+
+            if !preBuffer.isEmpty {
+                let step = currentRead!.request.consume(from: preBuffer.readable)
+                preBuffer.consume(step.taken)
+                if finishRead(step) { progressTag = nil; continue }
+                progressTag = currentRead!.tag
+                progress += step.taken
+            }
+            if flags.contains(.readEOF) {
+                handleReadEOF()
+                return
+            }
+            // The pre-buffer is empty (or could not finish the read): ask the socket.
+            do throws(SystemError) {
+                let received: Int?
+                if currentRead!.request.readsDirectly {
+                    let (written, step) = try currentRead!.request.readDirectly(upTo: Int.max) { (space) throws(SystemError) in
+                        try Syscall.receive(fd, into: space)
+                    }
+                    received = written
+                    if let written, written > 0 {
+                        if finishRead(step) { progressTag = nil; continue }
+                        progressTag = currentRead!.tag
+                        progress += written
+                    }
+                } else {
+                    let space = preBuffer.writableSpace(minimum: AsyncSocket.readChunk)
+                    received = try Syscall.receive(fd, into: space)
+                    if let received { preBuffer.didWrite(received) }
+                }
+                switch received {
+                case nil:
+                    connection?.resumeRead()
+                    return
+                case 0?:
+                    flags.insert(.readEOF)
+                    connection?.suspendRead()
+                default:
+                    continue
+                }
+            } catch {
+                closeWithError(.system(error))
+                return
+            }
+        }
+    }
+
+    /// Completes or fails the current read after `step`; true if it is finished.
+    private func finishRead(_ step: ReadRequest.Step) -> Bool {
+        switch step {
+        case .needMore:
+            return false
+        case .complete:
+            completeCurrentRead()
+            return true
+        case .maxedOut:
+            closeWithError(.readMaxedOut(maxLength: currentRead?.request.maxLength ?? 0))
+            return true
+        }
+    }
+
+    func completeCurrentRead() {
+        guard var packet = currentRead else { return }
+        currentRead = nil
+        cancelReadTimer()
+        packet.request.trim()
+        let data = packet.request.result
+        if let completion = packet.completion {
+            completion(.success(data))
+        } else {
+            let tag = packet.tag
+            notify { [self] in $0.socket(self, didRead: data, tag: tag) }
+        }
+    }
+
+    /// The read source fired.
+    func readSourceFired() {
+        assertOnQueue()
+        if currentRead != nil || !readQueue.isEmpty {
+            pumpReads()
+            return
+        }
+        // No read wants the bytes: leave them in the kernel (bounded by the receive buffer) and
+        // stop listening, but notice a peer that has closed, as the seed API does.
+        guard let fd = connection?.fd else { return }
+        connection?.suspendRead()
+        if preBuffer.isEmpty, Syscall.peekAtEndOfStream(fd) {
+            flags.insert(.readEOF)
+            handleReadEOF()
+        }
+    }
+
+    /// The peer ended its stream and the pre-buffer holds nothing for the current read.
+    func handleReadEOF() {
+        connection?.suspendRead()
+        if !flags.contains(.readStreamClosed) && settings.autoDisconnectOnClosedReadStream {
+            closeWithError(.closedByPeer)
+            return
+        }
+        if !flags.contains(.readStreamClosed) {
+            flags.insert(.readStreamClosed)
+            notify { [self] in $0.socketDidCloseReadStream(self) }
+        }
+        // Half-duplex: reads that cannot complete any more end here; writes go on.
+        var pending = readQueue
+        if let current = currentRead { pending.insert(current, at: 0) }
+        currentRead = nil
+        readQueue = []
+        cancelReadTimer()
+        for packet in pending { packet.completion?(.failure(.readStreamClosed)) }
+        maybeClose()
+    }
+
+    // MARK: Timeouts
+
+    func startReadTimer() {
+        cancelReadTimer()
+        guard let packet = currentRead, let timeout = packet.timeout else { return }
+        readTimer = makeTimer(after: timeout, started: .now) { [weak self] elapsed in
+            self?.readTimedOut(elapsed: elapsed)
+        }
+    }
+
+    func cancelReadTimer() {
+        readTimer?.cancel()
+        readTimer = nil
+    }
+
+    private func readTimedOut(elapsed: Duration) {
+        guard let packet = currentRead else { return }
+        guard packet.completion == nil, let delegate = delegateStorage, let queue = delegateQueueStorage else {
+            closeWithError(.readTimeout)
+            return
+        }
+        // Ask the delegate, pausing the read meanwhile, then act on the socket queue.
+        flags.insert(.readsPaused)
+        let tag = packet.tag
+        let bytesDone = packet.request.bytesDone
+        queue.async { [self] in
+            let extra = delegate.socket(self, shouldTimeoutReadWithTag: tag, elapsed: elapsed, bytesDone: bytesDone)
+            socketQueue.async { [self] in
+                guard currentRead != nil, flags.contains(.readsPaused) else { return }
+                flags.remove(.readsPaused)
+                if let extra, extra > .zero {
+                    cancelReadTimer()
+                    readTimer = makeTimer(after: extra, started: .now - elapsed) { [weak self] elapsed in
+                        self?.readTimedOut(elapsed: elapsed)
+                    }
+                    pumpReads()
+                } else {
+                    closeWithError(.readTimeout)
+                }
+            }
+        }
+    }
+
+    /// A one-shot timer on the socket queue; `fired` gets the time since `started`.
+    func makeTimer(
+        after delay: Duration, started: ContinuousClock.Instant,
+        _ fired: @escaping @Sendable (Duration) -> Void
+    ) -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: socketQueue)
+        timer.schedule(deadline: .now() + delay.dispatchInterval)
+        timer.setEventHandler { fired(ContinuousClock.now - started) }
+        timer.resume()
+        return timer
+    }
+}
+
+extension Duration {
+    /// This duration as a dispatch interval (nanoseconds, saturating).
+    var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if nanos.overflow || seconds > Int64(Int.max / 1_000_000_000) { return .never }
+        return .nanoseconds(Int(nanos.partialValue + attoseconds / 1_000_000_000))
+    }
+}

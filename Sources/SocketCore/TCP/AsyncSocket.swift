@@ -1,0 +1,264 @@
+import Dispatch
+
+/// An asynchronous TCP or Unix stream socket in the model of GCDAsyncSocket: connect or accept,
+/// queue reads and writes with tags and timeouts, and hear back through a delegate on its queue.
+///
+/// All state lives on one serial socket queue; every public method may be called from any thread.
+/// Reads and writes complete in the order they were queued.
+///
+/// ```swift
+/// let socket = AsyncSocket(delegate: handler, delegateQueue: .main)
+/// try socket.connect(toHost: "example.org", port: 80, timeout: .seconds(5))
+/// socket.write(Array("GET / HTTP/1.0\r\n\r\n".utf8), timeout: nil, tag: 1)
+/// socket.readData(toSeparator: [13, 10, 13, 10], timeout: .seconds(5), tag: 2)
+/// ```
+///
+/// The async/await face (``connect(host:port:interface:timeout:)``, ``read(_:timeout:)``,
+/// ``write(_:timeout:)``, ``connections()``) runs on the same queues and packets.
+public final class AsyncSocket: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property below is touched only on `socketQueue`
+    // (checked with `assertOnQueue()` at the entry points that rely on it).
+
+    /// The serial queue that owns this socket's state.
+    public let socketQueue: DispatchQueue
+    let queueKey = DispatchSpecificKey<Bool>()
+
+    weak var delegateStorage: (any AsyncSocketDelegate)?
+    var delegateQueueStorage: DispatchQueue?
+    var userDataStorage: (any Sendable)?
+    var settings = Settings()
+
+    /// Where the socket is in its life.
+    enum Phase {
+        case idle
+        case connecting
+        case connected
+        case accepting
+    }
+
+    var phase: Phase = .idle
+    /// The connected socket's sources (and its descriptor).
+    var connection: IOSources?
+    /// Listening sockets (one per family, or one Unix socket).
+    var listeners: [IOSources] = []
+    var listenUnixPath: String?
+    var connectedUnixPath: String?
+    var connector: Connector?
+    /// The async face's wait for a connect.
+    var connectWaiter: (@Sendable (Result<Void, AsyncSocketError>) -> Void)?
+    /// The async face's queue of accepted connections.
+    var acceptSink: AcceptSink?
+    var connectTimer: DispatchSourceTimer?
+
+    var readQueue: [ReadPacket] = []
+    var currentRead: ReadPacket?
+    var preBuffer = PreBuffer(capacity: 0)
+    var readTimer: DispatchSourceTimer?
+
+    var writeQueue: [WritePacket] = []
+    var currentWrite: WritePacket?
+    var writeTimer: DispatchSourceTimer?
+
+    var flags: Flags = []
+
+    struct Flags: OptionSet {
+        let rawValue: UInt16
+        /// The peer sent end of stream.
+        static let readEOF = Flags(rawValue: 1 << 0)
+        /// We told the delegate the read stream closed (half-duplex mode).
+        static let readStreamClosed = Flags(rawValue: 1 << 1)
+        /// A timeout is being put to the delegate: no progress meanwhile.
+        static let readsPaused = Flags(rawValue: 1 << 2)
+        static let writesPaused = Flags(rawValue: 1 << 3)
+        /// A disconnect-after-* was asked for: no new reads or writes.
+        static let forbidReadsWrites = Flags(rawValue: 1 << 4)
+        static let disconnectAfterReads = Flags(rawValue: 1 << 5)
+        static let disconnectAfterWrites = Flags(rawValue: 1 << 6)
+        /// Our write side is shut down (half-close done).
+        static let writeShutdown = Flags(rawValue: 1 << 7)
+    }
+
+    /// Options read when connecting or accepting.
+    struct Settings {
+        var ipv4Enabled = true
+        var ipv6Enabled = true
+        var ipv4Preferred = false
+        var alternateAddressDelay: Duration = .milliseconds(250)
+        var autoDisconnectOnClosedReadStream = true
+    }
+
+    /// Bytes asked of the socket per read call when the read has no fixed length.
+    static let readChunk = 64 * 1024
+    /// The listen backlog; the kernel caps it at net.core.somaxconn (4096 by default).
+    static let listenBacklog: Int32 = 4096
+
+    /// A socket whose delegate callbacks run on `delegateQueue`. `socketQueue`, if given, must
+    /// be serial (it may be the delegate queue); otherwise the socket makes its own.
+    public init(
+        delegate: (any AsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
+        socketQueue: DispatchQueue? = nil
+    ) {
+        self.socketQueue = socketQueue ?? DispatchQueue(label: "tincan.AsyncSocket")
+        self.delegateStorage = delegate
+        self.delegateQueueStorage = delegateQueue
+        self.socketQueue.setSpecific(key: queueKey, value: true)
+    }
+
+    deinit {
+        // Sources hold only weak references to us, so this is the last chance to close.
+        if isOnSocketQueue {
+            closeWithError(nil, notify: false)
+        } else {
+            socketQueue.sync { closeWithError(nil, notify: false) }
+        }
+    }
+
+    // MARK: Queue helpers
+
+    var isOnSocketQueue: Bool { DispatchQueue.getSpecific(key: queueKey) == true }
+
+    @inline(__always)
+    func assertOnQueue() {
+        dispatchPrecondition(condition: .onQueue(socketQueue))
+    }
+
+    /// Runs `body` on the socket queue and returns its result (at once if already there).
+    func sync<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        if isOnSocketQueue { return try body() }
+        let result: Result<R, E> = socketQueue.sync { Result { () throws(E) -> R in try body() } }
+        return try result.get()
+    }
+
+    /// Runs `body` on the socket queue, later unless already there.
+    func async(_ body: @escaping @Sendable () -> Void) {
+        if isOnSocketQueue { body() } else { socketQueue.async(execute: body) }
+    }
+
+    /// Calls the delegate on its queue, if there is one.
+    func notify(_ body: @escaping @Sendable (any AsyncSocketDelegate) -> Void) {
+        guard let delegate = delegateStorage, let queue = delegateQueueStorage else { return }
+        queue.async { body(delegate) }
+    }
+
+    // MARK: Configuration
+
+    /// The delegate, held weakly, as in the seed API.
+    public var delegate: (any AsyncSocketDelegate)? {
+        get { sync { delegateStorage } }
+        set { sync { delegateStorage = newValue } }
+    }
+
+    /// The queue the delegate is called on.
+    public var delegateQueue: DispatchQueue? {
+        get { sync { delegateQueueStorage } }
+        set { sync { delegateQueueStorage = newValue } }
+    }
+
+    /// Sets delegate and queue together, so no callback goes to a mismatched pair.
+    public func setDelegate(_ delegate: (any AsyncSocketDelegate)?, delegateQueue: DispatchQueue?) {
+        sync {
+            delegateStorage = delegate
+            delegateQueueStorage = delegateQueue
+        }
+    }
+
+    /// Anything the owner wants to keep with the socket.
+    public var userData: (any Sendable)? {
+        get { sync { userDataStorage } }
+        set { sync { userDataStorage = newValue } }
+    }
+
+    /// Use IPv4 when connecting or accepting (default true).
+    public var isIPv4Enabled: Bool {
+        get { sync { settings.ipv4Enabled } }
+        set { sync { settings.ipv4Enabled = newValue } }
+    }
+
+    /// Use IPv6 when connecting or accepting (default true).
+    public var isIPv6Enabled: Bool {
+        get { sync { settings.ipv6Enabled } }
+        set { sync { settings.ipv6Enabled = newValue } }
+    }
+
+    /// Try IPv4 addresses first when a host has both (default false: IPv6 first, RFC 8305).
+    public var isIPv4PreferredOverIPv6: Bool {
+        get { sync { settings.ipv4Preferred } }
+        set { sync { settings.ipv4Preferred = newValue } }
+    }
+
+    /// How long a connection attempt runs before the next address is tried alongside it
+    /// (Happy Eyeballs' connection attempt delay). Clamped to 100 ms – 2 s; default 250 ms.
+    public var alternateAddressDelay: Duration {
+        get { sync { settings.alternateAddressDelay } }
+        set { sync { settings.alternateAddressDelay = min(max(newValue, .milliseconds(100)), .seconds(2)) } }
+    }
+
+    /// Disconnect when the peer ends its stream (default true). When false, the delegate hears
+    /// `socketDidCloseReadStream` and the socket stays open for writing (half-duplex).
+    public var autoDisconnectOnClosedReadStream: Bool {
+        get { sync { settings.autoDisconnectOnClosedReadStream } }
+        set { sync { settings.autoDisconnectOnClosedReadStream = newValue } }
+    }
+
+    /// Runs `body` on the socket queue, where ``socketFD``, ``socket4FD`` and ``socket6FD`` may
+    /// be read, e.g. to set a socket option the API does not cover.
+    public func perform<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try sync(body)
+    }
+
+    /// The connected socket's descriptor (or the Unix listener's), -1 if none. Only inside
+    /// ``perform(_:)`` or a callback on the socket queue.
+    public var socketFD: Int32 {
+        guard isOnSocketQueue else { return -1 }
+        return connection?.fd ?? (listenUnixPath != nil ? listeners.first?.fd ?? -1 : -1)
+    }
+
+    /// The IPv4 listening descriptor, -1 if none. Only on the socket queue.
+    public var socket4FD: Int32 { listenerFD(.ipv4) }
+    /// The IPv6 listening descriptor, -1 if none. Only on the socket queue.
+    public var socket6FD: Int32 { listenerFD(.ipv6) }
+
+    private func listenerFD(_ family: SocketAddress.Family) -> Int32 {
+        guard isOnSocketQueue else { return -1 }
+        return listeners.first(where: { Syscall.localAddress($0.fd)?.family == family })?.fd ?? -1
+    }
+
+    // MARK: State
+
+    /// True when the socket neither is connected nor connecting nor accepting.
+    public var isDisconnected: Bool { sync { phase == .idle } }
+    /// True once connected (and until disconnected).
+    public var isConnected: Bool { sync { phase == .connected } }
+
+    /// The peer's address, if connected over TCP.
+    public var connectedAddress: SocketAddress? {
+        sync { connection.flatMap { Syscall.peerAddress($0.fd) }.flatMap { $0.isUnix ? nil : $0 } }
+    }
+    /// The peer's numeric host, if connected over TCP.
+    public var connectedHost: String? { connectedAddress?.host }
+    /// The peer's port, or 0.
+    public var connectedPort: UInt16 { connectedAddress?.port ?? 0 }
+    /// The Unix path connected to, if any.
+    public var connectedPath: String? { sync { connectedUnixPath } }
+
+    /// The local address of the connection, or of the first listener.
+    public var localAddress: SocketAddress? {
+        sync { (connection ?? listeners.first).flatMap { Syscall.localAddress($0.fd) } }
+    }
+    /// The local numeric host.
+    public var localHost: String? { localAddress?.host }
+    /// The local port, or 0 (for a listener on port 0, the port the kernel chose).
+    public var localPort: UInt16 { localAddress?.port ?? 0 }
+
+    /// True if connected over IPv4 (or listening on IPv4).
+    public var isIPv4: Bool {
+        sync { connection.map { Syscall.localAddress($0.fd)?.isIPv4 == true } ?? (socket4FD >= 0) }
+    }
+    /// True if connected over IPv6 (or listening on IPv6).
+    public var isIPv6: Bool {
+        sync { connection.map { Syscall.localAddress($0.fd)?.isIPv6 == true } ?? (socket6FD >= 0) }
+    }
+
+    /// True after ``shutdownWrite()`` took effect.
+    public var isWriteShutdown: Bool { sync { flags.contains(.writeShutdown) } }
+}

@@ -1,0 +1,121 @@
+import Dispatch
+
+/// The callbacks of an ``AsyncSocket``, all delivered on its delegate queue. Every method has a
+/// default that does nothing, so a delegate implements only what it needs.
+///
+/// ```swift
+/// final class Echo: AsyncSocketDelegate, @unchecked Sendable {
+///     func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
+///         newSocket.readData(timeout: nil, tag: 0)
+///     }
+///     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
+///         sock.write(Array(data), timeout: nil, tag: 0)
+///         sock.readData(timeout: nil, tag: 0)
+///     }
+/// }
+/// ```
+public protocol AsyncSocketDelegate: AnyObject, Sendable {
+    /// A listening socket accepted `newSocket`; keep a reference to it, or it disconnects.
+    func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket)
+
+    /// Chooses the socket queue of a connection about to be accepted (called on the listening
+    /// socket's queue). `nil` gives the new socket its own serial queue.
+    func newSocketQueueForConnection(from address: SocketAddress, on sock: AsyncSocket) -> DispatchQueue?
+
+    /// Connected to a host and port (TCP).
+    func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16)
+
+    /// Connected to a Unix domain socket.
+    func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String)
+
+    /// One connection attempt started or ended (Happy Eyeballs trace, e.g. for verbose output).
+    func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent)
+
+    /// A queued read completed. `data` is a view of the read's buffer: with a caller's buffer,
+    /// `data.startIndex` is the offset given.
+    func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int)
+
+    /// A length or separator read made progress without completing.
+    func socket(_ sock: AsyncSocket, didReadPartialDataOfLength partialLength: Int, tag: Int)
+
+    /// A queued write completed.
+    func socket(_ sock: AsyncSocket, didWriteDataWithTag tag: Int)
+
+    /// A write made progress without completing.
+    func socket(_ sock: AsyncSocket, didWritePartialDataOfLength partialLength: Int, tag: Int)
+
+    /// A read timed out: return a positive duration to extend it, or `nil` to let it fail
+    /// (the socket then disconnects with ``AsyncSocketError/readTimeout``).
+    func socket(_ sock: AsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration?
+
+    /// A write timed out: return a positive duration to extend it, or `nil` to let it fail.
+    func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration?
+
+    /// The peer closed its side (end of stream) while this socket stays open for writing; only
+    /// when ``AsyncSocket/autoDisconnectOnClosedReadStream`` is false.
+    func socketDidCloseReadStream(_ sock: AsyncSocket)
+
+    /// The socket disconnected: `error` is `nil` when its owner asked for it.
+    func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?)
+}
+
+extension AsyncSocketDelegate {
+    public func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {}
+    public func newSocketQueueForConnection(from address: SocketAddress, on sock: AsyncSocket) -> DispatchQueue? { nil }
+    public func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) {}
+    public func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) {}
+    public func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {}
+    public func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {}
+    public func socket(_ sock: AsyncSocket, didReadPartialDataOfLength partialLength: Int, tag: Int) {}
+    public func socket(_ sock: AsyncSocket, didWriteDataWithTag tag: Int) {}
+    public func socket(_ sock: AsyncSocket, didWritePartialDataOfLength partialLength: Int, tag: Int) {}
+    public func socket(_ sock: AsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration? { nil }
+    public func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration? { nil }
+    public func socketDidCloseReadStream(_ sock: AsyncSocket) {}
+    public func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {}
+}
+
+/// A connection attempt starting or ending, for tracing a connect.
+public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The attempt to `address` started.
+        case started
+        /// It connected after `elapsed`.
+        case connected
+        /// It failed after `elapsed`.
+        case failed(SystemError)
+        /// It was closed unfinished after `elapsed` (another attempt won, or time ran out).
+        case abandoned
+    }
+
+    public let address: SocketAddress
+    public let kind: Kind
+    /// Time since this attempt started (zero for `.started`).
+    public let elapsed: Duration
+
+    public init(address: SocketAddress, kind: Kind, elapsed: Duration) {
+        self.address = address
+        self.kind = kind
+        self.elapsed = elapsed
+    }
+
+    /// `trying [::1]:8080`, `[::1]:8080 refused (0.1 ms)`, `127.0.0.1:8080 connected (0.3 ms)`.
+    public var description: String {
+        let ms = elapsed.milliseconds
+        let time = ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
+        switch kind {
+        case .started: return "trying \(address)"
+        case .connected: return "\(address) connected (\(time) ms)"
+        case .failed(let error): return "\(address) \(error.reason.lowercasedFirst) (\(time) ms)"
+        case .abandoned: return "\(address) abandoned (\(time) ms)"
+        }
+    }
+}
+
+extension Duration {
+    /// This duration in (fractional) milliseconds.
+    public var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+}
