@@ -98,9 +98,12 @@ extension AsyncSocket {
 
     private func startAccepting(_ fds: [Int32]) {
         assertOnQueue()
+        let group = descriptorsOpen
         listeners = fds.map { fd in
-            IOSources(fd: fd, queue: socketQueue, withWriteSource: false,
-                      onReadable: { [weak self] in self?.acceptReady(fd) })
+            group.enter()
+            return IOSources(fd: fd, queue: socketQueue, withWriteSource: false,
+                             onReadable: { [weak self] in self?.acceptReady(fd) },
+                             onClose: { group.leave() })
         }
         phase = .accepting
         if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }

@@ -139,10 +139,13 @@ extension AsyncSocket {
     /// operations start.
     func didConnect(fd: Int32, announce: () -> Void) {
         assertOnQueue()
+        descriptorsOpen.enter()
+        let group = descriptorsOpen
         connection = IOSources(
             fd: fd, queue: socketQueue,
             onReadable: { [weak self] in self?.readSourceFired() },
-            onWritable: { [weak self] in self?.writeSourceFired() })
+            onWritable: { [weak self] in self?.writeSourceFired() },
+            onClose: { group.leave() })
         if preBuffer.capacity == 0 { preBuffer = PreBuffer(capacity: AsyncSocket.readChunk) }
         phase = .connected
         announce()

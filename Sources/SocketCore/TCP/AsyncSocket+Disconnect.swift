@@ -6,6 +6,10 @@ extension AsyncSocket {
     /// Synchronous: when it returns, the socket is disconnected.
     public func disconnect() {
         sync { if phase != .idle { closeWithError(nil) } }
+        // Descriptors close in dispatch cancel handlers on the socket queue; wait for them
+        // (bounded) so the port or path is free when this returns. On the socket queue itself
+        // they run as soon as the current block ends.
+        if !isOnSocketQueue { _ = descriptorsOpen.wait(timeout: .now() + .seconds(2)) }
     }
 
     /// Disconnects once every queued read is done; no reads or writes are accepted meanwhile.

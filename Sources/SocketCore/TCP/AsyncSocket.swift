@@ -60,6 +60,9 @@ public final class AsyncSocket: @unchecked Sendable {
     var writeTimer: DispatchSourceTimer?
 
     var flags: Flags = []
+    /// Entered for each open descriptor, left by its cancel handler once it is closed, so a
+    /// `disconnect()` from another thread returns only when the port or path is released.
+    let descriptorsOpen = DispatchGroup()
 
     struct Flags: OptionSet {
         let rawValue: UInt16

@@ -1,0 +1,43 @@
+import Dispatch
+import Foundation
+import SocketCore
+import XCTest
+
+/// A connected pair on loopback: a listener, the accepted server socket and the client, each
+/// with a recorder. `close()` disconnects all three.
+final class Pair {
+    let listener: AsyncSocket
+    let serverEvents = Recorder()
+    let client: AsyncSocket
+    let clientEvents = Recorder()
+    let server: AsyncSocket
+
+    /// `configureClient` runs on the client before it connects.
+    init(host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line,
+         configureClient: (AsyncSocket) -> Void = { _ in }) throws {
+        listener = AsyncSocket(delegate: serverEvents, delegateQueue: DispatchQueue(label: "test.server.delegate"))
+        try listener.accept(onInterface: host, port: 0)
+        client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "test.client.delegate"))
+        configureClient(client)
+        try client.connect(toHost: host, port: listener.localPort, timeout: .seconds(5))
+        clientEvents.wait("client connected", file: file, line: line) { $0.connected }
+        serverEvents.wait("server accepted", file: file, line: line) { $0.contains(.accepted) }
+        server = serverEvents.acceptedSockets[0]
+    }
+
+    func close() {
+        client.disconnect()
+        server.disconnect()
+        listener.disconnect()
+    }
+}
+
+/// Open descriptors of this process.
+func openDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// `count` bytes of a repeating, position-dependent pattern (so misordered bytes are caught).
+func pattern(_ count: Int, seed: Int = 0) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 8) &+ seed) }
+}
