@@ -86,10 +86,10 @@ final class ReadRequestTests: XCTestCase {
             return 1
         }
         XCTAssertEqual(first.step, .needMore(taken: 1))
-        XCTAssertEqual(r.buffer, [42])
+        XCTAssertEqual(Array(r.result), [42])
         let none = try r.readDirectly(upTo: .max) { (_) throws(SystemError) -> Int? in nil }
         XCTAssertNil(none.written)
-        XCTAssertEqual(r.buffer, [42])
+        XCTAssertEqual(r.bytesDone, 1)
         let rest = try r.readDirectly(upTo: .max) { (space) throws(SystemError) -> Int? in
             XCTAssertEqual(space.count, 9)
             for i in 0..<9 { space[i] = UInt8(i) }
@@ -97,6 +97,16 @@ final class ReadRequestTests: XCTestCase {
         }
         XCTAssertEqual(rest.step, .complete(taken: 9))
         XCTAssertEqual(Array(r.result), [42, 0, 1, 2, 3, 4, 5, 6, 7, 8])
+    }
+
+    func testTrimKeepsOnlyWhatWasRead() throws {
+        var r = ReadRequest(kind: .length(10), buffer: [5], offset: 1)!
+        _ = try r.readDirectly(upTo: .max) { (space) throws(SystemError) -> Int? in
+            space[0] = 6
+            return 1
+        }
+        r.trim()
+        XCTAssertEqual(r.buffer, [5, 6], "a failed or unfinished read gives back the caller's bytes plus what arrived")
     }
 
     func testPreBufferCompactsAndGrows() {

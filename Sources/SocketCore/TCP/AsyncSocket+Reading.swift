@@ -74,6 +74,8 @@ extension AsyncSocket {
         while true {
             if currentRead == nil {
                 guard phase == .connected, !readQueue.isEmpty else {
+                    // Idle: keep watching, so a peer's close is noticed without a pending read.
+                    if phase == .connected, !flags.contains(.readEOF) { connection?.resumeRead() }
                     maybeClose()
                     return
                 }

@@ -107,20 +107,26 @@ public struct ReadRequest: Sendable {
         }
     }
 
-    /// Reads straight into ``buffer`` after the bytes read so far: grows it by at most `count`
-    /// bytes, lets `body` fill the space and return how many bytes it wrote (`nil`: none were
-    /// ready), then trims the buffer back. Used for fixed-length reads, which take no byte that
-    /// belongs to a later read, so the pre-buffer can be skipped.
+    /// Reads straight into ``buffer`` after the bytes read so far: grows it (once) to hold the
+    /// whole read, lets `body` fill the free space and return how many bytes it wrote (`nil`:
+    /// none were ready). Used for fixed-length reads, which take no byte that belongs to a later
+    /// read, so the pre-buffer can be skipped. The buffer keeps its size until ``trim()``.
     mutating func readDirectly(
         upTo count: Int, _ body: (UnsafeMutableRawBufferPointer) throws(SystemError) -> Int?
     ) throws(SystemError) -> (written: Int?, step: Step) {
         let position = startOffset + bytesDone
-        let needed = position + min(count, remainingCapacity)
-        if buffer.count < needed { buffer.append(contentsOf: repeatElement(0, count: needed - buffer.count)) }
-        defer { trim() }
+        let end = position + min(count, remainingCapacity)
+        if buffer.count < end {
+            if buffer.isEmpty {
+                // A fresh buffer: no need to zero what the socket is about to overwrite.
+                buffer = Array(unsafeUninitializedCapacity: end) { _, initialized in initialized = end }
+            } else {
+                buffer.append(contentsOf: repeatElement(0, count: end - buffer.count))
+            }
+        }
         let outcome = buffer.withUnsafeMutableBytes { raw in
             Result { () throws(SystemError) -> Int? in
-                try body(UnsafeMutableRawBufferPointer(rebasing: raw[position..<needed]))
+                try body(UnsafeMutableRawBufferPointer(rebasing: raw[position..<end]))
             }
         }
         let written = try outcome.get()
