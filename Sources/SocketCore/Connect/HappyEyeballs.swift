@@ -88,6 +88,7 @@ public struct HappyEyeballs: Sendable {
     private var nextID: AttemptID = 0
     /// The attempt delay ran out with nothing left to start: start the next address at once.
     private var attemptDelayPending = false
+    private var lastStartedFamily: SocketAddress.Family?
     private var report: ConnectFailure
 
     public init(target: String, configuration: Configuration) {
@@ -214,19 +215,20 @@ public struct HappyEyeballs: Sendable {
         return startNext(now: now)
     }
 
-    /// Orders the untried addresses: preferred family first, then alternating (RFC 8305 §4,
-    /// first address family count 1).
+    /// Orders the untried addresses, alternating families (RFC 8305 §4, first address family
+    /// count 1): the preferred family leads, unless an attempt already started, in which case
+    /// the family after the last one started leads.
     private mutating func rebuildQueue() {
         let tried = Set(report.attempts.map(\.address)).union(inFlight.values.map(\.address))
-        let first = (answers[preferred] ?? []).filter { !tried.contains($0) }
-        let second = (answers[other] ?? []).filter { !tried.contains($0) }
-        // If the preferred family has not started any attempt yet and has addresses, it leads.
+        var lead = preferred
+        if let last = lastStartedFamily { lead = last == .ipv6 ? .ipv4 : .ipv6 }
+        let trail: SocketAddress.Family = lead == .ipv6 ? .ipv4 : .ipv6
+        let first = (answers[lead] ?? []).filter { !tried.contains($0) }
+        let second = (answers[trail] ?? []).filter { !tried.contains($0) }
         var ordered: [SocketAddress] = []
-        var i = 0
-        while i < max(first.count, second.count) {
+        for i in 0..<max(first.count, second.count) {
             if i < first.count { ordered.append(first[i]) }
             if i < second.count { ordered.append(second[i]) }
-            i += 1
         }
         queue = ordered
     }
@@ -234,6 +236,7 @@ public struct HappyEyeballs: Sendable {
     private mutating func startNext(now: Duration) -> [Action] {
         guard !queue.isEmpty else { return [] }
         let address = queue.removeFirst()
+        lastStartedFamily = address.family
         let id = nextID
         nextID += 1
         inFlight[id] = (address, now)

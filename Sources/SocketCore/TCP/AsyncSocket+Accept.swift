@@ -106,6 +106,7 @@ extension AsyncSocket {
                              onClose: { group.leave() })
         }
         phase = .accepting
+        closeReason = nil
         if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
     }
 

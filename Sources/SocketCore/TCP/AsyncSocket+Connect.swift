@@ -32,6 +32,7 @@ extension AsyncSocket {
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
             phase = .connecting
+            closeReason = nil
         }
         async { [self] in
             do throws(SystemError) {
@@ -90,6 +91,7 @@ extension AsyncSocket {
             }
             phase = .connecting
             flags = []
+            closeReason = nil
             let connector = Connector(
                 queue: socketQueue, host: host, port: port, configuration: configuration, binding: binding,
                 resolver: resolver,

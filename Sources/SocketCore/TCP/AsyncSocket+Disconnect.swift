@@ -81,6 +81,7 @@ extension AsyncSocket {
         preBuffer.reset()
         flags = []
         phase = .idle
+        if wasInUse { closeReason = error ?? .disconnected }
 
         let failure = error ?? .disconnected
         var reads = readQueue

@@ -51,7 +51,7 @@ extension AsyncSocket {
         async { [self] in
             let open = (phase == .connecting || phase == .connected) && !flags.contains(.forbidReadsWrites)
             guard open else {
-                packet.completion?(.failure(phase == .idle ? .disconnected : .readStreamClosed))
+                packet.completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .readStreamClosed))
                 return
             }
             readQueue.append(packet)

@@ -26,7 +26,7 @@ extension AsyncSocket {
             let open = (phase == .connecting || phase == .connected)
                 && !flags.contains(.forbidReadsWrites) && !flags.contains(.writeShutdown)
             guard open else {
-                packet.completion?(.failure(phase == .idle ? .disconnected : .writeClosed))
+                packet.completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .writeClosed))
                 return
             }
             writeQueue.append(packet)

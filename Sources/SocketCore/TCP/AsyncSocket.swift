@@ -37,6 +37,8 @@ public final class AsyncSocket: @unchecked Sendable {
     }
 
     var phase: Phase = .idle
+    /// Why the socket last closed, told to operations queued afterwards (cleared on reuse).
+    var closeReason: AsyncSocketError?
     /// The connected socket's sources (and its descriptor).
     var connection: IOSources?
     /// Listening sockets (one per family, or one Unix socket).
