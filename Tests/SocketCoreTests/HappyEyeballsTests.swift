@@ -164,7 +164,7 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.resolved(.ipv4, .success([v4(1)])))
         XCTAssertEqual(h.advance(to: .milliseconds(250)).first, .startAttempt(1, v4(1)))
         h.now = .milliseconds(251)
-        XCTAssertEqual(h.send(.attemptConnected(1)), [.cancelAttemptDelay, .closeAttempt(0), .succeeded(1, v4(1))])
+        XCTAssertEqual(h.send(.attemptConnected(1)), [.cancelAttemptDelay, .succeeded(1, v4(1)), .closeAttempt(0)])
         // Late news about the loser changes nothing.
         XCTAssertEqual(h.send(.attemptFailed(0, refused)), [])
         XCTAssertEqual(h.send(.attemptDelayElapsed), [])

@@ -265,3 +265,87 @@ final class ReadWriteTests: XCTestCase {
         }
     }
 }
+
+final class MoreSocketBehaviourTests: XCTestCase {
+    func testAvailableReadIntoCallerBufferSkipsThePreBuffer() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        var buffer = [UInt8](repeating: 0xEE, count: 3)
+        buffer.reserveCapacity(1 << 16)
+        pair.server.readData(buffer: buffer, offset: 3, maxLength: 4, tag: 1)
+        pair.server.readData(tag: 2)
+        pair.client.write([1, 2, 3, 4, 5, 6])
+        pair.serverEvents.wait("both reads") { $0.readCount == 2 }
+        XCTAssertEqual(pair.serverEvents.all.reads(tag: 1), [[1, 2, 3, 4]])
+        XCTAssertEqual(pair.serverEvents.all.reads(tag: 2), [[5, 6]])
+    }
+
+    func testConnectFromALocalPortOnly() throws {
+        let listener = AsyncSocket()
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+        let probe = AsyncSocket()
+        try probe.accept(onInterface: "127.0.0.1", port: 0)
+        let localPort = probe.localPort
+        probe.disconnect()
+        let events = Recorder()
+        let client = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "c"))
+        client.isIPv6Enabled = false
+        try client.connect(toHost: "127.0.0.1", port: listener.localPort, viaInterface: ":\(localPort)")
+        events.wait("connected") { $0.connected }
+        XCTAssertEqual(client.localPort, localPort)
+        client.disconnect()
+    }
+
+    func testPendingReadsEndWhenTheReadStreamClosesInHalfDuplex() async throws {
+        let listener = AsyncSocket()
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+        let client = AsyncSocket()
+        client.autoDisconnectOnClosedReadStream = false
+        try await client.connect(host: "127.0.0.1", port: listener.localPort)
+        var connections = listener.connections().makeAsyncIterator()
+        let server = try await connections.next()!
+        try await server.write([1, 2])
+        server.disconnectAfterWriting()
+        let first = try await client.read(length: 2)
+        XCTAssertEqual(first, [1, 2])
+        do {
+            _ = try await client.read(length: 1)
+            XCTFail("read past the end of stream completed")
+        } catch {
+            XCTAssertEqual(error, .readStreamClosed)
+        }
+        XCTAssertTrue(client.isConnected, "half-duplex: the socket stays open")
+        client.disconnect()
+    }
+
+    func testAlternateAddressDelayIsClamped() {
+        let s = AsyncSocket()
+        XCTAssertEqual(s.alternateAddressDelay, .milliseconds(250))
+        s.alternateAddressDelay = .milliseconds(10)
+        XCTAssertEqual(s.alternateAddressDelay, .milliseconds(100))
+        s.alternateAddressDelay = .seconds(9)
+        XCTAssertEqual(s.alternateAddressDelay, .seconds(2))
+    }
+
+    func testInjectedResolverAnswersForNames() async throws {
+        struct Fixed: HostResolving {
+            func resolve(host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
+                         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void) {
+                queue.async {
+                    completion(family == .ipv4 ? .success([.loopbackIPv4(port: port)])
+                                               : .failure(ResolveError(host: host, family: family, reason: "none here")))
+                }
+            }
+        }
+        let listener = AsyncSocket()
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+        let client = AsyncSocket()
+        client.hostResolver = Fixed()
+        try await client.connect(host: "service.internal", port: listener.localPort)
+        XCTAssertEqual(client.connectedHost, "127.0.0.1")
+        client.disconnect()
+    }
+}

@@ -160,10 +160,10 @@ public struct HappyEyeballs: Sendable {
         case (.connecting, .attemptConnected(let id)):
             guard let winner = inFlight.removeValue(forKey: id) else { return [] }
             phase = .complete
-            var actions: [Action] = [.cancelAttemptDelay]
+            // The winner first, so a trace reads "connected", then the losers closing.
+            var actions: [Action] = [.cancelAttemptDelay, .succeeded(id, winner.address)]
             for (other, _) in inFlight.sorted(by: { $0.key < $1.key }) { actions.append(.closeAttempt(other)) }
             inFlight = [:]
-            actions.append(.succeeded(id, winner.address))
             return actions
 
         case (.resolving, .timedOut), (.resolutionDelay, .timedOut), (.connecting, .timedOut):

@@ -10,7 +10,7 @@ extension AsyncSocket {
         toHost host: String, port: UInt16, viaInterface interface: String? = nil, timeout: Duration? = nil
     ) throws(AsyncSocketError) {
         guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
-        try startConnect(host: host, port: port, interface: interface, device: nil, timeout: timeout, resolver: SystemResolver())
+        try startConnect(host: host, port: port, interface: interface, device: nil, timeout: timeout)
     }
 
     /// Connects to one address, with no lookup.
@@ -21,7 +21,7 @@ extension AsyncSocket {
             try connect(toUnixPath: address.host)
             return
         }
-        try startConnect(host: address.host, port: address.port, interface: interface, device: nil, timeout: timeout, resolver: SystemResolver())
+        try startConnect(host: address.host, port: address.port, interface: interface, device: nil, timeout: timeout)
     }
 
     /// Connects to a Unix domain socket: a path, or `@name` for an abstract socket. A Unix
@@ -59,10 +59,9 @@ extension AsyncSocket {
         }
     }
 
-    /// The shared start of a TCP connect. `device` ties attempts to an interface (SO_BINDTODEVICE);
-    /// `resolver` is injectable for tests.
+    /// The shared start of a TCP connect. `device` ties attempts to an interface (SO_BINDTODEVICE).
     func startConnect(
-        host: String, port: UInt16, interface: String?, device: String?, timeout: Duration?, resolver: any HostResolving
+        host: String, port: UInt16, interface: String?, device: String?, timeout: Duration?
     ) throws(AsyncSocketError) {
         var binding = Connector.Binding(device: device)
         if let interface {
@@ -94,7 +93,7 @@ extension AsyncSocket {
             closeReason = nil
             let connector = Connector(
                 queue: socketQueue, host: host, port: port, configuration: configuration, binding: binding,
-                resolver: resolver,
+                resolver: settings.resolver,
                 onEvent: { [weak self] (event: ConnectAttemptEvent) in
                     guard let self else { return }
                     notify { [self] in $0.socket(self, connectAttempt: event) }

@@ -102,7 +102,8 @@ extension AsyncSocket {
             do throws(SystemError) {
                 let received: Int?
                 if currentRead!.request.readsDirectly {
-                    let (written, step) = try currentRead!.request.readDirectly(upTo: Int.max) { (space) throws(SystemError) in
+                    let limit = currentRead!.request.kind == .available ? AsyncSocket.readChunk : Int.max
+                    let (written, step) = try currentRead!.request.readDirectly(upTo: limit) { (space) throws(SystemError) in
                         try Syscall.receive(fd, into: space)
                     }
                     received = written

@@ -90,6 +90,7 @@ public final class AsyncSocket: @unchecked Sendable {
         var ipv4Preferred = false
         var alternateAddressDelay: Duration = .milliseconds(250)
         var autoDisconnectOnClosedReadStream = true
+        var resolver: any HostResolving = SystemResolver()
     }
 
     /// Bytes asked of the socket per read call when the read has no fixed length.
@@ -203,6 +204,13 @@ public final class AsyncSocket: @unchecked Sendable {
     public var autoDisconnectOnClosedReadStream: Bool {
         get { sync { settings.autoDisconnectOnClosedReadStream } }
         set { sync { settings.autoDisconnectOnClosedReadStream = newValue } }
+    }
+
+    /// How host names are looked up when connecting (default: getaddrinfo, off the socket
+    /// queue). Replace it to answer from elsewhere, or to control timing in tests.
+    public var hostResolver: any HostResolving {
+        get { sync { settings.resolver } }
+        set { sync { settings.resolver = newValue } }
     }
 
     /// Runs `body` on the socket queue, where ``socketFD``, ``socket4FD`` and ``socket6FD`` may

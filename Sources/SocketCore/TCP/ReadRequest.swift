@@ -61,6 +61,7 @@ public struct ReadRequest: Sendable {
         self.buffer = buffer ?? []
         self.startOffset = offset
         self.originalLength = buffer?.count ?? 0
+        self.callerBuffer = buffer != nil
         if buffer == nil, case .length(let n) = kind { self.buffer.reserveCapacity(n) }
     }
 
@@ -80,11 +81,19 @@ public struct ReadRequest: Sendable {
         }
     }
 
-    /// True when bytes can go straight from the socket into ``buffer`` without the pre-buffer:
-    /// a fixed length, where no byte can belong to a later read.
+    /// True when the caller gave the buffer (it is not ours to size).
+    let callerBuffer: Bool
+
+    /// True when bytes can go straight from the socket into ``buffer``, skipping the pre-buffer:
+    /// no byte read can belong to a later read. A fixed length always qualifies; a read of what
+    /// is available does when the caller gave the buffer (our own buffers are sized exactly from
+    /// the pre-buffer instead, so no read leaves a 64 KiB allocation behind a few bytes).
     var readsDirectly: Bool {
-        if case .length = kind { return true }
-        return false
+        switch kind {
+        case .length: true
+        case .available: callerBuffer
+        case .separator: false
+        }
     }
 
     /// Offers `bytes` (the front of the pre-buffer) to the read: the read copies what it takes.
@@ -131,8 +140,12 @@ public struct ReadRequest: Sendable {
         }
         let written = try outcome.get()
         bytesDone += written ?? 0
-        if case .length(let n) = kind, bytesDone == n { return (written, .complete(taken: written ?? 0)) }
-        return (written, .needMore(taken: written ?? 0))
+        let taken = written ?? 0
+        switch kind {
+        case .length(let n) where bytesDone == n: return (written, .complete(taken: taken))
+        case .available where taken > 0: return (written, .complete(taken: taken))
+        default: return (written, .needMore(taken: taken))
+        }
     }
 
     /// The bytes this read has produced: a view of ``buffer`` starting at its offset.

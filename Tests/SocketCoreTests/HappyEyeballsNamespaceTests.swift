@@ -1,0 +1,125 @@
+import Dispatch
+import Foundation
+@testable import SocketCore
+import XCTest
+
+/// Happy Eyeballs on real test hosts: a private network namespace where
+/// - 198.18.0.1 has working IPv4 listeners,
+/// - 2001:db8::1 is a blackhole (a permanent neighbour entry for a MAC nobody has: SYNs vanish),
+/// - 2001:db8::3 is a local IPv6 address (listening or refusing, per test),
+/// and an /etc/hosts of its own names them. Nothing leaves the namespace.
+final class HappyEyeballsNamespaceTests: XCTestCase {
+    func testHappyEyeballsOnRealTestHosts() throws {
+        if Namespace.isChild {
+            let scenarios = HappyEyeballsScenarios()
+            try scenarios.blackholedIPv6FallsBackToIPv4AfterTheAttemptDelay()
+            try scenarios.refusedIPv6FallsBackAtOnce()
+            try scenarios.bothWorkingPrefersIPv6UnlessToldOtherwise()
+            try scenarios.ipv4OnlyNameHasNoDelay()
+            try scenarios.overallTimeoutNamesTheSilentAddress()
+            return
+        }
+        try Namespace.run(
+            test: "HappyEyeballsNamespaceTests/testHappyEyeballsOnRealTestHosts",
+            setup: """
+                ip link add va type veth peer name vb
+                ip link set va up
+                ip link set vb up
+                ip addr add 198.18.0.1/24 dev va
+                ip -6 addr add 2001:db8::2/64 dev va nodad
+                ip -6 addr add 2001:db8::3/64 dev va nodad
+                ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:01 dev va nud permanent
+                """,
+            hosts: """
+                127.0.0.1 localhost
+                198.18.0.1 blackhole6.test refused6.test both.test v4only.test
+                2001:db8::1 blackhole6.test v6blackhole.test
+                2001:db8::3 refused6.test both.test
+
+                """)
+    }
+}
+
+/// The scenarios, run only inside the namespace made by ``HappyEyeballsNamespaceTests``.
+struct HappyEyeballsScenarios {
+    private func listen(on host: String, port: UInt16 = 0) throws -> AsyncSocket {
+        let listener = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "listener"))
+        try listener.accept(onInterface: host, port: port)
+        return listener
+    }
+
+    private func connect(_ host: String, port: UInt16, delay: Duration? = nil, preferIPv4: Bool = false,
+                         timeout: Duration = .seconds(10)) throws -> (Recorder, AsyncSocket, Duration) {
+        let events = Recorder()
+        let client = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "client"))
+        if let delay { client.alternateAddressDelay = delay }
+        client.isIPv4PreferredOverIPv6 = preferIPv4
+        let start = ContinuousClock.now
+        try client.connect(toHost: host, port: port, timeout: timeout)
+        events.wait("connect outcome", timeout: timeout + .seconds(5)) { $0.connected || $0.disconnected }
+        return (events, client, ContinuousClock.now - start)
+    }
+
+    private func trace(_ events: Recorder) -> [String] {
+        events.all.compactMap { if case .attempt(let e) = $0 { "\(e.kind == .started ? "start" : e.kind == .connected ? "connected" : e.kind == .abandoned ? "abandoned" : "failed") \(e.address.host)" } else { nil } }
+    }
+
+    func blackholedIPv6FallsBackToIPv4AfterTheAttemptDelay() throws {
+        let listener = try listen(on: "198.18.0.1")
+        defer { listener.disconnect() }
+        let (events, client, elapsed) = try connect("blackhole6.test", port: listener.localPort)
+        defer { client.disconnect() }
+        XCTAssertTrue(events.all.connected, "\(events.all)")
+        XCTAssertEqual(client.connectedHost, "198.18.0.1")
+        XCTAssertEqual(trace(events), ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
+        // IPv4 waited for the attempt delay (250 ms), not for the kernel's connect timeout.
+        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(240))
+        XCTAssertLessThan(elapsed, .seconds(3))
+    }
+
+    func refusedIPv6FallsBackAtOnce() throws {
+        let listener = try listen(on: "198.18.0.1")
+        defer { listener.disconnect() }
+        // A 2 s attempt delay: falling back "at once" is then unmistakable.
+        let (events, client, elapsed) = try connect("refused6.test", port: listener.localPort, delay: .seconds(2))
+        defer { client.disconnect() }
+        XCTAssertEqual(client.connectedHost, "198.18.0.1")
+        XCTAssertEqual(trace(events), ["start 2001:db8::3", "failed 2001:db8::3", "start 198.18.0.1", "connected 198.18.0.1"])
+        let refusal = events.all.compactMap { if case .attempt(let e) = $0, case .failed = e.kind { e.description } else { nil } }
+        XCTAssertTrue(refusal.first?.hasPrefix("[2001:db8::3]:\(listener.localPort) connection refused (") == true, "\(refusal)")
+        XCTAssertLessThan(elapsed, .seconds(1))
+    }
+
+    func bothWorkingPrefersIPv6UnlessToldOtherwise() throws {
+        let v4 = try listen(on: "198.18.0.1")
+        defer { v4.disconnect() }
+        let v6 = try listen(on: "2001:db8::3", port: v4.localPort)
+        defer { v6.disconnect() }
+        let (_, client, _) = try connect("both.test", port: v4.localPort)
+        XCTAssertEqual(client.connectedHost, "2001:db8::3")
+        client.disconnect()
+        let (_, preferring4, _) = try connect("both.test", port: v4.localPort, preferIPv4: true)
+        XCTAssertEqual(preferring4.connectedHost, "198.18.0.1")
+        preferring4.disconnect()
+    }
+
+    func ipv4OnlyNameHasNoDelay() throws {
+        let listener = try listen(on: "198.18.0.1")
+        defer { listener.disconnect() }
+        let (events, client, elapsed) = try connect("v4only.test", port: listener.localPort, delay: .seconds(2))
+        defer { client.disconnect() }
+        XCTAssertEqual(client.connectedHost, "198.18.0.1")
+        XCTAssertEqual(trace(events), ["start 198.18.0.1", "connected 198.18.0.1"])
+        XCTAssertLessThan(elapsed, .seconds(1))
+    }
+
+    func overallTimeoutNamesTheSilentAddress() throws {
+        let (events, client, elapsed) = try connect("v6blackhole.test", port: 80, timeout: .milliseconds(400))
+        XCTAssertTrue(client.isDisconnected)
+        guard case .some(.some(.connectTimeout(let failure))) = events.disconnectError else {
+            return XCTFail("\(String(describing: events.disconnectError))")
+        }
+        XCTAssertTrue(failure.description.hasPrefix("connect to v6blackhole.test:80 failed: [2001:db8::1]:80 timed out after "), failure.description)
+        XCTAssertLessThan(elapsed, .seconds(3))
+    }
+}

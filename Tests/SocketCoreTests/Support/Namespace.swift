@@ -1,0 +1,62 @@
+import Foundation
+import XCTest
+
+/// Runs one test of this very test binary again inside a private network and mount namespace
+/// (`unshare -n -m`), after `setup` (shell) has built its links and addresses, with `hosts`
+/// bind-mounted over /etc/hosts. In the child, `isChild` is true and the test runs its
+/// scenarios; the parent fails if the child fails. Needs root (CI runs as root).
+enum Namespace {
+    static var isChild: Bool { ProcessInfo.processInfo.environment["TINCAN_NETNS_CHILD"] == "1" }
+
+    /// Fails the calling test if the child failed or ran nothing. `test` is `Class/method`.
+    static func run(test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
+                    file: StaticString = #filePath, line: UInt = #line) throws {
+        guard getuid() == 0 else { throw XCTSkip("network namespace tests need root") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ns-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let hostsFile = dir.appendingPathComponent("hosts").path
+        try hosts.write(toFile: hostsFile, atomically: true, encoding: .utf8)
+        let binary = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let script = """
+            set -e
+            ip link set lo up
+            \(setup)
+            mount --bind '\(hostsFile)' /etc/hosts
+            exec "$0" "SocketCoreTests.\(test)"
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["--net", "--mount", "sh", "-c", script, binary]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TINCAN_NETNS_CHILD"] = "1"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let done = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in done.signal() }
+        let text = Mutex(Data())
+        let reader = Thread {
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            text.withLock { $0 = data }
+        }
+        reader.start()
+        if done.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+            process.terminate()
+            process.waitUntilExit()
+            XCTFail("namespace child timed out", file: file, line: line)
+        }
+        // The pipe closes when the child exits; give the reader a bounded moment.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while text.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { usleep(10_000) }
+        let log = String(decoding: text.withLock { $0 }, as: UTF8.self)
+        let failures = log.split(separator: "\n").filter { $0.contains("error:") }
+        XCTAssertEqual(process.terminationStatus, 0, "child failed:\n\(failures.joined(separator: "\n"))\n\(log.suffix(3000))", file: file, line: line)
+        XCTAssertTrue(log.contains("Executed 1 test, with 0 failures"), "no passing summary:\n\(log.suffix(3000))", file: file, line: line)
+    }
+}
+
+import Synchronization
