@@ -98,11 +98,7 @@ final class ConnectAcceptTests: XCTestCase {
     }
 
     func testConnectRefusedListsTheAddress() throws {
-        // A port that was just free: bind, read the port, close.
-        let probe = AsyncSocket()
-        try probe.accept(onInterface: "127.0.0.1", port: 0)
-        let port = probe.localPort
-        probe.disconnect()
+        let port = try freeLocalPort()
 
         let events = Recorder()
         let client = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "d"))
@@ -122,11 +118,7 @@ final class ConnectAcceptTests: XCTestCase {
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         defer { listener.disconnect() }
 
-        // Pick a free local port the same way, then connect from it.
-        let probe = AsyncSocket()
-        try probe.accept(onInterface: "127.0.0.1", port: 0)
-        let localPort = probe.localPort
-        probe.disconnect()
+        let localPort = try freeLocalPort()
 
         let clientEvents = Recorder()
         let client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "c"))

@@ -251,10 +251,7 @@ final class ReadWriteTests: XCTestCase {
     }
 
     func testAsyncConnectRefusedThrows() async throws {
-        let probe = AsyncSocket()
-        try probe.accept(onInterface: "127.0.0.1", port: 0)
-        let port = probe.localPort
-        probe.disconnect()
+        let port = try freeLocalPort()
         do {
             try await AsyncSocket().connect(host: "127.0.0.1", port: port)
             XCTFail("connected to a closed port")
@@ -284,10 +281,7 @@ final class MoreSocketBehaviourTests: XCTestCase {
         let listener = AsyncSocket()
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         defer { listener.disconnect() }
-        let probe = AsyncSocket()
-        try probe.accept(onInterface: "127.0.0.1", port: 0)
-        let localPort = probe.localPort
-        probe.disconnect()
+        let localPort = try freeLocalPort()
         let events = Recorder()
         let client = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "c"))
         client.isIPv6Enabled = false

@@ -32,6 +32,14 @@ final class Pair {
     }
 }
 
+/// A loopback port that was free a moment ago: a listener binds it, reads it and closes.
+func freeLocalPort() throws -> UInt16 {
+    let probe = AsyncSocket()
+    try probe.accept(onInterface: "127.0.0.1", port: 0)
+    defer { probe.disconnect() }
+    return probe.localPort
+}
+
 /// Open descriptors of this process.
 func openDescriptorCount() -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
