@@ -25,14 +25,27 @@ let package = Package(
             dependencies: ["CSystem", "COpenSSL"],
             swiftSettings: strict
         ),
+        // The CLI: option table, subcommands, stdin/stdout streams. A library so its pure parts
+        // (the parser, the generators) are unit-tested; `tincan` is only its entry point.
+        .target(
+            name: "TinCanCLI",
+            dependencies: ["SocketCore"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "tincan",
-            dependencies: ["SocketCore"],
+            dependencies: ["TinCanCLI"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SocketCoreTests",
             dependencies: ["SocketCore", "COpenSSL"],
+            swiftSettings: strict
+        ),
+        // End-to-end: runs the built `tincan` binary (the dependency makes sure it is built).
+        .testTarget(
+            name: "TinCanTests",
+            dependencies: ["TinCanCLI", "tincan", "SocketCore", "COpenSSL"],
             swiftSettings: strict
         ),
     ]

@@ -10,7 +10,7 @@ extension AsyncSocket {
         toHost host: String, port: UInt16, viaInterface interface: String? = nil, timeout: Duration? = nil
     ) throws(AsyncSocketError) {
         guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
-        try startConnect(host: host, port: port, interface: interface, device: nil, timeout: timeout)
+        try startConnect(host: host, port: port, interface: interface, timeout: timeout)
     }
 
     /// Connects to one address, with no lookup.
@@ -21,7 +21,7 @@ extension AsyncSocket {
             try connect(toUnixPath: address.host)
             return
         }
-        try startConnect(host: address.host, port: address.port, interface: interface, device: nil, timeout: timeout)
+        try startConnect(host: address.host, port: address.port, interface: interface, timeout: timeout)
     }
 
     /// Connects to a Unix domain socket: a path, or `@name` for an abstract socket. A Unix
@@ -59,11 +59,11 @@ extension AsyncSocket {
         }
     }
 
-    /// The shared start of a TCP connect. `device` ties attempts to an interface (SO_BINDTODEVICE).
+    /// The shared start of a TCP connect.
     func startConnect(
-        host: String, port: UInt16, interface: String?, device: String?, timeout: Duration?
+        host: String, port: UInt16, interface: String?, timeout: Duration?
     ) throws(AsyncSocketError) {
-        var binding = Connector.Binding(device: device)
+        var binding = Connector.Binding(device: sync { settings.device })
         if let interface {
             do throws(AddressError) {
                 let local = try Interfaces.addresses(for: interface)

@@ -91,6 +91,7 @@ public final class AsyncSocket: @unchecked Sendable {
         var alternateAddressDelay: Duration = .milliseconds(250)
         var autoDisconnectOnClosedReadStream = true
         var resolver: any HostResolving = SystemResolver()
+        var device: String?
     }
 
     /// Bytes asked of the socket per read call when the read has no fixed length.
@@ -211,6 +212,13 @@ public final class AsyncSocket: @unchecked Sendable {
     public var hostResolver: any HostResolving {
         get { sync { settings.resolver } }
         set { sync { settings.resolver = newValue } }
+    }
+
+    /// Ties connection attempts to one network interface (`SO_BINDTODEVICE`), or `nil` (default)
+    /// to let routing choose. Unlike `viaInterface`, this also restricts where packets go.
+    public var boundDevice: String? {
+        get { sync { settings.device } }
+        set { sync { settings.device = newValue } }
     }
 
     /// Runs `body` on the socket queue, where ``socketFD``, ``socket4FD`` and ``socket6FD`` may

@@ -1,0 +1,103 @@
+import CSystem
+import Glibc
+
+extension Syscall {
+    /// A close-on-exec duplicate of `fd` (the same open socket or file).
+    public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
+        try retrying("fcntl", "F_DUPFD_CLOEXEC") { fcntl(fd, F_DUPFD_CLOEXEC, 0) }
+    }
+
+    /// Creates or replaces the file at `path` with `bytes` (mode 0644 less the umask).
+    public static func writeFile(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
+        let fd = try retrying("open", path) { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        defer { close(fd) }
+        try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try writeAll(fd, raw, isSocket: false) } }.get()
+    }
+
+    /// True if `fd` is a terminal.
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// Waits until `fd` is readable (`forWriting` false) or writable, at most `timeout`
+    /// milliseconds (-1: no limit). Returns false on timeout.
+    @discardableResult
+    public static func wait(for fd: Int32, forWriting: Bool, timeoutMilliseconds: Int32 = -1) throws(SystemError) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(forWriting ? POLLOUT : POLLIN), revents: 0)
+        return try retrying("poll") { poll(&entry, 1, timeoutMilliseconds) } > 0
+    }
+
+    /// Reads into `buffer`, waiting when `fd` is non-blocking and nothing is ready: bytes read,
+    /// 0 at end of file.
+    public static func readWaiting(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        while true {
+            if let n = try read(fd, into: buffer) { return n }
+            try wait(for: fd, forWriting: false)
+        }
+    }
+
+    /// Writes all of `buffer` to `fd` (a file, pipe or socket), waiting when it would block.
+    /// Sockets are written with `MSG_NOSIGNAL`; on other descriptors EPIPE is returned as an
+    /// error too, as long as SIGPIPE is ignored (see ``ignoreBrokenPipe()``).
+    public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, isSocket: Bool) throws(SystemError) {
+        var offset = 0
+        while offset < buffer.count {
+            let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+            let n = isSocket ? try send(fd, from: rest) : try write(fd, from: rest)
+            if let n { offset += n } else { try wait(for: fd, forWriting: true) }
+        }
+    }
+
+    /// Ignores SIGPIPE for the whole process, so a closed pipe or socket is an EPIPE error.
+    public static func ignoreBrokenPipe() {
+        _ = signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Ignores `signal` so a dispatch signal source can take it instead.
+    public static func ignoreSignal(_ number: Int32) {
+        _ = signal(number, SIG_IGN)
+    }
+
+    /// Starts `arguments[0]` (looked up in PATH when it has no slash) with `arguments`, its stdin
+    /// and stdout on `input`/`output` and stderr inherited. No shell is involved.
+    public static func spawn(_ arguments: [String], input: Int32, output: Int32) throws(SystemError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input, 0)
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // The child starts with default signal handling, whatever this process ignores.
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGCHLD] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        guard status == 0 else { throw SystemError(errno: status, call: "posix_spawn", context: arguments[0]) }
+        return pid
+    }
+
+    /// Waits for child `pid` (or any child, -1) to end: its pid and exit status (128+signal if
+    /// killed). `nil` when there is no child to wait for.
+    public static func waitForChild(_ pid: pid_t = -1) -> (pid: pid_t, status: Int32)? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, 0)
+            if result == -1 && errno == EINTR { continue }
+            guard result > 0 else { return nil }
+            let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return (result, code)
+        }
+    }
+
+    /// True if `name` is an executable file, directly or found in PATH.
+    public static func isExecutable(_ name: String) -> Bool {
+        if name.contains("/") { return access(name, X_OK) == 0 }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { access("\($0)/\(name)", X_OK) == 0 }
+    }
+}

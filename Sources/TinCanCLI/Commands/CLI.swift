@@ -1,0 +1,71 @@
+import Dispatch
+import SocketCore
+
+/// The entry point: parse, dispatch, print one line per failure, return the exit code.
+public enum CLI {
+    public static func run(_ arguments: [String]) -> Int32 {
+        Syscall.ignoreBrokenPipe()
+        let invocation: Invocation
+        do throws(UsageError) {
+            invocation = try Parser.parse(arguments)
+        } catch {
+            Console.error(error.description)
+            return ExitCode.usage.rawValue
+        }
+        do {
+            switch invocation {
+            case .help(nil):
+                Console.out(HelpText.main())
+            case .help(let spec?):
+                Console.out(HelpText.command(spec))
+            case .version:
+                Console.out("tincan \(OptionTable.version)\n")
+            case .generateDocs(let directory):
+                try Docs.write(to: directory)
+            case .run(let parsed):
+                switch parsed.command.name {
+                case "connect": try ConnectCommand(parsed).run()
+                case "listen": try ListenCommand(parsed).run()
+                default: throw CommandError("'\(parsed.command.name)' is not available yet", code: .usage)
+                }
+            }
+            return ExitCode.success.rawValue
+        } catch let error as UsageError {
+            Console.error(error.description)
+            return ExitCode.usage.rawValue
+        } catch let error as CommandError {
+            Console.error("tincan: " + error.message)
+            return error.code.rawValue
+        } catch {
+            Console.error("tincan: \(error)")
+            return ExitCode.failure.rawValue
+        }
+    }
+}
+
+/// Writes to stdout/stderr with write(2): no C stdio buffers shared between threads.
+enum Console {
+    static func out(_ text: String) { write(text, to: 1) }
+    static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
+
+    static func write(_ text: String, to fd: Int32) {
+        var text = text
+        text.withUTF8 { try? Syscall.writeAll(fd, UnsafeRawBufferPointer($0), isSocket: false) }
+    }
+}
+
+/// Regenerates `man/` and `completions/` from the option table.
+enum Docs {
+    static func write(to directory: String) throws {
+        for (name, text) in ManPage.all() { try save(text, "\(directory)/man/\(name)") }
+        for (name, text) in Completions.all() { try save(text, "\(directory)/completions/\(name)") }
+    }
+
+    private static func save(_ text: String, _ path: String) throws {
+        do throws(SystemError) {
+            try Syscall.writeFile(path, Array(text.utf8))
+        } catch {
+            throw CommandError("cannot write \(path): \(error.reason)")
+        }
+    }
+}

@@ -1,0 +1,27 @@
+/// tincan's exit codes, documented in README, `--help` and the man pages.
+public enum ExitCode: Int32, CaseIterable, Sendable {
+    case success = 0
+    case failure = 1
+    case usage = 2
+    case timeout = 3
+
+    public var meaning: String {
+        switch self {
+        case .success: "success: the peer closed, or stdin ended and the peer closed, or --quit-after-eof ran out"
+        case .failure: "network or I/O failure: connection refused or reset, name not found, address in use"
+        case .usage: "usage error: unknown option, missing or bad argument"
+        case .timeout: "timeout: --connect-timeout or --idle-timeout ran out"
+        }
+    }
+}
+
+/// A failure that ends the command: one line for stderr and its exit code.
+struct CommandError: Error {
+    let message: String
+    let code: ExitCode
+
+    init(_ message: String, code: ExitCode = .failure) {
+        self.message = message
+        self.code = code
+    }
+}

@@ -1,0 +1,78 @@
+import SocketCore
+
+/// Where a connect or listen goes: a TCP host and port, or a Unix socket path.
+enum Target {
+    case tcp(host: String, port: UInt16)
+    case unix(String)
+
+    var description: String {
+        switch self {
+        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        case .unix(let path): path
+        }
+    }
+
+    /// A port argument: 0-65535 when `allowZero`, else 1-65535.
+    static func port(_ text: String, command: String, allowZero: Bool = false) throws(UsageError) -> UInt16 {
+        let port: UInt16
+        do { port = try Endpoint.parsePort(text) } catch {
+            throw UsageError("bad port '\(text)': \(error.reason)", command: command)
+        }
+        if port == 0 && !allowZero { throw UsageError("bad port '0': use a port from 1 to 65535", command: command) }
+        return port
+    }
+
+    /// A Unix socket path argument, checked for length.
+    static func unixPath(_ path: String, command: String) throws(UsageError) -> String {
+        do { _ = try SocketAddress(unixPath: path) } catch {
+            throw UsageError("bad Unix socket path: \(error.reason)", command: command)
+        }
+        return path
+    }
+}
+
+/// The options connect and listen share, read once.
+struct StreamSettings {
+    let verbosity: Int
+    let relay: Relay.Options
+    let ipv4Only: Bool
+    let ipv6Only: Bool
+    /// The --idle-timeout as the user wrote it, for messages.
+    let idleText: String?
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        idleText = args.value("idle-timeout")
+        verbosity = args.count("verbose")
+        ipv4Only = args.has("ipv4")
+        ipv6Only = args.has("ipv6")
+        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        var relay = Relay.Options()
+        relay.halfClose = !args.has("no-shutdown")
+        relay.crlf = args.has("crlf")
+        relay.quitAfterEOF = args.duration("quit-after-eof")
+        relay.idleTimeout = args.duration("idle-timeout")
+        if args.has("hex") { relay.hex = HexDump() }
+        if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
+        self.relay = relay
+    }
+
+    func say(_ line: @autoclosure () -> String, level: Int = 1) {
+        if verbosity >= level { Console.error("tincan: " + line()) }
+    }
+
+    /// Turns a relay's end into success or the error to report.
+    func conclude(_ outcome: Relay.Outcome, relay: Relay, peer: String, started: ContinuousClock.Instant) throws(CommandError) {
+        let seconds = Double(Int((ContinuousClock.now - started).milliseconds)) / 1000
+        let totals = "sent \(relay.bytesSent.load(ordering: .relaxed)) bytes, received \(relay.bytesReceived.load(ordering: .relaxed)) bytes in \(seconds) s"
+        switch outcome {
+        case .peerClosed: say("\(peer) closed the connection; \(totals)")
+        case .outputClosed: say("stdout was closed by its reader; \(totals)")
+        case .quitAfterEOF: say("quit after end of input; \(totals)")
+        case .idleTimeout:
+            throw CommandError("connection to \(peer) idle for \(idleText ?? "too long") (--idle-timeout); closed it (\(totals))", code: .timeout)
+        case .failed(let reason):
+            throw CommandError("connection to \(peer): \(reason) (\(totals))")
+        }
+    }
+}
+

@@ -1,0 +1,96 @@
+/// man pages (roff, man macros), generated from ``OptionTable``: `tincan.1` and one page per
+/// subcommand, `tincan-NAME.1`.
+public enum ManPage {
+    static let date = "2026-12-02"
+
+    /// File name -> contents.
+    public static func all() -> [(name: String, text: String)] {
+        [("tincan.1", main())] + OptionTable.commands.map { ("tincan-\($0.name).1", command($0)) }
+    }
+
+    static func main() -> String {
+        var t = header("TINCAN")
+        t += ".SH NAME\ntincan \\- a socket multitool in the netcat family\n"
+        t += ".SH SYNOPSIS\n.B tincan\n.I command\n.RI [ options ]\n.I args\n.br\n.B tincan help\n.I command\n"
+        t += ".SH DESCRIPTION\ntincan pipes standard input and output over TCP and Unix sockets (and, as they land, TLS,\nUDP and multicast), for one\\-liners and for scripts that probe protocols.\n"
+        t += ".SH COMMANDS\n"
+        for c in OptionTable.commands {
+            t += ".TP\n.B \(c.name)\n\(escape(c.summary)); see\n.BR tincan\\-\(c.name) (1).\n"
+        }
+        t += ".SH OPTIONS\n" + options(OptionTable.global)
+        t += exitStatus()
+        t += ".SH SEE ALSO\n" + OptionTable.commands.map { ".BR tincan\\-\($0.name) (1)," }.joined(separator: "\n")
+            + "\n.BR nc (1),\n.BR ncat (1),\n.BR socat (1)\n"
+        return t
+    }
+
+    static func command(_ spec: CommandSpec) -> String {
+        var t = header("TINCAN-\(spec.name.uppercased())")
+        t += ".SH NAME\ntincan\\-\(spec.name) \\- \(escape(spec.summary))\n"
+        t += ".SH SYNOPSIS\n" + spec.synopsis.map { ".B tincan \(spec.name)\n\(escape($0))" }.joined(separator: "\n.br\n") + "\n"
+        t += ".SH DESCRIPTION\n\(escape(spec.description))\n"
+        t += ".SH ARGUMENTS\n"
+        for p in spec.positionals { t += ".TP\n.I \(p.name)\n\(escape(p.help))\n" }
+        t += ".SH OPTIONS\n" + options(spec.options)
+        t += exitStatus()
+        t += ".SH EXAMPLES\n"
+        for e in spec.examples {
+            t += ".PP\n\(escape(e.explanation))\n.PP\n.RS 4\n.EX\n\(escape(e.command))\n.EE\n.RE\n"
+        }
+        t += ".SH SEE ALSO\n.BR tincan (1)\n"
+        return t
+    }
+
+    static func header(_ title: String) -> String {
+        ".\\\" Generated from the option table by 'tincan --generate-docs'; do not edit.\n"
+            + ".TH \(title) 1 \(date) \"tincan \(OptionTable.version)\" \"User Commands\"\n"
+    }
+
+    static func options(_ options: [OptionSpec]) -> String {
+        options.map { o in
+            let names = (o.short.map { "\\fB\\-\($0)\\fR, " } ?? "") + "\\fB\\-\\-\(o.long)\\fR"
+            let value = o.value == nil ? "" : " \\fI\(escape(o.valueName))\\fR"
+            var help = escape(o.help)
+            if let d = o.defaultText { help += " Default: \(escape(d))." }
+            if o.repeatable { help += " May be repeated." }
+            return ".TP\n\(names)\(value)\n\(help)\n"
+        }.joined()
+    }
+
+    static func exitStatus() -> String {
+        ".SH EXIT STATUS\n" + ExitCode.allCases.map { ".TP\n.B \($0.rawValue)\n\(escape($0.meaning))\n" }.joined()
+    }
+
+    /// Escapes text for roff: backslashes and hyphens, and a leading dot or quote.
+    static func escape(_ text: String) -> String {
+        var out = text.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
+        if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
+        return out.replacingAll("\n.", with: "\n\\&.")
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
+        var result = ""
+        var rest = Substring(self)
+        while let range = rest.range(of: target) {
+            result += rest[..<range.lowerBound] + replacement
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+}
+
+extension Substring {
+    func range(of target: String) -> Range<Index>? {
+        guard !target.isEmpty, count >= target.count else { return nil }
+        var start = startIndex
+        while let end = index(start, offsetBy: target.count, limitedBy: endIndex) {
+            if self[start..<end] == target { return start..<end }
+            if start == endIndex { break }
+            start = index(after: start)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,74 @@
+/// The kinds of value an option takes; parsing checks them, help shows `valueName`.
+public enum ValueKind: Sendable, Equatable {
+    /// A duration: `500ms`, `2s`, `1.5m`, `1h`, or a bare number of seconds.
+    case duration
+    /// A whole number in a range.
+    case integer(ClosedRange<Int>)
+    /// Free text.
+    case text
+    /// A file-system path.
+    case path
+    /// A network interface name.
+    case interface
+    /// An address with an optional port.
+    case address
+    /// Comma-separated CIDR blocks (`10.0.0.0/8,::1`).
+    case cidrList
+    /// A command line.
+    case command
+}
+
+/// One option in the table. Help, man pages and completions are generated from these.
+public struct OptionSpec: Sendable, Equatable {
+    public let long: String
+    public let short: Character?
+    /// `nil` for a flag.
+    public let value: ValueKind?
+    /// What the value is called in help, e.g. `SECS`.
+    public let valueName: String
+    /// May be given more than once (flags count, values accumulate).
+    public let repeatable: Bool
+    public let help: String
+    public let defaultText: String?
+
+    public init(_ long: String, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
+                repeatable: Bool = false, default defaultText: String? = nil, help: String) {
+        self.long = long
+        self.short = short
+        self.value = value
+        self.valueName = valueName
+        self.repeatable = repeatable
+        self.help = help
+        self.defaultText = defaultText
+    }
+
+    /// `-w, --connect-timeout DURATION` as shown in help.
+    public var signature: String {
+        let names = (short.map { "-\($0), " } ?? "    ") + "--\(long)"
+        return value == nil ? names : "\(names) \(valueName)"
+    }
+}
+
+/// A positional argument.
+public struct PositionalSpec: Sendable, Equatable {
+    public let name: String
+    public let help: String
+    public let optional: Bool
+}
+
+/// One subcommand: what it does, its arguments, options and examples.
+public struct CommandSpec: Sendable {
+    public let name: String
+    public let summary: String
+    /// Synopsis lines after `tincan NAME`, e.g. `[options] HOST PORT`.
+    public let synopsis: [String]
+    public let description: String
+    public let positionals: [PositionalSpec]
+    public let options: [OptionSpec]
+    public let examples: [(command: String, explanation: String)]
+
+    /// The option with this long name, or `nil`.
+    public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
+    /// The option with this short name, or `nil`.
+    public func option(short: Character) -> OptionSpec? { options.first { $0.short == short } }
+}

@@ -1,0 +1,104 @@
+/// The one table of tincan's subcommands and options. Parsing, `--help`, `tincan help CMD`, the
+/// man pages and the shell completions all come from here, so they cannot drift apart.
+public enum OptionTable {
+    public static let version = "0.2.0"
+
+    static let help = OptionSpec("help", short: "h", help: "Show this help and exit.")
+    static let verbose = OptionSpec("verbose", short: "v", repeatable: true,
+        help: "Say what happens on stderr: addresses tried, connections, closes. -vv says more.")
+
+    static let family: [OptionSpec] = [
+        OptionSpec("ipv4", short: "4", help: "Use IPv4 only."),
+        OptionSpec("ipv6", short: "6", help: "Use IPv6 only."),
+    ]
+
+    /// The stream options that connect and listen share.
+    static let stream: [OptionSpec] = [
+        OptionSpec("idle-timeout", value: .duration, valueName: "DURATION",
+            help: "Close the connection when no data has moved either way for this long (exit code 3)."),
+        OptionSpec("quit-after-eof", short: "q", value: .duration, valueName: "DURATION",
+            help: "Quit this long after end of input on stdin, even if the peer has not closed."),
+        OptionSpec("no-shutdown", help: "At end of input, keep the connection open for writing instead of half-closing it."),
+        OptionSpec("crlf", help: "Send LF line endings as CRLF."),
+        OptionSpec("hex", help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
+        OptionSpec("progress", help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
+        OptionSpec("force-progress", help: "Show progress even when stderr is not a terminal."),
+        OptionSpec("unix", short: "U", value: .path, valueName: "PATH",
+            help: "Use a Unix domain socket at PATH (or @NAME, abstract) instead of TCP."),
+    ]
+
+    public static let connect = CommandSpec(
+        name: "connect",
+        summary: "connect to a TCP or Unix socket and pipe stdin/stdout over it",
+        synopsis: ["[options] HOST PORT", "[options] --unix PATH"],
+        description: """
+            Connects to HOST on PORT (racing IPv6 and IPv4 as RFC 8305 says, so a broken address \
+            family costs a quarter of a second) and copies stdin to the connection and the \
+            connection to stdout, byte for byte. At the end of stdin the connection is half-closed \
+            and tincan keeps reading until the peer closes, then exits once stdout is flushed.
+            """,
+        positionals: [
+            PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
+            PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
+        ],
+        options: [help, verbose] + family + [
+            OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
+                help: "Give up connecting after this long, lookups included (exit code 3)."),
+            OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
+                help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
+            OptionSpec("interface", value: .interface, valueName: "IF",
+                help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
+        ] + stream,
+        examples: [
+            ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
+            ("tincan connect -v -w 2s db.internal 5432 </dev/null", "Check that a port answers, showing each address tried."),
+            ("tincan connect --unix /run/app.sock", "Talk to a Unix domain socket."),
+            ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
+        ])
+
+    public static let listen = CommandSpec(
+        name: "listen",
+        summary: "accept TCP or Unix connections and pipe stdin/stdout over them",
+        synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH"],
+        description: """
+            Listens on PORT (IPv4 and IPv6 unless told -4, -6 or given an ADDR), accepts one \
+            connection and then behaves like connect. With -k it accepts many, concurrently: \
+            input from stdin goes to every client and data from every client goes to stdout. \
+            With --exec or --sh-exec each connection gets its own program instead, with its \
+            stdin and stdout on the socket.
+            """,
+        positionals: [
+            PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),
+            PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v).", optional: false),
+        ],
+        options: [help, verbose] + family + [
+            OptionSpec("keep-open", short: "k", help: "Accept many connections, concurrently, until interrupted."),
+            OptionSpec("max-conns", short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
+                help: "With -k, refuse connections beyond N at once."),
+            OptionSpec("allow", value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+                help: "Accept only peers in these networks; others are closed before any byte is read."),
+            OptionSpec("deny", value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+                help: "Close connections from these networks before any byte is read."),
+            OptionSpec("exec", short: "e", value: .command, valueName: "\"PROG ARGS\"",
+                help: "Run PROG with ARGS (split on spaces, no shell) for each connection, its stdin and stdout on the socket."),
+            OptionSpec("sh-exec", short: "c", value: .command, valueName: "\"COMMAND\"",
+                help: "Run COMMAND with /bin/sh -c for each connection, its stdin and stdout on the socket."),
+        ] + stream,
+        examples: [
+            ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
+            ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
+            ("tincan listen -k --allow 127.0.0.0/8 127.0.0.1 8080", "A chat hub on loopback: stdin to every client, every client to stdout."),
+            ("tincan listen --unix /tmp/app.sock", "Listen on a Unix domain socket."),
+        ])
+
+    /// Every subcommand, in the order help lists them.
+    public static let commands: [CommandSpec] = [connect, listen]
+
+    /// Options accepted before a subcommand.
+    public static let global: [OptionSpec] = [
+        help,
+        OptionSpec("version", help: "Print the version and exit."),
+    ]
+
+    public static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+}

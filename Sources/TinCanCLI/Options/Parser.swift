@@ -1,0 +1,231 @@
+import SocketCore
+
+/// What the command line asks for.
+public enum Invocation: Sendable {
+    case help(CommandSpec?)
+    case version
+    case run(ParsedArguments)
+    /// Regenerate man pages and completions into a directory (for maintainers).
+    case generateDocs(directory: String)
+}
+
+/// A subcommand's arguments, checked against its table entry.
+public struct ParsedArguments: Sendable {
+    public let command: CommandSpec
+    var flags: [String: Int] = [:]
+    var values: [String: [String]] = [:]
+    public internal(set) var positionals: [String] = []
+
+    init(command: CommandSpec) { self.command = command }
+
+    /// True if the flag (or value option) was given.
+    public func has(_ long: String) -> Bool { flags[long, default: 0] > 0 || values[long] != nil }
+    /// How often a flag was given (`-vv` is 2).
+    public func count(_ long: String) -> Int { flags[long, default: 0] }
+    /// The value of an option (the last one given).
+    public func value(_ long: String) -> String? { values[long]?.last }
+    /// Every value of a repeatable option, comma lists split.
+    public func list(_ long: String) -> [String] {
+        (values[long] ?? []).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
+    }
+    /// A duration option's value (checked when parsed).
+    public func duration(_ long: String) -> Duration? { value(long).flatMap { try? Parser.duration($0) } }
+    /// An integer option's value (checked when parsed).
+    public func integer(_ long: String) -> Int? { value(long).flatMap { Int($0) } }
+}
+
+/// The hand-rolled parser: GNU/POSIX conventions (`-abc` bundles, `-w5`, `--timeout 5`,
+/// `--timeout=5`, `--` ends options), checked against ``OptionTable``. Pure: no I/O.
+public enum Parser {
+    /// Parses everything after the program name.
+    public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
+        guard let first = arguments.first else {
+            throw UsageError("a command is needed: \(OptionTable.commands.map(\.name).joined(separator: ", "))")
+        }
+        switch first {
+        case "-h", "--help": return .help(nil)
+        case "--version": return .version
+        case "help":
+            guard arguments.count > 1 else { return .help(nil) }
+            guard let spec = OptionTable.command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
+            return .help(spec)
+        case "--generate-docs":
+            guard arguments.count == 2 else { throw UsageError("--generate-docs takes one directory") }
+            return .generateDocs(directory: arguments[1])
+        default:
+            if first.hasPrefix("-") {
+                throw UsageError("unknown option '\(first)'; options come after the command, e.g. 'tincan connect \(first) ...'")
+            }
+            guard let spec = OptionTable.command(named: first) else { throw unknownCommand(first) }
+            let parsed = try parse(Array(arguments.dropFirst()), for: spec)
+            return parsed.has("help") ? .help(spec) : .run(parsed)
+        }
+    }
+
+    /// Parses a subcommand's arguments.
+    public static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+        var result = ParsedArguments(command: spec)
+        var index = 0
+        func fail(_ message: String) -> UsageError { UsageError(message, command: spec.name) }
+
+        func record(_ option: OptionSpec, _ value: String?) throws(UsageError) {
+            if let kind = option.value {
+                guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
+                try check(value, kind, for: option, in: spec)
+                if option.repeatable { result.values[option.long, default: []].append(value) }
+                else { result.values[option.long] = [value] }  // the last one wins, as with GNU tools
+            } else {
+                result.flags[option.long, default: 0] += 1
+            }
+        }
+
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--" {
+                result.positionals += arguments[index...]
+                break
+            }
+            if argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name = String(body.prefix { $0 != "=" })
+                let inline: String? = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
+                guard let option = spec.option(long: name) else {
+                    throw fail("unknown option '--\(name)'" + suggestion(for: name, in: spec))
+                }
+                if option.value == nil {
+                    if inline != nil { throw fail("option --\(name) takes no value") }
+                    try record(option, nil)
+                } else if let inline {
+                    try record(option, inline)
+                } else {
+                    guard index < arguments.count else { throw fail("option --\(name) needs a value (\(option.valueName))") }
+                    try record(option, arguments[index])
+                    index += 1
+                }
+            } else if argument.hasPrefix("-") && argument.count > 1 {
+                // A bundle: -abc, -w5, -w 5.
+                var letters = Substring(argument.dropFirst())
+                while let letter = letters.first {
+                    letters = letters.dropFirst()
+                    guard let option = spec.option(short: letter) else {
+                        throw fail("unknown option '-\(letter)'" + suggestion(forShort: letter, in: spec))
+                    }
+                    if option.value == nil {
+                        try record(option, nil)
+                        continue
+                    }
+                    if !letters.isEmpty {
+                        try record(option, String(letters))
+                    } else {
+                        guard index < arguments.count else { throw fail("option -\(letter) needs a value (\(option.valueName))") }
+                        try record(option, arguments[index])
+                        index += 1
+                    }
+                    break
+                }
+            } else {
+                result.positionals.append(argument)
+            }
+        }
+        return result
+    }
+
+    // MARK: Values
+
+    static func check(_ value: String, _ kind: ValueKind, for option: OptionSpec, in spec: CommandSpec) throws(UsageError) {
+        let name = "--\(option.long)"
+        switch kind {
+        case .duration:
+            do { _ = try duration(value) } catch {
+                throw UsageError("invalid duration '\(value)' for \(name): \(error.message)", command: spec.name)
+            }
+        case .integer(let range):
+            guard let n = Int(value), range.contains(n) else {
+                throw UsageError("\(name) needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'", command: spec.name)
+            }
+        case .cidrList:
+            for item in value.split(separator: ",") {
+                do { _ = try CIDR(parsing: String(item).trimmed) } catch {
+                    throw UsageError("\(name): \(error.description)", command: spec.name)
+                }
+            }
+        case .text, .path, .interface, .address, .command:
+            guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
+        }
+    }
+
+    /// Parses `500ms`, `2s`, `1.5m`, `1h`, `250us`, or a bare number of seconds.
+    public static func duration(_ text: String) throws(UsageError) -> Duration {
+        let number = text.prefix { $0.isNumber || $0 == "." }
+        let unit = text.dropFirst(number.count)
+        guard !number.isEmpty, let value = Double(number), value.isFinite else {
+            throw UsageError("use a number with a unit: 500ms, 2s, 1m (a bare number is seconds)")
+        }
+        let scale: Double
+        switch unit {
+        case "", "s": scale = 1
+        case "ms": scale = 1e-3
+        case "us": scale = 1e-6
+        case "m": scale = 60
+        case "h": scale = 3600
+        default: throw UsageError("unknown unit '\(unit)': use us, ms, s, m or h")
+        }
+        let seconds = value * scale
+        guard seconds <= 1e9 else { throw UsageError("too long") }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    // MARK: Suggestions
+
+    static func unknownCommand(_ name: String) -> UsageError {
+        let names = OptionTable.commands.map(\.name)
+        if let close = closest(to: name, among: names) {
+            return UsageError("unknown command '\(name)'; did you mean '\(close)'?")
+        }
+        return UsageError("unknown command '\(name)'; the commands are \(names.joined(separator: ", "))")
+    }
+
+    static func suggestion(for name: String, in spec: CommandSpec) -> String {
+        if let close = closest(to: name, among: spec.options.map(\.long)) { return "; did you mean '--\(close)'?" }
+        // Maybe the option belongs to another command.
+        for other in OptionTable.commands where other.name != spec.name && other.option(long: name) != nil {
+            return "; --\(name) is an option of 'tincan \(other.name)'"
+        }
+        return ""
+    }
+
+    static func suggestion(forShort letter: Character, in spec: CommandSpec) -> String {
+        if let long = spec.options.first(where: { $0.long.first == letter })?.long { return "; did you mean '--\(long)'?" }
+        return ""
+    }
+
+    /// The candidate nearest `word` by edit distance, if it is near enough to be a typo.
+    static func closest(to word: String, among candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, editDistance(word, $0)) }.min { $0.1 < $1.1 }
+        guard let (best, distance) = scored else { return nil }
+        let prefixMatch = candidates.filter { $0.hasPrefix(word) }
+        if prefixMatch.count == 1, word.count >= 2 { return prefixMatch[0] }
+        return distance <= max(1, min(3, best.count / 3)) ? best : nil
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+extension String {
+    var trimmed: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}

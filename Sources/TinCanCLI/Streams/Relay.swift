@@ -1,0 +1,183 @@
+import Dispatch
+import Glibc
+import SocketCore
+import Synchronization
+
+/// Copies stdin to a connected socket and the socket to stdout, binary-safe, the way OpenBSD
+/// nc's `readwrite()` does: two directions, one fixed buffer each (allocated once), blocking
+/// calls on two threads so a slow reader slows its writer (bounded memory), and an explicit
+/// half-close at the end of input.
+///
+/// It ends when the peer closes (after the last byte reached stdout), when stdout's reader goes
+/// away, on an error, after `--quit-after-eof`, or when idle for `--idle-timeout`.
+final class Relay: @unchecked Sendable {
+    struct Options {
+        /// Shut our write side down at the end of input (default), so the peer sees end of stream.
+        var halfClose = true
+        var crlf = false
+        var hex: HexDump?
+        var progress: ProgressMeter?
+        var quitAfterEOF: Duration?
+        var idleTimeout: Duration?
+    }
+
+    enum Outcome: Equatable {
+        case peerClosed
+        case outputClosed
+        case quitAfterEOF
+        case idleTimeout
+        case failed(String)
+    }
+
+    static let chunkSize = 128 * 1024
+
+    private let socket: Int32
+    private let input: Int32?
+    private let output: Int32
+    private let options: Options
+    private let outcome = Mutex<Outcome?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let networkLoopDone = DispatchSemaphore(value: 0)
+    private let started = ContinuousClock.now
+    private let lastActivity = Atomic<Int64>(0)
+    let bytesSent = Atomic<Int>(0)
+    let bytesReceived = Atomic<Int>(0)
+
+    /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
+    init(socket: Int32, input: Int32?, output: Int32, options: Options) {
+        self.socket = socket
+        self.input = input
+        self.output = output
+        self.options = options
+    }
+
+    /// Runs until the relay ends; the caller then closes the socket.
+    func run() -> Outcome {
+        try? Syscall.setNonBlocking(socket, false)
+        DispatchQueue.global().async { self.networkToOutput() }
+        if let input {
+            DispatchQueue.global().async { self.inputToNetwork(input) }
+        } else {
+            endOfInput()
+        }
+        let idleTimer = options.idleTimeout.map(startIdleTimer)
+        finished.wait()
+        idleTimer?.cancel()
+        let result = outcome.withLock { $0! }
+        if result != .peerClosed && result != .outputClosed {
+            // Stop the network side at a chunk boundary: whatever was received reaches stdout.
+            try? Syscall.shutdown(socket, .both)
+            _ = networkLoopDone.wait(timeout: .now() + .seconds(2))
+        }
+        options.progress?.finish()
+        return result
+    }
+
+    private func finish(_ result: Outcome) {
+        let first = outcome.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = result
+            return true
+        }
+        if first { finished.signal() }
+    }
+
+    private func touch() {
+        lastActivity.store(Int64((ContinuousClock.now - started).milliseconds), ordering: .relaxed)
+    }
+
+    private func networkToOutput() {
+        defer { networkLoopDone.signal() }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n: Int
+            do throws(SystemError) {
+                n = try Syscall.readWaiting(socket, into: buffer)
+            } catch {
+                finish(error.errno == ECONNRESET ? .failed("connection reset by peer") : .failed("receiving failed: \(error.reason.lowercasedFirstLetter)"))
+                return
+            }
+            if n == 0 {
+                finish(.peerClosed)
+                return
+            }
+            touch()
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            options.hex?.dump(chunk, .received)
+            options.progress?.add(received: n)
+            bytesReceived.add(n, ordering: .relaxed)
+            do throws(SystemError) {
+                try Syscall.writeAll(output, chunk, isSocket: false)
+            } catch {
+                finish(error.errno == EPIPE ? .outputClosed : .failed("writing to stdout failed: \(error.reason.lowercasedFirstLetter)"))
+                return
+            }
+        }
+    }
+
+    private func inputToNetwork(_ input: Int32) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
+        while true {
+            let n: Int
+            do throws(SystemError) {
+                n = try Syscall.readWaiting(input, into: buffer)
+            } catch {
+                finish(.failed("reading stdin failed: \(error.reason.lowercasedFirstLetter)"))
+                return
+            }
+            if n == 0 {
+                endOfInput()
+                return
+            }
+            touch()
+            var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            if options.crlf { chunk = encoder.encode(chunk) }
+            options.hex?.dump(chunk, .sent)
+            options.progress?.add(sent: chunk.count)
+            bytesSent.add(chunk.count, ordering: .relaxed)
+            do throws(SystemError) {
+                try Syscall.writeAll(socket, chunk, isSocket: true)
+            } catch {
+                let reason = error.errno == EPIPE || error.errno == ECONNRESET
+                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.reason.lowercasedFirstLetter)"
+                finish(.failed(reason))
+                return
+            }
+        }
+    }
+
+    private func endOfInput() {
+        if options.halfClose { try? Syscall.shutdown(socket, .write) }
+        if let delay = options.quitAfterEOF {
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchTime) { [self] in finish(.quitAfterEOF) }
+        }
+    }
+
+    private func startIdleTimer(_ limit: Duration) -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tincan.idle"))
+        let step = min(max(limit / 4, .milliseconds(10)), .seconds(1))
+        timer.schedule(deadline: .now() + step.dispatchTime, repeating: step.dispatchTime)
+        timer.setEventHandler { [self] in
+            let idle = (ContinuousClock.now - started).milliseconds - Double(lastActivity.load(ordering: .relaxed))
+            if idle >= limit.milliseconds { finish(.idleTimeout) }
+        }
+        timer.resume()
+        return timer
+    }
+}
+
+extension Duration {
+    /// As a dispatch interval.
+    var dispatchTime: DispatchTimeInterval { .nanoseconds(Int(min(milliseconds * 1e6, Double(Int.max / 2)))) }
+}
+
+extension String {
+    /// "Connection refused" -> "connection refused".
+    var lowercasedFirstLetter: String {
+        guard let first else { return self }
+        return first.lowercased() + dropFirst()
+    }
+}
