@@ -7,6 +7,16 @@ extension AsyncSocket {
         enqueueWrite(WritePacket(kind: .data(data), tag: tag, timeout: timeout, completion: nil))
     }
 
+    /// Queues `data` and calls `completion` (on the socket queue) when it is written or has
+    /// failed, instead of telling the delegate.
+    public func write(_ data: [UInt8], timeout: Duration? = nil, completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void) {
+        guard !data.isEmpty else {
+            completion(.success(()))
+            return
+        }
+        enqueueWrite(WritePacket(kind: .data(data), tag: 0, timeout: timeout, completion: completion))
+    }
+
     /// Half-closes the connection once every write queued before this call is done: our side
     /// sends end-of-stream (shutdown `SHUT_WR`) while reads go on — what netcat does at the end
     /// of its input. Writes queued after it fail with ``AsyncSocketError/writeClosed``.

@@ -1,4 +1,152 @@
+import Dispatch
+import Glibc
+import SocketCore
+import Synchronization
+
+/// `tincan listen [ADDR] PORT | --unix PATH`: accept one connection and relay it (default), many
+/// into one stdin/stdout (`-k`), or hand each to a program (`--exec`, `--sh-exec`).
 struct ListenCommand {
-    init(_ args: ParsedArguments) throws(UsageError) {}
-    func run() throws { throw CommandError("listen: not yet") }
+    let args: ParsedArguments
+    let settings: StreamSettings
+    let target: Target
+    let address: String?
+    let program: [String]?
+    let filter: PeerFilter
+    let keepOpen: Bool
+    let maxConnections: Int
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        self.args = args
+        let name = args.command.name
+        settings = try StreamSettings(args)
+        let positionals = args.positionals
+        if let path = args.value("unix") {
+            if let extra = positionals.first { throw UsageError("unexpected argument '\(extra)' with --unix", command: name) }
+            target = .unix(try Target.unixPath(path, command: name))
+            address = nil
+        } else {
+            switch positionals.count {
+            case 0: throw UsageError("missing PORT", command: name)
+            case 1:
+                address = nil
+                target = .tcp(host: "", port: try Target.port(positionals[0], command: name, allowZero: true))
+            case 2:
+                address = positionals[0]
+                target = .tcp(host: positionals[0], port: try Target.port(positionals[1], command: name, allowZero: true))
+            default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
+            }
+        }
+        switch (args.value("exec"), args.value("sh-exec")) {
+        case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)
+        case (let line?, nil):
+            let words = line.split(separator: " ").map(String.init)
+            guard let first = words.first, Syscall.isExecutable(first) else {
+                throw UsageError("--exec: '\(words.first ?? line)' is not an executable program (give a path, or a name in PATH)", command: name)
+            }
+            program = words
+        case (nil, let command?): program = ["/bin/sh", "-c", command]
+        case (nil, nil): program = nil
+        }
+        do {
+            filter = try PeerFilter(allow: args.list("allow"), deny: args.list("deny"))
+        } catch {
+            throw UsageError("\(error)", command: name)
+        }
+        keepOpen = args.has("keep-open")
+        maxConnections = args.integer("max-conns") ?? 1000
+    }
+
+    func run() throws {
+        let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
+        // How connections are served is decided before the first one can arrive.
+        let first = DispatchSemaphore(value: 0)
+        let accepted = Mutex<AsyncSocket?>(nil)
+        var broker: Broker?
+        if keepOpen, let program {
+            let reaper = Reaper(gate: gate, settings: settings)
+            gate.onConnection = { socket in reaper.spawn(program, on: socket) }
+        } else if keepOpen {
+            let hub = Broker(settings: settings, gate: gate)
+            gate.onConnection = { socket in hub.add(socket) }
+            broker = hub
+        } else {
+            gate.onConnection = { socket in
+                let isFirst = accepted.withLock { current -> Bool in
+                    guard current == nil else { return false }
+                    current = socket
+                    return true
+                }
+                if isFirst { first.signal() } else { socket.disconnect() }
+            }
+        }
+
+        let listener = AsyncSocket(delegate: gate, delegateQueue: DispatchQueue(label: "tincan.accept"))
+        listener.isIPv4Enabled = !settings.ipv6Only
+        listener.isIPv6Enabled = !settings.ipv4Only
+        do throws(AsyncSocketError) {
+            switch target {
+            case .unix(let path): try listener.accept(onUnixPath: path)
+            case .tcp(_, let port): try listener.accept(onInterface: address, port: port)
+            }
+        } catch {
+            throw CommandError(ListenCommand.explain(error, target: target, address: address))
+        }
+        let stop = Interruption.install { listener.disconnect() }
+        defer { stop.cancel() }
+        settings.say("listening on " + listener.listeningAddresses.joined(separator: ", "))
+
+        if keepOpen {
+            broker?.startReadingInput()
+            Interruption.waitForever()
+        }
+
+        // One connection: stop listening once it arrives, then serve it.
+        first.wait()
+        listener.disconnect()
+        let socket = accepted.withLock { $0! }
+        let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "the peer"
+        let fd: Int32
+        do throws(SystemError) {
+            fd = try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
+        } catch {
+            throw CommandError("accepted \(peer), but: \(error)")
+        }
+        socket.setDelegate(nil, delegateQueue: nil)
+        socket.disconnect()
+        defer { Syscall.close(fd) }
+        if let program {
+            let pid = try Reaper.start(program, socket: fd)
+            let status = Syscall.waitForChild(pid)?.status ?? 0
+            settings.say("\(program[0]) for \(peer) exited with status \(status)")
+            return
+        }
+        let started = ContinuousClock.now
+        let relay = Relay(socket: fd, input: 0, output: 1, options: settings.relay)
+        try settings.conclude(relay.run(), relay: relay, peer: peer, started: started)
+    }
+
+    static func explain(_ error: AsyncSocketError, target: Target, address: String?) -> String {
+        let place: String
+        switch target {
+        case .unix(let path): place = path
+        case .tcp(_, let port): place = "\(address.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*"):\(port)"
+        }
+        if case .system(let e) = error, e.errno == EADDRINUSE {
+            return "listen on \(place) failed: address already in use; is another program listening there? pick another port or stop it"
+        }
+        if case .system(let e) = error, e.errno == EACCES {
+            return "listen on \(place) failed: permission denied (ports below 1024 need root)"
+        }
+        return "listen on \(place) failed: \(error)"
+    }
+}
+
+extension AsyncSocket {
+    /// The addresses a listener is bound to, for messages.
+    var listeningAddresses: [String] {
+        // Read the descriptors inside perform: only there are they given out.
+        perform { () -> [String] in
+            [socket4FD, socket6FD, socketFD].filter { $0 >= 0 }.compactMap { Syscall.localAddress($0)?.description }
+        }.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+    }
 }

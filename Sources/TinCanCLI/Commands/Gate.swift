@@ -1,0 +1,73 @@
+import Dispatch
+import SocketCore
+import Synchronization
+
+/// `--allow` and `--deny`: which peers may connect.
+struct PeerFilter: Sendable {
+    let allow: [CIDR]
+    let deny: [CIDR]
+
+    init(allow: [String], deny: [String]) throws(AddressError) {
+        var a: [CIDR] = []
+        var d: [CIDR] = []
+        for text in allow { a.append(try CIDR(parsing: text)) }
+        for text in deny { d.append(try CIDR(parsing: text)) }
+        self.allow = a
+        self.deny = d
+    }
+
+    /// Why `peer` is refused, or `nil` if it may connect. Unix peers have no address to check.
+    func refusal(for peer: SocketAddress?) -> String? {
+        guard let peer, !peer.isUnix else { return nil }
+        if let block = deny.first(where: { $0.contains(peer) }) { return "in --deny \(block)" }
+        if !allow.isEmpty && !allow.contains(where: { $0.contains(peer) }) { return "not in --allow" }
+        return nil
+    }
+}
+
+/// The listener's delegate: every new connection passes the filter and the connection limit
+/// here, before any byte is read from it, then goes to `onConnection`.
+final class Gate: AsyncSocketDelegate, @unchecked Sendable {
+    let settings: StreamSettings
+    let filter: PeerFilter
+    let limit: Int
+    private let active = Atomic<Int>(0)
+    private let handler = Mutex<(@Sendable (AsyncSocket) -> Void)?>(nil)
+
+    init(settings: StreamSettings, filter: PeerFilter, limit: Int) {
+        self.settings = settings
+        self.filter = filter
+        self.limit = limit
+    }
+
+    var onConnection: (@Sendable (AsyncSocket) -> Void)? {
+        get { handler.withLock { $0 } }
+        set { handler.withLock { $0 = newValue } }
+    }
+
+    /// A connection ended: room for another.
+    func closed() { active.subtract(1, ordering: .relaxed) }
+
+    func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
+        let peer = newSocket.connectedAddress
+        let name = peer?.description ?? "a Unix peer"
+        if let reason = filter.refusal(for: peer) {
+            settings.say("refused connection from \(name): \(reason)")
+            newSocket.disconnect()
+            return
+        }
+        if active.add(1, ordering: .relaxed).newValue > limit {
+            active.subtract(1, ordering: .relaxed)
+            settings.say("refused connection from \(name): --max-conns \(limit) reached")
+            newSocket.disconnect()
+            return
+        }
+        settings.say("connection from \(name)")
+        guard let handler = onConnection else {
+            newSocket.disconnect()
+            closed()
+            return
+        }
+        handler(newSocket)
+    }
+}

@@ -1,0 +1,56 @@
+import Dispatch
+import SocketCore
+import Synchronization
+
+/// `--exec`/`--sh-exec` under `-k`: a program per connection, its stdin and stdout on the
+/// socket, and one thread that waits for the programs to end (freeing room under --max-conns).
+final class Reaper: @unchecked Sendable {
+    private let gate: Gate
+    private let settings: StreamSettings
+    private let children = DispatchSemaphore(value: 0)
+    private let running = Mutex<[Int32: String]>([:])
+
+    init(gate: Gate, settings: StreamSettings) {
+        self.gate = gate
+        self.settings = settings
+        DispatchQueue.global().async { [self] in reap() }
+    }
+
+    /// Starts `program` on `socket`'s connection; this process keeps no copy of it.
+    func spawn(_ program: [String], on socket: AsyncSocket) {
+        let peer = socket.connectedAddress?.description ?? "a Unix peer"
+        do {
+            let fd = try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
+            socket.setDelegate(nil, delegateQueue: nil)
+            socket.disconnect()
+            defer { Syscall.close(fd) }
+            let pid = try Reaper.start(program, socket: fd)
+            running.withLock { $0[pid] = peer }
+            children.signal()
+        } catch {
+            settings.say("could not serve \(peer): \(error)")
+            socket.disconnect()
+            gate.closed()
+        }
+    }
+
+    /// Spawns `program` with stdin and stdout on the socket `fd` (made blocking for it).
+    static func start(_ program: [String], socket fd: Int32) throws(CommandError) -> Int32 {
+        do throws(SystemError) {
+            try Syscall.setNonBlocking(fd, false)
+            return try Syscall.spawn(program, input: fd, output: fd)
+        } catch {
+            throw CommandError("cannot run \(program[0]): \(error.reason)")
+        }
+    }
+
+    private func reap() {
+        while true {
+            children.wait()  // at least one child is running
+            guard let (pid, status) = Syscall.waitForChild() else { continue }
+            let peer = running.withLock { $0.removeValue(forKey: pid) } ?? "?"
+            settings.say("program for \(peer) exited with status \(status)", level: 2)
+            gate.closed()
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Dispatch
+import Glibc
+import SocketCore
+import Synchronization
+
+/// `listen -k` without a program: stdin goes to every client, every client goes to stdout
+/// (ncat's keep-open semantics). Bounded: one stdin chunk is in flight until every client has
+/// taken it, and each client's next read waits until its last chunk reached stdout, so a slow
+/// client or a slow stdout slows the sender instead of growing a buffer.
+final class Broker: AsyncSocketDelegate, @unchecked Sendable {
+    private let settings: StreamSettings
+    private let gate: Gate
+    private let queue = DispatchQueue(label: "tincan.broker")
+    private let stdoutQueue = DispatchQueue(label: "tincan.broker.stdout")
+    /// Clients by identity; touched only on `queue`.
+    private var clients: [ObjectIdentifier: AsyncSocket] = [:]
+
+    init(settings: StreamSettings, gate: Gate) {
+        self.settings = settings
+        self.gate = gate
+    }
+
+    func add(_ socket: AsyncSocket) {
+        queue.async { [self] in
+            clients[ObjectIdentifier(socket)] = socket
+            socket.setDelegate(self, delegateQueue: queue)
+            socket.readData(maxLength: Relay.chunkSize)
+        }
+    }
+
+    func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
+        let bytes = Array(data)
+        settings.relay.hex.map { hex in bytes.withUnsafeBytes { hex.dump($0, .received) } }
+        stdoutQueue.async { [self] in
+            do throws(SystemError) {
+                try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(1, raw, isSocket: false) } }.get()
+            } catch {
+                settings.say("stdout closed; stopping")
+                exit(error.errno == EPIPE ? 0 : 1)
+            }
+            sock.readData(maxLength: Relay.chunkSize)
+        }
+    }
+
+    func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
+        if clients.removeValue(forKey: ObjectIdentifier(sock)) != nil {
+            settings.say("\(error.map { "\($0)" } ?? "connection closed")", level: 1)
+            gate.closed()
+        }
+    }
+
+    /// Reads stdin on its own thread and sends each chunk to every client.
+    func startReadingInput() {
+        DispatchQueue.global().async { [self] in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
+            defer { buffer.deallocate() }
+            var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
+            while true {
+                guard let n = try? Syscall.readWaiting(0, into: buffer), n > 0 else { return }  // end of input: clients go on
+                var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                if settings.relay.crlf { chunk = encoder.encode(chunk) }
+                settings.relay.hex?.dump(chunk, .sent)
+                let bytes = Array(chunk)  // one copy, shared by every client's write
+                let delivered = DispatchGroup()
+                queue.sync {
+                    for client in clients.values {
+                        delivered.enter()
+                        client.write(bytes) { _ in delivered.leave() }
+                    }
+                }
+                delivered.wait()
+            }
+        }
+    }
+}
+

@@ -1,0 +1,43 @@
+# Generated from the option table by 'tincan --generate-docs'; do not edit.
+_tincan() {
+    local cur prev cmd i
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    cmd=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case "${COMP_WORDS[i]}" in
+            connect|listen) cmd="${COMP_WORDS[i]}"; break ;;
+        esac
+    done
+    if [[ -z "$cmd" ]]; then
+        COMPREPLY=($(compgen -W "connect listen help -h --help --version" -- "$cur"))
+        return
+    fi
+    case "$cmd" in
+        connect)
+            case "$prev" in
+                -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        listen)
+            case "$prev" in
+                -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
+                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+    esac
+}
+complete -F _tincan tincan
