@@ -1,0 +1,87 @@
+@testable import TinCanCLI
+import XCTest
+
+final class ParserTests: XCTestCase {
+    private func parse(_ line: String) throws -> ParsedArguments {
+        let words = line.split(separator: " ").map(String.init)
+        guard case .run(let parsed) = try Parser.parse(words) else { throw UsageError("not a run") }
+        return parsed
+    }
+
+    private func error(_ line: String) -> String {
+        do {
+            _ = try Parser.parse(line.split(separator: " ").map(String.init))
+            return "no error"
+        } catch {
+            return error.description
+        }
+    }
+
+    func testBundlesAttachedValuesAndLongForms() throws {
+        let p = try parse("connect -4vv -w5 --idle-timeout=2s -q 500ms host 80")
+        XCTAssertTrue(p.has("ipv4"))
+        XCTAssertEqual(p.count("verbose"), 2)
+        XCTAssertEqual(p.duration("connect-timeout"), .seconds(5))
+        XCTAssertEqual(p.duration("idle-timeout"), .seconds(2))
+        XCTAssertEqual(p.duration("quit-after-eof"), .milliseconds(500))
+        XCTAssertEqual(p.positionals, ["host", "80"])
+        let q = try parse("connect --connect-timeout 1m host 80")
+        XCTAssertEqual(q.duration("connect-timeout"), .seconds(60))
+    }
+
+    func testDoubleDashEndsOptions() throws {
+        let p = try parse("connect -v -- -weird-host 80")
+        XCTAssertEqual(p.positionals, ["-weird-host", "80"])
+        XCTAssertEqual(p.count("verbose"), 1)
+    }
+
+    func testRepeatableAccumulatesAndOthersTakeTheLast() throws {
+        let p = try parse("listen --allow 10.0.0.0/8,127.0.0.1 --allow ::1 9000")
+        XCTAssertEqual(p.list("allow"), ["10.0.0.0/8", "127.0.0.1", "::1"])
+        let q = try parse("connect -w 1 -w 3 h 1")
+        XCTAssertEqual(q.duration("connect-timeout"), .seconds(3))
+    }
+
+    func testDurations() throws {
+        XCTAssertEqual(try Parser.duration("250ms"), .milliseconds(250))
+        XCTAssertEqual(try Parser.duration("1.5"), .milliseconds(1500))
+        XCTAssertEqual(try Parser.duration("2m"), .seconds(120))
+        XCTAssertEqual(try Parser.duration("1h"), .seconds(3600))
+        XCTAssertEqual(try Parser.duration("100us"), .microseconds(100))
+        XCTAssertThrowsError(try Parser.duration("5x"))
+        XCTAssertThrowsError(try Parser.duration("ms"))
+        XCTAssertThrowsError(try Parser.duration("-1s"))
+    }
+
+    func testMistakesSayWhatAndWhereAndWhatToTry() {
+        XCTAssertEqual(error("connect --verbos h 1"),
+                       "tincan: connect: unknown option '--verbos'; did you mean '--verbose'? (see 'tincan connect --help')")
+        XCTAssertEqual(error("conect h 1"), "tincan: unknown command 'conect'; did you mean 'connect'? (see 'tincan --help')")
+        XCTAssertEqual(error("connect -x h 1"), "tincan: connect: unknown option '-x' (see 'tincan connect --help')")
+        XCTAssertEqual(error("connect --keep-open h 1"),
+                       "tincan: connect: unknown option '--keep-open'; --keep-open is an option of 'tincan listen' (see 'tincan connect --help')")
+        XCTAssertEqual(error("connect -w"), "tincan: connect: option -w needs a value (DURATION) (see 'tincan connect --help')")
+        XCTAssertEqual(error("connect --crlf=yes h 1"), "tincan: connect: option --crlf takes no value (see 'tincan connect --help')")
+        XCTAssertEqual(error("listen -m 0 9000"),
+                       "tincan: listen: --max-conns needs a whole number from 1 to 100000, not '0' (see 'tincan listen --help')")
+        XCTAssertTrue(error("listen --deny 10.0.0.0/33 9000").contains("prefix length must be 0-32"))
+        XCTAssertTrue(error("--bogus").contains("options come after the command"))
+        XCTAssertTrue(error("").contains("a command is needed"))
+    }
+
+    func testHelpForms() throws {
+        guard case .help(nil) = try Parser.parse(["--help"]) else { return XCTFail() }
+        guard case .help(let spec?) = try Parser.parse(["help", "listen"]), spec.name == "listen" else { return XCTFail() }
+        guard case .help(let c?) = try Parser.parse(["connect", "-h"]), c.name == "connect" else { return XCTFail() }
+        guard case .version = try Parser.parse(["--version"]) else { return XCTFail() }
+        XCTAssertTrue(HelpText.command(OptionTable.listen).contains("tincan listen -k 9000 --exec /bin/cat"))
+        XCTAssertTrue(HelpText.main().contains("exit codes:"))
+    }
+
+    func testEditDistance() {
+        XCTAssertEqual(Parser.editDistance("verbos", "verbose"), 1)
+        XCTAssertEqual(Parser.editDistance("", "abc"), 3)
+        XCTAssertEqual(Parser.editDistance("abc", ""), 3)
+        XCTAssertNil(Parser.closest(to: "zzzzzz", among: ["verbose", "hex"]))
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+import XCTest
+
+/// Runs the built `tincan` binary (or any program) with bounded waits.
+final class Tool: @unchecked Sendable {
+    /// `.build/debug/tincan`, next to this test bundle.
+    static let tincan: String = {
+        let bundle = try! FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        return URL(fileURLWithPath: bundle).deletingLastPathComponent().appendingPathComponent("tincan").path
+    }()
+
+    let process = Process()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let stdinPipe: Pipe?
+    private let outData = Mutex(Data())
+    private let errData = Mutex(Data())
+    private let collected = DispatchGroup()
+
+    /// Starts `arguments` (the tincan binary unless `program` is given). `stdin`: a file path,
+    /// or nil for a pipe the test writes to (``send(_:)``, ``closeInput()``).
+    init(_ arguments: [String], program: String = Tool.tincan, stdinFile: String? = nil, environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        if let stdinFile {
+            process.standardInput = FileHandle(forReadingAtPath: stdinFile)
+            stdinPipe = nil
+        } else {
+            let pipe = Pipe()
+            process.standardInput = pipe
+            stdinPipe = pipe
+        }
+        if let environment { process.environment = environment }
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        try process.run()
+        collect(stdoutPipe, stdout: true)
+        collect(stderrPipe, stdout: false)
+    }
+
+    private func collect(_ pipe: Pipe, stdout: Bool) {
+        collected.enter()
+        let handle = pipe.fileHandleForReading
+        Thread { [self] in
+            let data = handle.readDataToEndOfFile()
+            if stdout { outData.withLock { $0 = data } } else { errData.withLock { $0 = data } }
+            collected.leave()
+        }.start()
+    }
+
+    func send(_ text: String) { send(Data(text.utf8)) }
+    func send(_ data: Data) { try? stdinPipe?.fileHandleForWriting.write(contentsOf: data) }
+    func closeInput() { try? stdinPipe?.fileHandleForWriting.close() }
+
+    /// Waits for the process to end (at most `timeout`, then kills it and fails).
+    @discardableResult
+    func wait(timeout: Duration = .seconds(30), file: StaticString = #filePath, line: UInt = #line) -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        if process.isRunning {
+            XCTFail("\(process.arguments ?? []) still running after \(timeout); killing it", file: file, line: line)
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        _ = collected.wait(timeout: .now() + 10)
+        return process.terminationStatus
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    var stdout: Data { outData.withLock { $0 } }
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    var stderrText: String { String(decoding: errData.withLock { $0 }, as: UTF8.self) }
+
+    /// Stops it if still running (for defers).
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Runs to completion: status, stdout, stderr.
+    static func run(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30),
+                    file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
+        let tool = try Tool(arguments)
+        if let input { tool.send(input) }
+        tool.closeInput()
+        let status = tool.wait(timeout: timeout, file: file, line: line)
+        return (status, tool.stdoutText, tool.stderrText)
+    }
+}
+
+/// Waits until something accepts TCP connections on 127.0.0.1:`port` (a server just started).
+func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: Duration = .seconds(10),
+                     file: StaticString = #filePath, line: UInt = #line) {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        let fd = socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var ok = false
+        if host.contains(":") {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = port.bigEndian
+            inet_pton(AF_INET6, host, &a.sin6_addr)
+            ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0 } }
+        } else {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = port.bigEndian
+            inet_pton(AF_INET, host, &a.sin_addr)
+            ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
+        }
+        close(fd)
+        if ok { return }
+        usleep(5_000)
+    }
+    XCTFail("nothing listening on \(host):\(port) after \(timeout)", file: file, line: line)
+}
+
+/// A TCP port on loopback that was free a moment ago.
+func freePort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return UInt16(bigEndian: a.sin_port)
+}
+
+/// A python3 peer (standard library only) serving on `port` (given to the script as argv[1]);
+/// ready when its listener accepts. Killed by `stop()`.
+final class Python {
+    let tool: Tool
+    let port: UInt16
+
+    init(_ script: String, host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line) throws {
+        port = freePort()
+        tool = try Tool(["python3", "-u", "-c", script, String(port), host], program: "/usr/bin/env")
+        waitForListener(port: port, host: host, file: file, line: line)
+    }
+
+    func stop() { tool.stop() }
+}
