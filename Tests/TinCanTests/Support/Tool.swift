@@ -92,31 +92,24 @@ final class Tool: @unchecked Sendable {
     }
 }
 
-/// Waits until something accepts TCP connections on 127.0.0.1:`port` (a server just started).
+/// Waits until a socket listens on TCP `port` (a server just started). It reads
+/// /proc/net/tcp and tcp6 rather than connecting, so a peer that accepts once is not used up.
 func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: Duration = .seconds(10),
                      file: StaticString = #filePath, line: UInt = #line) {
+    let wanted = String(port, radix: 16, uppercase: true)
+    let suffix = ":" + String(repeating: "0", count: 4 - wanted.count) + wanted
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
-        let fd = socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var ok = false
-        if host.contains(":") {
-            var a = sockaddr_in6()
-            a.sin6_family = sa_family_t(AF_INET6)
-            a.sin6_port = port.bigEndian
-            inet_pton(AF_INET6, host, &a.sin6_addr)
-            ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0 } }
-        } else {
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = port.bigEndian
-            inet_pton(AF_INET, host, &a.sin_addr)
-            ok = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 } }
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for row in text.split(separator: "\n").dropFirst() {
+                let fields = row.split(separator: " ")
+                if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return }
+            }
         }
-        close(fd)
-        if ok { return }
         usleep(5_000)
     }
-    XCTFail("nothing listening on \(host):\(port) after \(timeout)", file: file, line: line)
+    XCTFail("nothing listening on port \(port) after \(timeout)", file: file, line: line)
 }
 
 /// A TCP port on loopback that was free a moment ago.

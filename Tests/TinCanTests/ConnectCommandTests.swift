@@ -1,0 +1,183 @@
+import Foundation
+import XCTest
+
+final class ConnectCommandTests: XCTestCase {
+    func testFetchesAPageFromPythonHTTPServer() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-http-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let page = String(repeating: "tincan page line\n", count: 2000)
+        try page.write(to: dir.appendingPathComponent("index.txt"), atomically: true, encoding: .utf8)
+        let port = freePort()
+        let server = try Tool(["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir.path],
+                              program: "/usr/bin/env")
+        defer { server.stop() }
+        waitForListener(port: port)
+        let r = try Tool.run(["connect", "-v", "127.0.0.1", String(port)], input: "GET /index.txt HTTP/1.0\r\n\r\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("HTTP/1.0 200 OK\r\n"), String(r.out.prefix(100)))
+        XCTAssertTrue(r.out.hasSuffix("\r\n\r\n" + page), "the body arrives whole")
+        // -v talks on stderr only; stdout carries only data.
+        XCTAssertTrue(r.err.contains("tincan: trying 127.0.0.1:\(port)"), r.err)
+        XCTAssertTrue(r.err.contains("connected"), r.err)
+        XCTAssertFalse(r.out.contains("tincan:"))
+    }
+
+    func testHalfCloseLetsThePeerAnswerAfterOurEOF() throws {
+        // The peer answers only once it has read our whole input (it waits for end of stream).
+        let peer = try Python("""
+            import hashlib, socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+            c, _ = s.accept(); h = hashlib.sha256(); n = 0
+            while True:
+                b = c.recv(65536)
+                if not b: break
+                h.update(b); n += len(b)
+            c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
+            """)
+        defer { peer.stop() }
+        let input = String(repeating: "0123456789abcdef", count: 65536)  // 1 MiB
+        let r = try Tool.run(["connect", "127.0.0.1", String(peer.port)], input: input)
+        XCTAssertEqual(r.status, 0, r.err)
+        let sum = try Tool([], program: "/usr/bin/sha256sum")
+        sum.send(input)
+        sum.closeInput()
+        sum.wait()
+        let digest = String(sum.stdoutText.prefix(64))
+        XCTAssertEqual(r.out, "1048576 \(digest)\n")
+    }
+
+    func testNoShutdownKeepsTheConnectionOpenAndQuitAfterEOFEndsIt() throws {
+        // The peer reports whether it saw our end of stream within 1.5 s, then closes.
+        let peer = try Python("""
+            import socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(2)
+            for _ in range(2):
+                c, _ = s.accept(); c.settimeout(1.5); data = b''
+                try:
+                    while True:
+                        b = c.recv(100)
+                        if not b: break
+                        data += b
+                    c.sendall(b'saw-eof ' + data)
+                except socket.timeout:
+                    c.sendall(b'no-eof ' + data)
+                c.close()
+            """)
+        defer { peer.stop() }
+        let normal = try Tool.run(["connect", "127.0.0.1", String(peer.port)], input: "x")
+        XCTAssertEqual(normal.out, "saw-eof x")
+        let kept = try Tool.run(["connect", "--no-shutdown", "127.0.0.1", String(peer.port)], input: "y")
+        XCTAssertEqual(kept.out, "no-eof y")
+        XCTAssertEqual(kept.status, 0)
+    }
+
+    func testQuitAfterEOFWithASilentPeer() throws {
+        let peer = try Python("""
+            import socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+            c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(30)
+            """)
+        defer { peer.stop() }
+        let start = ContinuousClock.now
+        let r = try Tool.run(["connect", "-q", "300ms", "-v", "127.0.0.1", String(peer.port)], input: "")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "hello\n", "what arrived before quitting is on stdout")
+        XCTAssertTrue(r.err.contains("quit after end of input"), r.err)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(10))
+    }
+
+    func testIdleTimeoutExitsWithCode3() throws {
+        let peer = try Python("""
+            import socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+            c, _ = s.accept(); c.sendall(b'partial'); time.sleep(30)
+            """)
+        defer { peer.stop() }
+        let tool = try Tool(["connect", "--idle-timeout", "300ms", "127.0.0.1", String(peer.port)])
+        // stdin stays open: only the idle timer can end this.
+        let status = tool.wait(timeout: .seconds(10))
+        tool.closeInput()
+        XCTAssertEqual(status, 3, tool.stderrText)
+        XCTAssertEqual(tool.stdoutText, "partial")
+        XCTAssertTrue(tool.stderrText.contains("idle for 300ms (--idle-timeout)"), tool.stderrText)
+    }
+
+    func testCRLFAndHexDump() throws {
+        let peer = try Python("""
+            import socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+            c, _ = s.accept(); data = b''
+            while True:
+                b = c.recv(100)
+                if not b: break
+                data += b
+            c.sendall(repr(data).encode()); c.close()
+            """)
+        defer { peer.stop() }
+        let r = try Tool.run(["connect", "--crlf", "--hex", "127.0.0.1", String(peer.port)], input: "EHLO a\nQUIT\r\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "b'EHLO a\\r\\nQUIT\\r\\n'", "LF became CRLF; CRLF stayed")
+        XCTAssertTrue(r.err.contains("> 00000000  45 48 4c 4f 20 61 0d 0a  51 55 49 54 0d 0a        |EHLO a..QUIT..|"), r.err)
+        XCTAssertTrue(r.err.contains("< 00000000  62 27 45 48"), r.err)
+    }
+
+    func testForcedProgressReportsOnStderr() throws {
+        let peer = try Python("""
+            import socket, sys
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+            c, _ = s.accept(); c.sendall(b'z' * 300000); c.close()
+            """)
+        defer { peer.stop() }
+        let r = try Tool.run(["connect", "--force-progress", "127.0.0.1", String(peer.port)], input: "")
+        XCTAssertEqual(r.out.count, 300000)
+        XCTAssertTrue(r.err.contains("< 292.9 KiB"), r.err)
+        XCTAssertTrue(r.err.hasSuffix("/s\n"), r.err)
+    }
+
+    func testBadInputGetsOneLineAndExitCode2() throws {
+        let cases: [([String], String)] = [
+            (["connect", "--verbos", "h", "1"], "did you mean '--verbose'?"),
+            (["connect", "127.0.0.1"], "missing PORT after '127.0.0.1'"),
+            (["connect"], "missing HOST and PORT"),
+            (["connect", "127.0.0.1", "http"], "bad port 'http': port 'http' is not a number"),
+            (["connect", "127.0.0.1", "0"], "bad port '0'"),
+            (["connect", "127.0.0.1", "70000"], "port 70000 is out of range"),
+            (["connect", "--unix", "/tmp/" + String(repeating: "x", count: 120)], "the limit is 107"),
+            (["connect", "-4", "-6", "h", "1"], "-4 and -6 exclude each other"),
+            (["connect", "--interface", "nosuchif0", "h", "1"], "no network interface named 'nosuchif0'"),
+            (["frobnicate"], "unknown command 'frobnicate'"),
+        ]
+        for (arguments, message) in cases {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.contains(message), "\(arguments): \(r.err)")
+            XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1, "one line: \(r.err)")
+            XCTAssertFalse(r.err.contains("Fatal error"), r.err)
+        }
+    }
+
+    func testRefusedConnectionExitsWithCode1AndNamesTheAddress() throws {
+        let port = freePort()
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.err, "tincan: connect to 127.0.0.1:\(port) failed: 127.0.0.1:\(port) connection refused\n")
+    }
+
+    func testVersionAndHelp() throws {
+        let v = try Tool.run(["--version"])
+        XCTAssertEqual(v.status, 0)
+        XCTAssertTrue(v.out.hasPrefix("tincan "))
+        for arguments in [["--help"], ["help", "connect"], ["connect", "--help"], ["listen", "-h"]] {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 0, "\(arguments)")
+            XCTAssertTrue(r.out.contains("usage:"), "\(arguments)")
+        }
+    }
+}
