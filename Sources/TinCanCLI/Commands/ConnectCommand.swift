@@ -55,6 +55,8 @@ struct Dialer {
         socket.isIPv4Enabled = !settings.ipv6Only
         socket.isIPv6Enabled = !settings.ipv4Only
         socket.boundDevice = device
+        // The relay takes the descriptor over: a peer's early end of stream must not close it.
+        socket.autoDisconnectOnClosedReadStream = false
         do throws(AsyncSocketError) {
             switch target {
             case .tcp(let host, let port):

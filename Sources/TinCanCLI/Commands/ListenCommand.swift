@@ -83,6 +83,9 @@ struct ListenCommand {
         let listener = AsyncSocket(delegate: gate, delegateQueue: DispatchQueue(label: "tincan.accept"))
         listener.isIPv4Enabled = !settings.ipv6Only
         listener.isIPv6Enabled = !settings.ipv4Only
+        // Connections handed to a relay or a program keep their descriptor even if the peer
+        // ends its stream first; the broker's clients close on end of stream.
+        listener.autoDisconnectOnClosedReadStream = keepOpen && program == nil
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)

@@ -8,7 +8,10 @@ import Synchronization
 /// calls on two threads so a slow reader slows its writer (bounded memory), and an explicit
 /// half-close at the end of input.
 ///
-/// It ends when the peer closes (after the last byte reached stdout), when stdout's reader goes
+/// It ends when both directions are done: the peer has closed its side (the last byte reached
+/// stdout) and our input has ended (and was half-closed). A peer's end of stream only means it
+/// will send no more, so the rest of stdin is still sent, as OpenBSD nc does; when stdin is a
+/// terminal, the peer's close ends the session at once. It also ends when stdout's reader goes
 /// away, on an error, after `--quit-after-eof`, or when idle for `--idle-timeout`.
 final class Relay: @unchecked Sendable {
     struct Options {
@@ -40,6 +43,9 @@ final class Relay: @unchecked Sendable {
     private let networkLoopDone = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
     private let lastActivity = Atomic<Int64>(0)
+    /// Which directions are done: (our input ended, the peer's stream ended).
+    private let done = Mutex((input: false, peer: false))
+    private let inputIsTerminal: Bool
     let bytesSent = Atomic<Int>(0)
     let bytesReceived = Atomic<Int>(0)
 
@@ -49,6 +55,7 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
+        inputIsTerminal = input.map(Syscall.isTerminal) ?? false
     }
 
     /// Runs until the relay ends; the caller then closes the socket.
@@ -99,7 +106,11 @@ final class Relay: @unchecked Sendable {
                 return
             }
             if n == 0 {
-                finish(.peerClosed)
+                let inputDone = done.withLock { state -> Bool in
+                    state.peer = true
+                    return state.input
+                }
+                if inputDone || inputIsTerminal { finish(.peerClosed) }
                 return
             }
             touch()
@@ -151,6 +162,11 @@ final class Relay: @unchecked Sendable {
 
     private func endOfInput() {
         if options.halfClose { try? Syscall.shutdown(socket, .write) }
+        let peerDone = done.withLock { state -> Bool in
+            state.input = true
+            return state.peer
+        }
+        if peerDone { finish(.peerClosed) }
         if let delay = options.quitAfterEOF {
             DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchTime) { [self] in finish(.quitAfterEOF) }
         }

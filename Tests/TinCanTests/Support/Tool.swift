@@ -92,6 +92,22 @@ final class Tool: @unchecked Sendable {
     }
 }
 
+/// The whole text of a /proc file. (Foundation's String(contentsOfFile:) stops after the first
+/// page of these files, whose size reads as 0.)
+func procText(_ path: String) -> String {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        bytes += chunk[0..<n]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
 /// Waits until a socket listens on TCP `port` (a server just started). It reads
 /// /proc/net/tcp and tcp6 rather than connecting, so a peer that accepts once is not used up.
 func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: Duration = .seconds(10),
@@ -101,7 +117,7 @@ func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: Duration
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            let text = procText(table)
             for row in text.split(separator: "\n").dropFirst() {
                 let fields = row.split(separator: " ")
                 if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return }

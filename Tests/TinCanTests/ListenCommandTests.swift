@@ -1,0 +1,242 @@
+import Foundation
+import XCTest
+
+final class ListenCommandTests: XCTestCase {
+    private func startListener(_ arguments: [String], port: UInt16, host: String = "127.0.0.1") throws -> Tool {
+        let tool = try Tool(["listen"] + arguments + [String(port)])
+        waitForListener(port: port, host: host)
+        return tool
+    }
+
+    func testCurlAgainstListen() throws {
+        let port = freePort()
+        let listener = try startListener(["-v"], port: port)
+        defer { listener.stop() }
+        listener.send("HTTP/1.0 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n")
+        listener.closeInput()
+        let curl = try Tool(["-s", "--max-time", "10", "http://127.0.0.1:\(port)/probe"], program: "/usr/bin/curl")
+        curl.closeInput()
+        XCTAssertEqual(curl.wait(), 0)
+        XCTAssertEqual(curl.stdoutText, "hello\n")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertTrue(listener.stdoutText.hasPrefix("GET /probe HTTP/1.1\r\n"), listener.stdoutText)
+        XCTAssertTrue(listener.stderrText.contains("connection from 127.0.0.1:"), listener.stderrText)
+    }
+
+    func testOneGibibyteConnectToListenWithMatchingSHA256() throws {
+        let dir = "/dev/shm/tincan-bulk-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = freePort()
+        // 64 MiB of random bytes sent 16 times: 1 GiB. Both ends hash with sha256sum.
+        let script = """
+            set -e
+            head -c 67108864 /dev/urandom > \(dir)/chunk
+            files=""; for i in $(seq 16); do files="$files \(dir)/chunk"; done
+            "$0" listen 127.0.0.1 \(port) | sha256sum > \(dir)/received &
+            reader=$!
+            for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
+            cat $files | "$0" connect 127.0.0.1 \(port)
+            wait $reader
+            cat $files | sha256sum > \(dir)/sent
+            cmp \(dir)/sent \(dir)/received
+            cat \(dir)/received
+            """
+        let tool = try Tool(["-c", script, Tool.tincan], program: "/bin/sh")
+        tool.closeInput()
+        XCTAssertEqual(tool.wait(timeout: .seconds(240)), 0, tool.stderrText)
+        XCTAssertEqual(tool.stdoutText.count, 64 + 4, "one sha256sum line: \(tool.stdoutText)")
+    }
+
+    func testKeepOpenExecServesFiftyConcurrentClients() throws {
+        let port = freePort()
+        let listener = try startListener(["-k", "--exec", "/bin/cat"], port: port)
+        defer { listener.stop() }
+        let clients = try Tool(["python3", "-c", ConcurrentClients.echo, String(port), "50"], program: "/usr/bin/env")
+        clients.closeInput()
+        XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
+        XCTAssertEqual(clients.stdoutText, "50 echoed\n")
+        XCTAssertTrue(listener.process.isRunning, "-k keeps listening")
+    }
+
+    func testKeepOpenBrokerFansStdinOutAndClientsIn() throws {
+        let port = freePort()
+        let listener = try startListener(["-k"], port: port)
+        defer { listener.stop() }
+        // 50 clients each send one line, then wait for the broadcast line from stdin.
+        let clients = try Tool(["python3", "-c", ConcurrentClients.broker, String(port), "50"], program: "/usr/bin/env")
+        clients.closeInput()
+        // Broadcast once all 50 are connected: each client says so on stdout... wait for lines on the listener's side.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline && !Self.allConnected(listener: listener, port: port, count: 50) { usleep(10_000) }
+        listener.send("broadcast\n")
+        XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
+        XCTAssertEqual(clients.stdoutText, "50 got broadcast\n")
+        listener.signal(SIGTERM)
+        XCTAssertEqual(listener.wait(), 128 + SIGTERM)
+        let lines = Set(listener.stdoutText.split(separator: "\n").map(String.init))
+        XCTAssertEqual(lines, Set((0..<50).map { "client \($0)" }))
+    }
+
+    private static func allConnected(listener: Tool, port: UInt16, count: Int) -> Bool {
+        established(port: port) >= count
+    }
+
+    func testExecAndShExecForOneConnection() throws {
+        let port = freePort()
+        let listener = try startListener(["--sh-exec", "read line; echo \"you said: $line\""], port: port)
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "hello\n")
+        XCTAssertEqual(r.out, "you said: hello\n")
+        XCTAssertEqual(listener.wait(), 0)
+
+        let port2 = freePort()
+        let exec = try startListener(["--exec", "/usr/bin/tr a-z A-Z"], port: port2)
+        let r2 = try Tool.run(["connect", "127.0.0.1", String(port2)], input: "shout\n")
+        XCTAssertEqual(r2.out, "SHOUT\n")
+        XCTAssertEqual(exec.wait(), 0)
+
+        let bad = try Tool.run(["listen", "--exec", "/no/such/program", "9"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.err.contains("'/no/such/program' is not an executable program"), bad.err)
+    }
+
+    func testDenyClosesBeforeReadingAndAllowAdmits() throws {
+        let port = freePort()
+        let listener = try startListener(["-k", "-v", "--deny", "127.0.0.0/8", "--exec", "/bin/cat"], port: port)
+        defer { listener.stop() }
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "secret\n")
+        XCTAssertEqual(r.out, "", "a denied peer gets nothing back")
+        XCTAssertEqual(r.status, 0)
+        listener.signal(SIGINT)
+        XCTAssertEqual(listener.wait(), 128 + SIGINT)
+        XCTAssertTrue(listener.stderrText.contains("refused connection from 127.0.0.1:"), listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("in --deny 127.0.0.0/8"), listener.stderrText)
+
+        let port2 = freePort()
+        let allowing = try startListener(["-k", "--allow", "10.0.0.0/8,127.0.0.1", "--exec", "/bin/cat"], port: port2)
+        defer { allowing.stop() }
+        XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(port2)], input: "ok\n").out, "ok\n")
+    }
+
+    func testMaxConnsRefusesTheExtraClient() throws {
+        let port = freePort()
+        let listener = try startListener(["-k", "-v", "--max-conns", "1", "--exec", "/bin/cat"], port: port)
+        defer { listener.stop() }
+        let first = try Tool(["connect", "127.0.0.1", String(port)])
+        first.send("one\n")
+        // Wait until the first is being served (its echo came back through /bin/cat).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while Self.established(port: port) < 1 && ContinuousClock.now < deadline { usleep(5_000) }
+        let second = try Tool.run(["connect", "127.0.0.1", String(port)], input: "two\n")
+        XCTAssertEqual(second.out, "")
+        first.closeInput()
+        XCTAssertEqual(first.wait(), 0)
+        XCTAssertEqual(first.stdoutText, "one\n")
+        listener.signal(SIGTERM)
+        listener.wait()
+        XCTAssertTrue(listener.stderrText.contains("--max-conns 1 reached"), listener.stderrText)
+    }
+
+    /// Established connections whose local port is `port` (the server's side), from /proc/net/tcp.
+    private static func established(port: UInt16) -> Int {
+        let hex = String(port, radix: 16, uppercase: true)
+        let suffix = ":" + String(repeating: "0", count: 4 - hex.count) + hex
+        let text = procText("/proc/net/tcp")
+        return text.split(separator: "\n").filter { row in
+            let fields = row.split(separator: " ")
+            return fields.count > 3 && fields[1].hasSuffix(suffix) && fields[3] == "01"
+        }.count
+    }
+
+    func testUnixSocketListenConnectAndCleanupOnSignal() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-unix-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("s.sock").path
+        let listener = try Tool(["listen", "-k", "--unix", path, "--exec", "/bin/cat"])
+        defer { listener.stop() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: path) && ContinuousClock.now < deadline { usleep(5_000) }
+        XCTAssertEqual(try Tool.run(["connect", "--unix", path], input: "over unix\n").out, "over unix\n")
+        listener.signal(SIGTERM)
+        XCTAssertEqual(listener.wait(), 128 + SIGTERM)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the socket file is removed on SIGTERM")
+
+        // A path that exists and is not a socket is refused, and left alone.
+        let file = dir.appendingPathComponent("plain").path
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data("keep".utf8)))
+        let refused = try Tool.run(["listen", "--unix", file])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("exists and is not a socket"), refused.err)
+        XCTAssertEqual(FileManager.default.contents(atPath: file), Data("keep".utf8))
+    }
+
+    func testAddressInUseAndBadArguments() throws {
+        let port = freePort()
+        let first = try startListener(["-k", "--exec", "/bin/cat"], port: port)
+        defer { first.stop() }
+        let second = try Tool.run(["listen", String(port)])
+        XCTAssertEqual(second.status, 1)
+        XCTAssertTrue(second.err.hasPrefix("tincan: listen on *:\(port) failed: address already in use"), second.err)
+        for (arguments, message) in [
+            (["listen"], "missing PORT"),
+            (["listen", "70000"], "out of range"),
+            (["listen", "--exec", "/bin/cat", "--sh-exec", "cat", "9"], "exclude each other"),
+            (["listen", "--deny", "not-a-net", "9"], "not an IPv4 or IPv6 network"),
+        ] {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.contains(message), "\(arguments): \(r.err)")
+        }
+    }
+
+    func testListensOnBothFamiliesUnlessTold() throws {
+        let port = freePort()
+        let listener = try startListener(["-k", "--exec", "/bin/cat"], port: port)
+        defer { listener.stop() }
+        XCTAssertEqual(try Tool.run(["connect", "::1", String(port)], input: "6\n").out, "6\n")
+        XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(port)], input: "4\n").out, "4\n")
+        let port4 = freePort()
+        let only4 = try startListener(["-4", "-k", "--exec", "/bin/cat"], port: port4)
+        defer { only4.stop() }
+        XCTAssertEqual(try Tool.run(["connect", "::1", String(port4)]).status, 1)
+    }
+}
+
+/// python3 clients used by the tests (standard library only).
+enum ConcurrentClients {
+    /// N threads each send 64 KiB of their own bytes and check they come back; prints "N echoed".
+    static let echo = """
+        import os, socket, sys, threading
+        port, n = int(sys.argv[1]), int(sys.argv[2]); ok = []
+        def run(i):
+            data = os.urandom(65536)
+            s = socket.create_connection(('127.0.0.1', port), timeout=30)
+            s.sendall(data); s.shutdown(socket.SHUT_WR); got = b''
+            while True:
+                b = s.recv(65536)
+                if not b: break
+                got += b
+            if got == data: ok.append(i)
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        print(len(ok), 'echoed')
+        """
+
+    /// N clients each send "client i" and wait for the broadcast line; prints "N got broadcast".
+    static let broker = """
+        import socket, sys, threading
+        port, n = int(sys.argv[1]), int(sys.argv[2]); ok = []
+        def run(i, s):
+            s.sendall(f'client {i}\\n'.encode()); got = b''
+            while not got.endswith(b'\\n'):
+                b = s.recv(100)
+                if not b: break
+                got += b
+            if got == b'broadcast\\n': ok.append(i)
+        socks = [socket.create_connection(('127.0.0.1', port), timeout=30) for _ in range(n)]
+        ts = [threading.Thread(target=run, args=(i, s)) for i, s in enumerate(socks)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        print(len(ok), 'got broadcast')
+        """
+}
