@@ -37,15 +37,21 @@ let package = Package(
             dependencies: ["TinCanCLI"],
             swiftSettings: strict
         ),
+        // Helpers shared by the test targets (e.g. running a test inside a network namespace).
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SocketCoreTests",
-            dependencies: ["SocketCore", "COpenSSL"],
+            dependencies: ["SocketCore", "COpenSSL", "TestSupport"],
             swiftSettings: strict
         ),
         // End-to-end: runs the built `tincan` binary (the dependency makes sure it is built).
         .testTarget(
             name: "TinCanTests",
-            dependencies: ["TinCanCLI", "tincan", "SocketCore", "COpenSSL"],
+            dependencies: ["TinCanCLI", "tincan", "SocketCore", "TestSupport"],
             swiftSettings: strict
         ),
     ]

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import SocketCore
+import TestSupport
 import XCTest
 
 /// Happy Eyeballs on real test hosts: a private network namespace where
@@ -20,7 +21,7 @@ final class HappyEyeballsNamespaceTests: XCTestCase {
             return
         }
         try Namespace.run(
-            test: "HappyEyeballsNamespaceTests/testHappyEyeballsOnRealTestHosts",
+            test: "SocketCoreTests.HappyEyeballsNamespaceTests/testHappyEyeballsOnRealTestHosts",
             setup: """
                 ip link add va type veth peer name vb
                 ip link set va up

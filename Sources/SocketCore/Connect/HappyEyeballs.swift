@@ -200,7 +200,9 @@ public struct HappyEyeballs: Sendable {
             answers[family] = addresses.filter { $0.family == family }
         case .failure(let error):
             answers[family] = []
+            // A stable order for the report (AAAA, then A), whichever answered first.
             report.resolveErrors.append(error)
+            report.resolveErrors.sort { $0.family == .ipv6 && $1.family != .ipv6 }
         }
     }
 

@@ -15,6 +15,11 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     }
 }
 
+extension ExitCode {
+    /// The codes beyond the enum: a signal ends tincan with 128 + its number, after cleanup.
+    public static let signalNote = "128+N: ended by signal N after cleaning up (130 for SIGINT, 143 for SIGTERM)"
+}
+
 /// A failure that ends the command: one line for stderr and its exit code.
 struct CommandError: Error {
     let message: String

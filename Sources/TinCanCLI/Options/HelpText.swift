@@ -55,7 +55,8 @@ public enum HelpText {
     }
 
     static func exitCodes() -> String {
-        "exit codes:\n" + ExitCode.allCases.map { "  \(String($0.rawValue).padding(2))  \($0.meaning)" }.joined(separator: "\n") + "\n"
+        "exit codes:\n" + ExitCode.allCases.map { "  \(String($0.rawValue).padding(2))  \($0.meaning)" }.joined(separator: "\n")
+            + "\n  \(ExitCode.signalNote)\n"
     }
 
     /// Wraps `text` at 100 columns with every line indented by `indent`.

@@ -59,6 +59,7 @@ public enum ManPage {
 
     static func exitStatus() -> String {
         ".SH EXIT STATUS\n" + ExitCode.allCases.map { ".TP\n.B \($0.rawValue)\n\(escape($0.meaning))\n" }.joined()
+            + ".PP\n\(escape(ExitCode.signalNote))\n"
     }
 
     /// Escapes text for roff: backslashes and hyphens, and a leading dot or quote.

@@ -1,15 +1,16 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// Runs one test of this very test binary again inside a private network and mount namespace
 /// (`unshare -n -m`), after `setup` (shell) has built its links and addresses, with `hosts`
 /// bind-mounted over /etc/hosts. In the child, `isChild` is true and the test runs its
 /// scenarios; the parent fails if the child fails. Needs root (CI runs as root).
-enum Namespace {
-    static var isChild: Bool { ProcessInfo.processInfo.environment["TINCAN_NETNS_CHILD"] == "1" }
+public enum Namespace {
+    public static var isChild: Bool { ProcessInfo.processInfo.environment["TINCAN_NETNS_CHILD"] == "1" }
 
-    /// Fails the calling test if the child failed or ran nothing. `test` is `Class/method`.
-    static func run(test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
+    /// Fails the calling test if the child failed or ran nothing. `test` is `Module.Class/method`.
+    public static func run(test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
                     file: StaticString = #filePath, line: UInt = #line) throws {
         guard getuid() == 0 else { throw XCTSkip("network namespace tests need root") }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
@@ -24,7 +25,7 @@ enum Namespace {
             ip link set lo up
             \(setup)
             mount --bind '\(hostsFile)' /etc/hosts
-            exec "$0" "SocketCoreTests.\(test)"
+            exec "$0" "\(test)"
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
@@ -59,4 +60,3 @@ enum Namespace {
     }
 }
 
-import Synchronization

@@ -1,0 +1,82 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// The CLI on real test hosts in a private network namespace: 198.18.0.1 works over IPv4,
+/// 2001:db8::1 is a blackhole, names come from the namespace's own /etc/hosts, and no DNS
+/// query or packet can leave the namespace.
+final class NamespaceCommandTests: XCTestCase {
+    func testConnectOnTestHosts() throws {
+        if Namespace.isChild {
+            try happyEyeballsTraceOnStderr()
+            try connectTimeoutExitsWithCode3()
+            try unresolvableNameExitsWithCode1()
+            try sourceAndInterfaceBinding()
+            return
+        }
+        try Namespace.run(
+            test: "TinCanTests.NamespaceCommandTests/testConnectOnTestHosts",
+            setup: """
+                ip link add va type veth peer name vb
+                ip link set va up
+                ip link set vb up
+                ip addr add 198.18.0.1/24 dev va
+                ip addr add 198.18.0.5/24 dev va
+                ip -6 addr add 2001:db8::2/64 dev va nodad
+                ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:01 dev va nud permanent
+                """,
+            hosts: """
+                127.0.0.1 localhost
+                198.18.0.1 dual.test
+                2001:db8::1 dual.test v6blackhole.test
+
+                """)
+    }
+
+    private func echoServer(_ extra: [String] = []) throws -> (Tool, UInt16) {
+        let port = freePort()
+        let server = try Tool(["listen", "-k", "-v"] + extra + ["--exec", "/bin/cat", "198.18.0.1", String(port)])
+        waitForListener(port: port, host: "198.18.0.1")
+        return (server, port)
+    }
+
+    func happyEyeballsTraceOnStderr() throws {
+        let (server, port) = try echoServer()
+        defer { server.stop() }
+        let start = ContinuousClock.now
+        let r = try Tool.run(["connect", "-v", "dual.test", String(port)], input: "over v4\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "over v4\n")
+        let lines = r.err.split(separator: "\n").map { String($0.replacingOccurrences(of: #" \(\d+(\.\d+)? ms\)"#, with: "", options: .regularExpression)) }
+        XCTAssertEqual(Array(lines.prefix(4)), [
+            "tincan: trying [2001:db8::1]:\(port)",
+            "tincan: trying 198.18.0.1:\(port)",
+            "tincan: 198.18.0.1:\(port) connected",
+            "tincan: [2001:db8::1]:\(port) abandoned",
+        ], r.err)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(240), "IPv4 waited for the attempt delay")
+    }
+
+    func connectTimeoutExitsWithCode3() throws {
+        let r = try Tool.run(["connect", "-w", "400ms", "v6blackhole.test", "80"], input: "")
+        XCTAssertEqual(r.status, 3, r.err)
+        XCTAssertTrue(r.err.hasPrefix("tincan: connect to v6blackhole.test:80 failed: [2001:db8::1]:80 timed out after "), r.err)
+        XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1)
+    }
+
+    func unresolvableNameExitsWithCode1() throws {
+        let r = try Tool.run(["connect", "nosuch.test", "80"], input: "")
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.hasPrefix("tincan: connect to nosuch.test:80 failed: AAAA lookup of nosuch.test: "), r.err)
+        XCTAssertTrue(r.err.contains("; A lookup of nosuch.test: "), r.err)
+    }
+
+    func sourceAndInterfaceBinding() throws {
+        let (server, port) = try echoServer()
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "-v", "-s", "198.18.0.5", "--interface", "va", "198.18.0.1", String(port)], input: "bound\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "bound\n")
+        XCTAssertTrue(r.err.contains("from 198.18.0.5:"), r.err)
+    }
+}
