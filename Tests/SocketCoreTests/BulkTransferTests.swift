@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SocketCore
+import TestSupport
 import XCTest
 
 final class BulkTransferTests: XCTestCase {
@@ -54,17 +55,7 @@ final class BulkTransferTests: XCTestCase {
     /// A real peer: python3 reads to end of stream, then answers with the SHA-256 of what it got
     /// and closes. Exercises our half-close against another TCP implementation.
     func testHalfCloseAgainstPythonPeer() async throws {
-        let peer = try PythonPeer("""
-            import hashlib, socket
-            s = socket.socket(socket.AF_INET6); s.bind(('::1', 0)); s.listen(1)
-            print(s.getsockname()[1], flush=True)
-            c, _ = s.accept(); h = hashlib.sha256(); n = 0
-            while True:
-                b = c.recv(65536)
-                if not b: break
-                h.update(b); n += len(b)
-            c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
-            """)
+        let peer = try PythonPeer(PythonPeers.sha256AfterEOF, arguments: ["0", "::1"])
         defer { peer.stop() }
         let client = AsyncSocket()
         try await client.connect(host: "::1", port: peer.port, timeout: .seconds(5))

@@ -22,15 +22,7 @@ final class HappyEyeballsNamespaceTests: XCTestCase {
         }
         try Namespace.run(
             test: "SocketCoreTests.HappyEyeballsNamespaceTests/testHappyEyeballsOnRealTestHosts",
-            setup: """
-                ip link add va type veth peer name vb
-                ip link set va up
-                ip link set vb up
-                ip addr add 198.18.0.1/24 dev va
-                ip -6 addr add 2001:db8::2/64 dev va nodad
-                ip -6 addr add 2001:db8::3/64 dev va nodad
-                ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:01 dev va nud permanent
-                """,
+            setup: Namespace.testNetwork(extra: ["2001:db8::3"]),
             hosts: """
                 127.0.0.1 localhost
                 198.18.0.1 blackhole6.test refused6.test both.test v4only.test

@@ -168,6 +168,20 @@ final class ReadWriteTests: XCTestCase {
         pair.clientEvents.wait("then closed") { $0.disconnected }
     }
 
+    func testResetNoticedWithoutAPendingRead() throws {
+        // The server aborts (SO_LINGER 0: RST instead of FIN) while the client has no read queued.
+        let server = pair.server
+        try server.perform { () throws(SystemError) in
+            try Syscall.setOption(server.socketFD, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
+        }
+        server.disconnect()
+        pair.clientEvents.wait("reset noticed") { $0.disconnected }
+        guard case .some(.some(.system(let error))) = pair.clientEvents.disconnectError else {
+            return XCTFail("\(String(describing: pair.clientEvents.disconnectError))")
+        }
+        XCTAssertEqual(error.errno, ECONNRESET)
+    }
+
     func testWritesAfterShutdownAreRefused() async throws {
         let client = AsyncSocket()
         let listener = pair.listener

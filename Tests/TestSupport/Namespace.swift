@@ -9,6 +9,21 @@ import XCTest
 public enum Namespace {
     public static var isChild: Bool { ProcessInfo.processInfo.environment["TINCAN_NETNS_CHILD"] == "1" }
 
+    /// The usual test network: a veth pair `va`/`vb`, 198.18.0.1/24 and 2001:db8::2/64 on `va`
+    /// (plus `extra` addresses), and 2001:db8::1 as a blackhole (a permanent neighbour entry for
+    /// a MAC nobody has, so SYNs to it vanish).
+    public static func testNetwork(extra: [String] = []) -> String {
+        ([
+            "ip link add va type veth peer name vb",
+            "ip link set va up",
+            "ip link set vb up",
+            "ip addr add 198.18.0.1/24 dev va",
+            "ip -6 addr add 2001:db8::2/64 dev va nodad",
+            "ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:01 dev va nud permanent",
+        ] + extra.map { $0.contains(":") ? "ip -6 addr add \($0)/64 dev va nodad" : "ip addr add \($0)/24 dev va" })
+            .joined(separator: "\n")
+    }
+
     /// Fails the calling test if the child failed or ran nothing. `test` is `Module.Class/method`.
     public static func run(test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
                     file: StaticString = #filePath, line: UInt = #line) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 final class ConnectCommandTests: XCTestCase {
@@ -25,17 +26,7 @@ final class ConnectCommandTests: XCTestCase {
 
     func testHalfCloseLetsThePeerAnswerAfterOurEOF() throws {
         // The peer answers only once it has read our whole input (it waits for end of stream).
-        let peer = try Python("""
-            import hashlib, socket, sys
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
-            c, _ = s.accept(); h = hashlib.sha256(); n = 0
-            while True:
-                b = c.recv(65536)
-                if not b: break
-                h.update(b); n += len(b)
-            c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
-            """)
+        let peer = try Python(PythonPeers.sha256AfterEOF)
         defer { peer.stop() }
         let input = String(repeating: "0123456789abcdef", count: 65536)  // 1 MiB
         let r = try Tool.run(["connect", "127.0.0.1", String(peer.port)], input: input)
@@ -50,10 +41,7 @@ final class ConnectCommandTests: XCTestCase {
 
     func testNoShutdownKeepsTheConnectionOpenAndQuitAfterEOFEndsIt() throws {
         // The peer reports whether it saw our end of stream within 1.5 s, then closes.
-        let peer = try Python("""
-            import socket, sys
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(2)
+        let peer = try Python(PythonPeers.listenPrelude + """
             for _ in range(2):
                 c, _ = s.accept(); c.settimeout(1.5); data = b''
                 try:
@@ -75,10 +63,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testQuitAfterEOFWithASilentPeer() throws {
-        let peer = try Python("""
-            import socket, sys, time
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+        let peer = try Python(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(30)
             """)
         defer { peer.stop() }
@@ -91,10 +76,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testIdleTimeoutExitsWithCode3() throws {
-        let peer = try Python("""
-            import socket, sys, time
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+        let peer = try Python(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'partial'); time.sleep(30)
             """)
         defer { peer.stop() }
@@ -108,10 +90,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testCRLFAndHexDump() throws {
-        let peer = try Python("""
-            import socket, sys
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+        let peer = try Python(PythonPeers.listenPrelude + """
             c, _ = s.accept(); data = b''
             while True:
                 b = c.recv(100)
@@ -128,10 +107,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testForcedProgressReportsOnStderr() throws {
-        let peer = try Python("""
-            import socket, sys
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)
+        let peer = try Python(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'z' * 300000); c.close()
             """)
         defer { peer.stop() }

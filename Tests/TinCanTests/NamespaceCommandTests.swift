@@ -16,15 +16,7 @@ final class NamespaceCommandTests: XCTestCase {
         }
         try Namespace.run(
             test: "TinCanTests.NamespaceCommandTests/testConnectOnTestHosts",
-            setup: """
-                ip link add va type veth peer name vb
-                ip link set va up
-                ip link set vb up
-                ip addr add 198.18.0.1/24 dev va
-                ip addr add 198.18.0.5/24 dev va
-                ip -6 addr add 2001:db8::2/64 dev va nodad
-                ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:01 dev va nud permanent
-                """,
+            setup: Namespace.testNetwork(extra: ["198.18.0.5"]),
             hosts: """
                 127.0.0.1 localhost
                 198.18.0.1 dual.test

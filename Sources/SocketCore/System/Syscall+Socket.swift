@@ -183,13 +183,30 @@ extension Syscall {
 }
 
 extension Syscall {
-    /// True if the peer has ended its stream: a one-byte `MSG_PEEK` returns 0. Consumes nothing.
-    public static func peekAtEndOfStream(_ fd: Int32) -> Bool {
+    /// What a socket holds for reading, seen with a one-byte `MSG_PEEK` (nothing is consumed).
+    public enum ReadState: Sendable, Equatable {
+        /// Bytes are waiting.
+        case data
+        /// The peer ended its stream (and nothing is left before the end).
+        case endOfStream
+        /// Nothing yet.
+        case empty
+        /// The connection failed (reset, timed out...).
+        case failed(SystemError)
+    }
+
+    /// Peeks at a connected socket without consuming anything.
+    public static func readState(_ fd: Int32) -> ReadState {
         var byte: UInt8 = 0
         while true {
             let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK))
-            if n == -1 && Glibc.errno == EINTR { continue }
-            return n == 0
+            if n > 0 { return .data }
+            if n == 0 { return .endOfStream }
+            switch Glibc.errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .empty
+            case let code: return .failed(SystemError(errno: code, call: "recv"))
+            }
         }
     }
 

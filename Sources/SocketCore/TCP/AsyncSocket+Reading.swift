@@ -74,8 +74,11 @@ extension AsyncSocket {
         while true {
             if currentRead == nil {
                 guard phase == .connected, !readQueue.isEmpty else {
-                    // Idle: keep watching, so a peer's close is noticed without a pending read.
-                    if phase == .connected, !flags.contains(.readEOF) { connection?.resumeRead() }
+                    if phase == .connected {
+                        watchWhileIdle()
+                        // A close found there ended the socket: nothing more to do.
+                        guard phase == .connected else { return }
+                    }
                     maybeClose()
                     return
                 }
@@ -169,13 +172,29 @@ extension AsyncSocket {
             pumpReads()
             return
         }
-        // No read wants the bytes: leave them in the kernel (bounded by the receive buffer) and
-        // stop listening, but notice a peer that has closed, as the seed API does.
-        guard let fd = connection?.fd else { return }
-        connection?.suspendRead()
-        if preBuffer.isEmpty, Syscall.peekAtEndOfStream(fd) {
+        watchWhileIdle()
+    }
+
+    /// No read is queued: leave waiting bytes in the kernel (bounded by the receive buffer),
+    /// but notice a peer that closes or a connection that fails, as the seed API does. The
+    /// source is suspended only while bytes wait (else it would fire again and again); a
+    /// spurious wake-up, whose bytes were already read, must not silence it, or a later end
+    /// of stream would go unnoticed.
+    func watchWhileIdle() {
+        guard let fd = connection?.fd, !flags.contains(.readEOF), preBuffer.isEmpty else {
+            connection?.suspendRead()
+            return
+        }
+        switch Syscall.readState(fd) {
+        case .data:
+            connection?.suspendRead()
+        case .empty:
+            connection?.resumeRead()
+        case .endOfStream:
             flags.insert(.readEOF)
             handleReadEOF()
+        case .failed(let error):
+            closeWithError(.system(error))
         }
     }
 

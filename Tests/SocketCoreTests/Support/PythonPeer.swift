@@ -1,16 +1,16 @@
 import Foundation
 import XCTest
 
-/// A python3 (standard library only) peer: runs `script`, which must print the port it listens
-/// on as its first line. Killed on `stop()` (call it in a defer).
+/// A python3 (standard library only) peer: runs `script` with `arguments`; the script prints the
+/// port it listens on as its first line. Killed on `stop()` (call it in a defer).
 final class PythonPeer {
     let process = Process()
     private let output = Pipe()
     private(set) var port: UInt16 = 0
 
-    init(_ script: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    init(_ script: String, arguments: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", "-c", script]
+        process.arguments = ["python3", "-u", "-c", script] + arguments
         process.standardOutput = output
         try process.run()
         // Wait for the port line (bounded: the read returns when python prints or exits).
