@@ -29,8 +29,10 @@ final class ConnectCommandTests: XCTestCase {
         let peer = try Python(PythonPeers.sha256AfterEOF)
         defer { peer.stop() }
         let input = String(repeating: "0123456789abcdef", count: 65536)  // 1 MiB
-        let r = try Tool.run(["connect", "127.0.0.1", String(peer.port)], input: input)
+        let r = try Tool.run(["connect", "-vv", "127.0.0.1", String(peer.port)], input: input)
         XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.err.contains("tincan: end of input: sent end of stream (sent 1048576 bytes)"), r.err)
+        XCTAssertTrue(r.err.contains("tincan: the peer ended its stream (received 73 bytes)"), r.err)
         let sum = try Tool([], program: "/usr/bin/sha256sum")
         sum.send(input)
         sum.closeInput()

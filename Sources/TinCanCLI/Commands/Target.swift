@@ -52,6 +52,7 @@ struct StreamSettings {
         relay.quitAfterEOF = args.duration("quit-after-eof")
         relay.idleTimeout = args.duration("idle-timeout")
         if args.has("hex") { relay.hex = HexDump() }
+        if verbosity >= 2 { relay.trace = { Console.error("tincan: " + $0) } }
         if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
     }

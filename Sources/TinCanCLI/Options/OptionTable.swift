@@ -5,7 +5,7 @@ public enum OptionTable {
 
     static let help = OptionSpec("help", short: "h", help: "Show this help and exit.")
     static let verbose = OptionSpec("verbose", short: "v", repeatable: true,
-        help: "Say what happens on stderr: addresses tried, connections, closes. -vv says more.")
+        help: "Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program's exit.")
 
     static let family: [OptionSpec] = [
         OptionSpec("ipv4", short: "4", help: "Use IPv4 only."),

@@ -22,6 +22,8 @@ final class Relay: @unchecked Sendable {
         var progress: ProgressMeter?
         var quitAfterEOF: Duration?
         var idleTimeout: Duration?
+        /// Where -vv notes go (the half-close story); nil when not that verbose.
+        var trace: (@Sendable (String) -> Void)?
     }
 
     enum Outcome: Equatable {
@@ -106,6 +108,7 @@ final class Relay: @unchecked Sendable {
                 return
             }
             if n == 0 {
+                options.trace?("the peer ended its stream (received \(bytesReceived.load(ordering: .relaxed)) bytes)")
                 let inputDone = done.withLock { state -> Bool in
                     state.peer = true
                     return state.input
@@ -161,7 +164,12 @@ final class Relay: @unchecked Sendable {
     }
 
     private func endOfInput() {
-        if options.halfClose { try? Syscall.shutdown(socket, .write) }
+        if options.halfClose {
+            try? Syscall.shutdown(socket, .write)
+            options.trace?("end of input: sent end of stream (sent \(bytesSent.load(ordering: .relaxed)) bytes)")
+        } else {
+            options.trace?("end of input: keeping the connection open (--no-shutdown)")
+        }
         let peerDone = done.withLock { state -> Bool in
             state.input = true
             return state.peer
