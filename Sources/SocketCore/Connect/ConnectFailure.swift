@@ -43,7 +43,7 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         var parts: [String] = attempts.map { attempt in
             switch attempt.outcome {
-            case .failed(let error): "\(attempt.address) \(error.reason.lowercasedFirst)"
+            case .failed(let error): "\(attempt.address) \(error.lowercaseReason)"
             case .timedOut(let ms): "\(attempt.address) timed out after \(ms) ms"
             case .abandoned: "\(attempt.address) abandoned"
             }

@@ -28,6 +28,9 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The C library's text for ``errno``, e.g. `"Connection refused"`.
     public var reason: String { SystemError.describe(errno: errno) }
 
+    /// ``reason`` for use mid-sentence: `"connection refused"`.
+    public var lowercaseReason: String { reason.lowercasedFirst }
+
     public var description: String {
         context.isEmpty ? "\(call): \(reason)" : "\(call)(\(context)): \(reason)"
     }

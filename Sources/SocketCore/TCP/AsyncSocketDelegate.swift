@@ -106,7 +106,7 @@ public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible 
         switch kind {
         case .started: return "trying \(address)"
         case .connected: return "\(address) connected (\(time) ms)"
-        case .failed(let error): return "\(address) \(error.reason.lowercasedFirst) (\(time) ms)"
+        case .failed(let error): return "\(address) \(error.lowercaseReason) (\(time) ms)"
         case .abandoned: return "\(address) abandoned (\(time) ms)"
         }
     }

@@ -104,7 +104,7 @@ final class Relay: @unchecked Sendable {
             do throws(SystemError) {
                 n = try Syscall.readWaiting(socket, into: buffer)
             } catch {
-                finish(error.errno == ECONNRESET ? .failed("connection reset by peer") : .failed("receiving failed: \(error.reason.lowercasedFirstLetter)"))
+                finish(error.errno == ECONNRESET ? .failed("connection reset by peer") : .failed("receiving failed: \(error.lowercaseReason)"))
                 return
             }
             if n == 0 {
@@ -124,7 +124,7 @@ final class Relay: @unchecked Sendable {
             do throws(SystemError) {
                 try Syscall.writeAll(output, chunk, isSocket: false)
             } catch {
-                finish(error.errno == EPIPE ? .outputClosed : .failed("writing to stdout failed: \(error.reason.lowercasedFirstLetter)"))
+                finish(error.errno == EPIPE ? .outputClosed : .failed("writing to stdout failed: \(error.lowercaseReason)"))
                 return
             }
         }
@@ -139,7 +139,7 @@ final class Relay: @unchecked Sendable {
             do throws(SystemError) {
                 n = try Syscall.readWaiting(input, into: buffer)
             } catch {
-                finish(.failed("reading stdin failed: \(error.reason.lowercasedFirstLetter)"))
+                finish(.failed("reading stdin failed: \(error.lowercaseReason)"))
                 return
             }
             if n == 0 {
@@ -156,7 +156,7 @@ final class Relay: @unchecked Sendable {
                 try Syscall.writeAll(socket, chunk, isSocket: true)
             } catch {
                 let reason = error.errno == EPIPE || error.errno == ECONNRESET
-                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.reason.lowercasedFirstLetter)"
+                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.lowercaseReason)"
                 finish(.failed(reason))
                 return
             }
@@ -196,12 +196,4 @@ final class Relay: @unchecked Sendable {
 extension Duration {
     /// As a dispatch interval.
     var dispatchTime: DispatchTimeInterval { .nanoseconds(Int(min(milliseconds * 1e6, Double(Int.max / 2)))) }
-}
-
-extension String {
-    /// "Connection refused" -> "connection refused".
-    var lowercasedFirstLetter: String {
-        guard let first else { return self }
-        return first.lowercased() + dropFirst()
-    }
 }
