@@ -159,3 +159,39 @@ final class ConnectCommandTests: XCTestCase {
         }
     }
 }
+
+final class PeerClosesFirstTests: XCTestCase {
+    func testBannerServerClosingEndsTheSessionWhileStdinIsOpenButQuiet() throws {
+        let peer = try Python(PythonPeers.listenPrelude + """
+            c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close()
+            """)
+        defer { peer.stop() }
+        let tool = try Tool(["connect", "-vv", "127.0.0.1", String(peer.port)])
+        // stdin stays open and silent, as in a script holding a pipe.
+        let start = ContinuousClock.now
+        let status = tool.wait(timeout: .seconds(10))
+        tool.closeInput()
+        XCTAssertEqual(status, 0, tool.stderrText)
+        XCTAssertEqual(tool.stdoutText, "220 banner\r\n")
+        XCTAssertTrue(tool.stderrText.contains("stdin quiet for 500 ms after the peer closed"), tool.stderrText)
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
+    }
+}
+
+final class SignalTests: XCTestCase {
+    func testSIGTERMEndsConnectWith143AndKeepsWhatArrived() throws {
+        let peer = try Python(PythonPeers.listenPrelude + """
+            c, _ = s.accept(); c.sendall(b'first part\\n'); time.sleep(30)
+            """)
+        defer { peer.stop() }
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-sig-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        // exec: the shell becomes tincan, with stdout in a file the test can watch.
+        let tool = try Tool(["-c", "exec \"$0\" connect 127.0.0.1 \(peer.port) > '\(output)'", Tool.tincan], program: "/bin/sh")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (try? String(contentsOfFile: output, encoding: .utf8)) != "first part\n" && ContinuousClock.now < deadline { usleep(5_000) }
+        tool.signal(SIGTERM)
+        XCTAssertEqual(tool.wait(), 128 + SIGTERM)
+        XCTAssertEqual(try String(contentsOfFile: output, encoding: .utf8), "first part\n")
+    }
+}

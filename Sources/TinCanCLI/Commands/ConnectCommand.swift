@@ -35,6 +35,8 @@ struct ConnectCommand {
     }
 
     func run() throws {
+        let stop = Interruption.install {}
+        defer { stop.cancel() }
         let started = ContinuousClock.now
         let fd = try Dialer(settings: settings).connect(
             target, source: args.value("source"), device: args.value("interface"), timeout: args.duration("connect-timeout"))

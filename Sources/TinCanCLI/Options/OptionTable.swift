@@ -35,7 +35,9 @@ public enum OptionTable {
             Connects to HOST on PORT (racing IPv6 and IPv4 as RFC 8305 says, so a broken address \
             family costs a quarter of a second) and copies stdin to the connection and the \
             connection to stdout, byte for byte. At the end of stdin the connection is half-closed \
-            and tincan keeps reading until the peer closes, then exits once stdout is flushed.
+            and tincan keeps reading until the peer closes, then exits once stdout is flushed. If \
+            the peer closes first, tincan still sends what stdin has, and ends once stdin is quiet \
+            for half a second.
             """,
         positionals: [
             PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),

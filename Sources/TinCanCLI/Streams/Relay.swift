@@ -10,9 +10,10 @@ import Synchronization
 ///
 /// It ends when both directions are done: the peer has closed its side (the last byte reached
 /// stdout) and our input has ended (and was half-closed). A peer's end of stream only means it
-/// will send no more, so the rest of stdin is still sent, as OpenBSD nc does; when stdin is a
-/// terminal, the peer's close ends the session at once. It also ends when stdout's reader goes
-/// away, on an error, after `--quit-after-eof`, or when idle for `--idle-timeout`.
+/// will send no more, so what stdin still has is sent; but once stdin has been quiet for
+/// ``inputGrace`` while we wait on it (an idle pipe, a terminal), the session ends rather
+/// than hang. It also ends when stdout's reader goes away, on an error, after
+/// `--quit-after-eof`, or when idle for `--idle-timeout`.
 final class Relay: @unchecked Sendable {
     struct Options {
         /// Shut our write side down at the end of input (default), so the peer sees end of stream.
@@ -35,6 +36,8 @@ final class Relay: @unchecked Sendable {
     }
 
     static let chunkSize = 128 * 1024
+    /// After the peer's end of stream: how long stdin may stay quiet before the session ends.
+    static let inputGrace: Duration = .milliseconds(500)
 
     private let socket: Int32
     private let input: Int32?
@@ -47,7 +50,9 @@ final class Relay: @unchecked Sendable {
     private let lastActivity = Atomic<Int64>(0)
     /// Which directions are done: (our input ended, the peer's stream ended).
     private let done = Mutex((input: false, peer: false))
-    private let inputIsTerminal: Bool
+    /// When the input loop started waiting on stdin (ms since start), or -1 while it is busy
+    /// sending: stdin is "quiet" only while we wait on it.
+    private let inputWaitingSince = Atomic<Int64>(-1)
     let bytesSent = Atomic<Int>(0)
     let bytesReceived = Atomic<Int>(0)
 
@@ -57,8 +62,9 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
-        inputIsTerminal = input.map(Syscall.isTerminal) ?? false
     }
+
+    private var nowMilliseconds: Int64 { Int64((ContinuousClock.now - started).milliseconds) }
 
     /// Runs until the relay ends; the caller then closes the socket.
     func run() -> Outcome {
@@ -92,7 +98,7 @@ final class Relay: @unchecked Sendable {
     }
 
     private func touch() {
-        lastActivity.store(Int64((ContinuousClock.now - started).milliseconds), ordering: .relaxed)
+        lastActivity.store(nowMilliseconds, ordering: .relaxed)
     }
 
     private func networkToOutput() {
@@ -113,7 +119,7 @@ final class Relay: @unchecked Sendable {
                     state.peer = true
                     return state.input
                 }
-                if inputDone || inputIsTerminal { finish(.peerClosed) }
+                if inputDone { finish(.peerClosed) } else { watchQuietInput() }
                 return
             }
             touch()
@@ -136,12 +142,14 @@ final class Relay: @unchecked Sendable {
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
         while true {
             let n: Int
+            inputWaitingSince.store(nowMilliseconds, ordering: .relaxed)
             do throws(SystemError) {
                 n = try Syscall.readWaiting(input, into: buffer)
             } catch {
                 finish(.failed("reading stdin failed: \(error.lowercaseReason)"))
                 return
             }
+            inputWaitingSince.store(-1, ordering: .relaxed)
             if n == 0 {
                 endOfInput()
                 return
@@ -180,13 +188,29 @@ final class Relay: @unchecked Sendable {
         }
     }
 
+    /// The peer has closed but stdin has not ended: end the session once stdin stays quiet.
+    private func watchQuietInput() {
+        let grace = Int64(Relay.inputGrace.milliseconds)
+        DispatchQueue.global().async { [self] in
+            while outcome.withLock({ $0 == nil }) {
+                let since = inputWaitingSince.load(ordering: .relaxed)
+                if since >= 0 && nowMilliseconds - since >= grace {
+                    options.trace?("stdin quiet for \(grace) ms after the peer closed: ending")
+                    finish(.peerClosed)
+                    return
+                }
+                usleep(20_000)
+            }
+        }
+    }
+
     private func startIdleTimer(_ limit: Duration) -> DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tincan.idle"))
         let step = min(max(limit / 4, .milliseconds(10)), .seconds(1))
         timer.schedule(deadline: .now() + step.dispatchTime, repeating: step.dispatchTime)
         timer.setEventHandler { [self] in
-            let idle = (ContinuousClock.now - started).milliseconds - Double(lastActivity.load(ordering: .relaxed))
-            if idle >= limit.milliseconds { finish(.idleTimeout) }
+            let idle = nowMilliseconds - lastActivity.load(ordering: .relaxed)
+            if Double(idle) >= limit.milliseconds { finish(.idleTimeout) }
         }
         timer.resume()
         return timer
