@@ -28,4 +28,31 @@ static inline long tincan_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
 
 static inline void tincan_OPENSSL_free(void *p) { OPENSSL_free(p); }
 
+static inline int tincan_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+
+static inline X509 *tincan_sk_X509_value(const STACK_OF(X509) *stack, int index) {
+    return sk_X509_value(stack, index);
+}
+
+static inline int tincan_sk_GENERAL_NAME_num(const STACK_OF(GENERAL_NAME) *stack) {
+    return sk_GENERAL_NAME_num(stack);
+}
+
+static inline GENERAL_NAME *tincan_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_NAME) *stack, int index) {
+    return sk_GENERAL_NAME_value(stack, index);
+}
+
+static inline void tincan_GENERAL_NAMES_free(STACK_OF(GENERAL_NAME) *names) { GENERAL_NAMES_free(names); }
+
+/// An EC P-256 key (EVP_PKEY_Q_keygen is variadic, which Swift cannot call).
+static inline EVP_PKEY *tincan_generate_p256_key(void) {
+    return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+}
+
+static inline unsigned long tincan_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
+
+static inline long tincan_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+static inline long tincan_SSL_CTX_set_options(SSL_CTX *ctx, uint64_t options) { return (long)SSL_CTX_set_options(ctx, options); }
+
 #endif

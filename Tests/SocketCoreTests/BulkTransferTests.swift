@@ -42,7 +42,7 @@ final class BulkTransferTests: XCTestCase {
         while sent < total {
             let chunk = chunks[index % chunks.count]
             sentHash.update(chunk)
-            try await sender.write(chunk, timeout: .seconds(30))
+            try await sender.send(chunk, timeout: .seconds(30))
             sent += chunk.count
             index += 1
         }
@@ -60,7 +60,7 @@ final class BulkTransferTests: XCTestCase {
         let client = AsyncSocket()
         try await client.connect(host: "::1", port: peer.port, timeout: .seconds(5))
         let data = pattern(3_000_001, seed: 5)
-        try await client.write(data)
+        try await client.send(data)
         try await client.finishWriting()
         let line = try await client.read(toSeparator: [10], maxLength: 200, timeout: .seconds(10))
         let expected = SHA256()

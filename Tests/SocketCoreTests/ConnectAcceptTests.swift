@@ -238,7 +238,7 @@ final class ConnectAcceptTests: XCTestCase {
                 for try await connection in listener.connections() {
                     group.addTask {
                         let line = try await connection.read(toSeparator: [10], maxLength: 100, timeout: .seconds(10))
-                        try await connection.write(line)
+                        try await connection.send(line)
                         connection.disconnectAfterWriting()
                     }
                     accepted += 1
@@ -253,7 +253,7 @@ final class ConnectAcceptTests: XCTestCase {
                     let c = AsyncSocket()
                     try await c.connect(host: "127.0.0.1", port: port, timeout: .seconds(10))
                     let message = Array("client \(i)\n".utf8)
-                    try await c.write(message)
+                    try await c.send(message)
                     let reply = try await c.read(toSeparator: [10], timeout: .seconds(10))
                     c.disconnect()
                     return reply == message

@@ -186,10 +186,10 @@ final class ReadWriteTests: XCTestCase {
         let client = AsyncSocket()
         let listener = pair.listener
         try await client.connect(host: "127.0.0.1", port: listener.localPort)
-        try await client.write([1])
+        try await client.send([1])
         try await client.finishWriting()
         do {
-            try await client.write([2])
+            try await client.send([2])
             XCTFail("write after shutdown succeeded")
         } catch {
             XCTAssertEqual(error, .writeClosed)
@@ -245,17 +245,17 @@ final class ReadWriteTests: XCTestCase {
         let echo = Task {
             for try await connection in listener.connections() {
                 while let chunk = try? await connection.read() {
-                    try await connection.write(chunk)
+                    try await connection.send(chunk)
                 }
             }
         }
         let client = AsyncSocket()
         try await client.connect(host: "::1", port: port, timeout: .seconds(5))
-        try await client.write(Array("ping\n".utf8))
+        try await client.send(Array("ping\n".utf8))
         let reply = try await client.read(toSeparator: [10], maxLength: 64, timeout: .seconds(5))
         XCTAssertEqual(reply, Array("ping\n".utf8))
         let exact = try await { () async throws -> [UInt8] in
-            try await client.write(pattern(100_000))
+            try await client.send(pattern(100_000))
             return try await client.read(length: 100_000, timeout: .seconds(5))
         }()
         XCTAssertTrue(exact == pattern(100_000), "bytes differ")
@@ -314,7 +314,7 @@ final class MoreSocketBehaviourTests: XCTestCase {
         try await client.connect(host: "127.0.0.1", port: listener.localPort)
         var connections = listener.connections().makeAsyncIterator()
         let server = try await connections.next()!
-        try await server.write([1, 2])
+        try await server.send([1, 2])
         server.disconnectAfterWriting()
         let first = try await client.read(length: 2)
         XCTAssertEqual(first, [1, 2])

@@ -61,7 +61,7 @@ public enum Namespace {
         }
         reader.start()
         if done.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)  // SIGTERM may be blocked in it
             process.waitUntilExit()
             XCTFail("namespace child timed out", file: file, line: line)
         }

@@ -100,6 +100,21 @@ final class ListenCommandTests: XCTestCase {
         XCTAssertTrue(bad.err.contains("'/no/such/program' is not an executable program"), bad.err)
     }
 
+    func testExecChildrenStartWithNoSignalBlocked() throws {
+        // Children are spawned from dispatch threads, which block signals; they must not inherit that.
+        let port = freePort()
+        let listener = try startListener(["-k", "--sh-exec", "grep -E '^Sig(Blk|Ign)' /proc/self/status"], port: port)
+        defer { listener.stop() }
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "")
+        let masks = Dictionary(uniqueKeysWithValues: r.out.split(separator: "\n").map {
+            let parts = $0.split(separator: "\t")
+            return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
+        })
+        XCTAssertEqual(masks["SigBlk:"], 0, r.out)
+        // Signals 1-31 at their defaults (32 and up are glibc's own).
+        XCTAssertEqual((masks["SigIgn:"] ?? .max) & 0x7FFF_FFFF, 0, r.out)
+    }
+
     func testDenyClosesBeforeReadingAndAllowAdmits() throws {
         let port = freePort()
         let listener = try startListener(["-k", "-v", "--deny", "127.0.0.0/8", "--exec", "/bin/cat"], port: port)

@@ -9,7 +9,7 @@ extension AsyncSocket {
     /// ```swift
     /// let socket = AsyncSocket()
     /// try await socket.connect(host: "localhost", port: 8080, timeout: .seconds(5))
-    /// try await socket.write(Array("hello\n".utf8))
+    /// try await socket.send(Array("hello\n".utf8))
     /// let reply = try await socket.read(toSeparator: [10], maxLength: 4096)
     /// ```
     public func connect(
@@ -68,8 +68,9 @@ extension AsyncSocket {
         return Array(try result.get())
     }
 
-    /// Writes `data` and returns once the kernel has taken all of it.
-    public func write(_ data: [UInt8], timeout: Duration? = nil) async throws(AsyncSocketError) {
+    /// Sends `data` and returns once the kernel has taken all of it (the async face of
+    /// ``write(_:timeout:tag:)``).
+    public func send(_ data: [UInt8], timeout: Duration? = nil) async throws(AsyncSocketError) {
         guard !data.isEmpty else { return }
         try await waitForWrite(WritePacket.Kind.data(data), timeout: timeout)
     }

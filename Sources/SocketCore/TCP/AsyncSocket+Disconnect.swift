@@ -69,6 +69,7 @@ extension AsyncSocket {
         connector = nil
         cancelReadTimer()
         cancelWriteTimer()
+        tearDownTLS()
         connection?.cancel()
         connection = nil
         for listener in listeners { listener.cancel() }

@@ -82,12 +82,16 @@ extension AsyncSocket {
                     maybeClose()
                     return
                 }
+                if readQueue[0].tls != nil {
+                    maybeStartTLS()
+                    return
+                }
                 currentRead = readQueue.removeFirst()
                 startReadTimer()
                 progressTag = nil
                 progress = 0
             }
-            if flags.contains(.readsPaused) { return }
+            if flags.contains(.readsPaused) || flags.contains(.tlsHandshaking) { return }
             guard let fd = connection?.fd else { return }
 
             if !preBuffer.isEmpty {
@@ -102,6 +106,21 @@ extension AsyncSocket {
                 return
             }
             // The pre-buffer is empty (or could not finish the read): ask the socket.
+            if flags.contains(.secure) {
+                do throws(TLSError) {
+                    switch try receiveSecure() {
+                    case nil: return  // waiting for the socket (or it was closed)
+                    case 0?:
+                        flags.insert(.readEOF)
+                        connection?.suspendRead()
+                    default: break
+                    }
+                    continue
+                } catch {
+                    closeWithError(.tls(error))
+                    return
+                }
+            }
             do throws(SystemError) {
                 let received: Int?
                 if currentRead!.request.readsDirectly {
@@ -168,6 +187,10 @@ extension AsyncSocket {
     /// The read source fired.
     func readSourceFired() {
         assertOnQueue()
+        if flags.contains(.tlsHandshaking) {
+            driveHandshake()
+            return
+        }
         if currentRead != nil || !readQueue.isEmpty {
             pumpReads()
             return
@@ -183,6 +206,22 @@ extension AsyncSocket {
     func watchWhileIdle() {
         guard let fd = connection?.fd, !flags.contains(.readEOF), preBuffer.isEmpty else {
             connection?.suspendRead()
+            return
+        }
+        if flags.contains(.secure) {
+            // Raw bytes may be a TLS alert or a ticket, not data: let the session look, keeping
+            // at most one chunk of plaintext in the pre-buffer.
+            do throws(TLSError) {
+                switch try receiveSecure() {
+                case nil: break  // resumed, or closed
+                case 0?:
+                    flags.insert(.readEOF)
+                    handleReadEOF()
+                default: connection?.suspendRead()
+                }
+            } catch {
+                closeWithError(.tls(error))
+            }
             return
         }
         switch Syscall.readState(fd) {

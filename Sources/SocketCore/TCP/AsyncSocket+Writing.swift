@@ -66,11 +66,16 @@ extension AsyncSocket {
                 progressTag = nil
                 progress = 0
             }
-            if flags.contains(.writesPaused) { return }
+            if flags.contains(.writesPaused) || flags.contains(.tlsHandshaking) { return }
             guard let fd = connection?.fd else { return }
             let packet = currentWrite!
             switch packet.kind {
+            case .startTLS:
+                maybeStartTLS()
+                return
             case .shutdownWrite:
+                // Under TLS, close_notify first: the peer then knows nothing was cut short.
+                tlsSession?.sendCloseNotify()
                 do throws(SystemError) {
                     try Syscall.shutdown(fd, .write)
                 } catch {
@@ -81,17 +86,31 @@ extension AsyncSocket {
                 completeCurrentWrite()
                 failQueuedWrites(.writeClosed)
             case .data(let bytes):
-                let outcome = bytes.withUnsafeBytes { raw in
-                    Result { () throws(SystemError) -> Int? in
-                        try Syscall.send(fd, from: UnsafeRawBufferPointer(rebasing: raw[packet.bytesDone...]))
-                    }
-                }
                 let sent: Int?
-                switch outcome {
-                case .success(let n): sent = n
-                case .failure(let error):
-                    closeWithError(.system(error))
-                    return
+                if let session = tlsSession, flags.contains(.secure) {
+                    let outcome = bytes.withUnsafeBytes { raw in
+                        Result { () throws(TLSError) -> Int? in
+                            try session.write(from: UnsafeRawBufferPointer(rebasing: raw[packet.bytesDone...]))
+                        }
+                    }
+                    switch outcome {
+                    case .success(let n): sent = n
+                    case .failure(let error):
+                        closeWithError(.tls(error))
+                        return
+                    }
+                } else {
+                    let outcome = bytes.withUnsafeBytes { raw in
+                        Result { () throws(SystemError) -> Int? in
+                            try Syscall.send(fd, from: UnsafeRawBufferPointer(rebasing: raw[packet.bytesDone...]))
+                        }
+                    }
+                    switch outcome {
+                    case .success(let n): sent = n
+                    case .failure(let error):
+                        closeWithError(.system(error))
+                        return
+                    }
                 }
                 guard let sent else {
                     connection?.resumeWrite()
@@ -131,6 +150,10 @@ extension AsyncSocket {
     func writeSourceFired() {
         assertOnQueue()
         connection?.suspendWrite()
+        if flags.contains(.tlsHandshaking) {
+            driveHandshake()
+            return
+        }
         pumpWrites()
     }
 
@@ -151,6 +174,10 @@ extension AsyncSocket {
 
     private func writeTimedOut(elapsed: Duration) {
         guard let packet = currentWrite else { return }
+        if case .startTLS = packet.kind {
+            closeWithError(.tls(.handshakeFailed("timed out after \(Int(elapsed.milliseconds)) ms")))
+            return
+        }
         guard packet.completion == nil, let delegate = delegateStorage, let queue = delegateQueueStorage else {
             closeWithError(.writeTimeout)
             return

@@ -14,7 +14,7 @@ import Dispatch
 /// ```
 ///
 /// The async/await face (``connect(host:port:interface:timeout:)``, ``read(_:timeout:)``,
-/// ``write(_:timeout:)``, ``connections()``) runs on the same queues and packets.
+/// ``send(_:timeout:)``, ``connections()``) runs on the same queues and packets.
 public final class AsyncSocket: @unchecked Sendable {
     // @unchecked Sendable: every mutable property below is touched only on `socketQueue`
     // (checked with `assertOnQueue()` at the entry points that rely on it).
@@ -62,6 +62,11 @@ public final class AsyncSocket: @unchecked Sendable {
     var writeTimer: DispatchSourceTimer?
 
     var flags: Flags = []
+    /// The TLS session once startTLS began, and what its handshake agreed on.
+    var tlsSession: TLSSession?
+    var tlsInfoStorage: TLSInfo?
+    /// Ciphertext read from the socket on its way into the TLS session (allocated once).
+    var cipherBuffer: UnsafeMutableRawBufferPointer?
     /// Entered for each open descriptor, left by its cancel handler once it is closed, so a
     /// `disconnect()` from another thread returns only when the port or path is released.
     let descriptorsOpen = DispatchGroup()
@@ -81,6 +86,10 @@ public final class AsyncSocket: @unchecked Sendable {
         static let disconnectAfterWrites = Flags(rawValue: 1 << 6)
         /// Our write side is shut down (half-close done).
         static let writeShutdown = Flags(rawValue: 1 << 7)
+        /// The TLS handshake is under way: reads and writes wait.
+        static let tlsHandshaking = Flags(rawValue: 1 << 8)
+        /// TLS is up: reads and writes go through the session.
+        static let secure = Flags(rawValue: 1 << 9)
     }
 
     /// Options read when connecting or accepting.

@@ -51,6 +51,10 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// A write timed out: return a positive duration to extend it, or `nil` to let it fail.
     func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration?
 
+    /// The TLS handshake queued by ``AsyncSocket/startTLS(_:)`` completed; reads and writes
+    /// queued after it now go over TLS.
+    func socketDidSecure(_ sock: AsyncSocket)
+
     /// The peer closed its side (end of stream) while this socket stays open for writing; only
     /// when ``AsyncSocket/autoDisconnectOnClosedReadStream`` is false.
     func socketDidCloseReadStream(_ sock: AsyncSocket)
@@ -71,6 +75,7 @@ extension AsyncSocketDelegate {
     public func socket(_ sock: AsyncSocket, didWritePartialDataOfLength partialLength: Int, tag: Int) {}
     public func socket(_ sock: AsyncSocket, shouldTimeoutReadWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration? { nil }
     public func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration? { nil }
+    public func socketDidSecure(_ sock: AsyncSocket) {}
     public func socketDidCloseReadStream(_ sock: AsyncSocket) {}
     public func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {}
 }

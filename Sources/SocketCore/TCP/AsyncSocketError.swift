@@ -24,6 +24,8 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case disconnected
     /// A system call failed.
     case system(SystemError)
+    /// TLS could not be set up, or failed.
+    case tls(TLSError)
 
     public var description: String {
         switch self {
@@ -38,6 +40,7 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .writeClosed: "the connection is closed for writing"
         case .disconnected: "the socket was disconnected"
         case .system(let error): error.description
+        case .tls(let error): error.description
         }
     }
 }

@@ -3,12 +3,14 @@ typealias ReadCompletion = @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError
 /// How a completed write is reported: to the delegate, or to a closure.
 typealias WriteCompletion = @Sendable (Result<Void, AsyncSocketError>) -> Void
 
-/// A queued read: the pure request plus its tag, timeout and reporting.
+/// A queued read: the pure request plus its tag, timeout and reporting; or, with `tls` set,
+/// the read side of a startTLS barrier.
 struct ReadPacket {
     var request: ReadRequest
     let tag: Int
     let timeout: Duration?
     let completion: ReadCompletion?
+    var tls: TLSSettings? = nil
 }
 
 /// A queued write, or a barrier that runs when the writes before it are done.
@@ -17,6 +19,8 @@ struct WritePacket {
         case data([UInt8])
         /// Half-close: shutdown(SHUT_WR) once everything before it is written.
         case shutdownWrite
+        /// The write side of a startTLS barrier: the handshake starts when both queues reach it.
+        case startTLS(TLSSettings)
     }
 
     let kind: Kind

@@ -30,9 +30,11 @@ final class PythonPeer {
         port = value
     }
 
+    /// Kills it. SIGKILL: a process started from a dispatch thread inherits a signal mask that
+    /// blocks SIGTERM.
     func stop() {
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }

@@ -1,0 +1,153 @@
+import Dispatch
+
+extension AsyncSocket {
+    /// Starts TLS once the reads and writes queued before this call are done (a barrier, as in
+    /// the seed API); reads and writes queued after it go over TLS. The delegate hears
+    /// `socketDidSecure` on success; on failure the socket disconnects with
+    /// ``AsyncSocketError/tls(_:)`` — it never goes on in plaintext.
+    ///
+    /// ```swift
+    /// socket.write(Array("STARTTLS\r\n".utf8), tag: 1)
+    /// socket.readData(toSeparator: [13, 10], tag: 2)   // "220 ready"
+    /// socket.startTLS(TLSSettings(peerName: "mail.example"))
+    /// ```
+    /// `timeout` bounds the handshake; when it runs out the socket disconnects with
+    /// ``TLSError/handshakeFailed(_:)``.
+    public func startTLS(_ settings: TLSSettings, timeout: Duration? = nil) {
+        enqueueTLSBarrier(settings, timeout: timeout, completion: nil)
+    }
+
+    /// The async form of ``startTLS(_:)``: queues the barrier and returns what the handshake
+    /// agreed on once it is done.
+    ///
+    /// ```swift
+    /// let info = try await socket.secure(TLSSettings(peerName: "example.org"))
+    /// print(info.protocolVersion, info.cipher)
+    /// ```
+    public func secure(_ settings: TLSSettings, timeout: Duration? = nil) async throws(AsyncSocketError) -> TLSInfo {
+        let result: Result<Void, AsyncSocketError> = await withCheckedContinuation { continuation in
+            enqueueTLSBarrier(settings, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+        return sync { tlsInfoStorage }!
+    }
+
+    /// True once TLS is up.
+    public var isSecure: Bool { sync { flags.contains(.secure) } }
+
+    /// What the TLS handshake agreed on, once secure.
+    public var tlsInfo: TLSInfo? { sync { tlsInfoStorage } }
+
+    private func enqueueTLSBarrier(_ settings: TLSSettings, timeout: Duration?, completion: WriteCompletion?) {
+        async { [self] in
+            let open = (phase == .connecting || phase == .connected)
+                && !flags.contains(.forbidReadsWrites) && tlsSession == nil
+                && !readQueue.contains { $0.tls != nil } && !writeQueue.contains { if case .startTLS = $0.kind { true } else { false } }
+            guard open else {
+                completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .badConfig("TLS already started")))
+                return
+            }
+            readQueue.append(ReadPacket(request: ReadRequest(kind: .available)!, tag: -1, timeout: nil, completion: nil, tls: settings))
+            // The write side's timer bounds the wait for the barrier and the handshake.
+            writeQueue.append(WritePacket(kind: .startTLS(settings), tag: -1, timeout: timeout, completion: completion))
+            pumpReads()
+            pumpWrites()
+        }
+    }
+
+    /// True while the read side waits at a TLS barrier.
+    var readsAtTLSBarrier: Bool { currentRead == nil && readQueue.first?.tls != nil }
+
+    /// Starts the handshake when both queues have reached the barrier.
+    func maybeStartTLS() {
+        assertOnQueue()
+        guard phase == .connected, tlsSession == nil, readsAtTLSBarrier,
+              let write = currentWrite, case .startTLS(let settings) = write.kind,
+              let fd = connection?.fd else { return }
+        do throws(TLSError) {
+            let session = try TLSSession(context: try TLSContext(settings), fd: fd)
+            // Bytes read ahead in plaintext belong to the TLS stream.
+            session.feed(preBuffer.readable)
+            preBuffer.reset()
+            tlsSession = session
+            cipherBuffer = .allocate(byteCount: AsyncSocket.readChunk, alignment: 16)
+            flags.insert(.tlsHandshaking)
+            driveHandshake()
+        } catch {
+            closeWithError(.tls(error))
+        }
+    }
+
+    /// Advances the handshake as far as the socket allows.
+    func driveHandshake() {
+        assertOnQueue()
+        guard let session = tlsSession, flags.contains(.tlsHandshaking) else { return }
+        do throws(TLSError) {
+            while true {
+                switch try session.handshake() {
+                case .done:
+                    flags.remove(.tlsHandshaking)
+                    flags.insert(.secure)
+                    tlsInfoStorage = session.info
+                    readQueue.removeFirst()  // the read side of the barrier
+                    completeCurrentWrite()   // the write side, with its completion
+                    notify { [self] in $0.socketDidSecure(self) }
+                    pumpReads()
+                    pumpWrites()
+                    return
+                case .wantWrite:
+                    connection?.resumeWrite()
+                    return
+                case .wantRead:
+                    guard receiveCiphertext() else { return }
+                }
+            }
+        } catch {
+            closeWithError(.tls(error))
+        }
+    }
+
+    /// Reads ciphertext from the socket into the session: false when nothing is ready (the
+    /// read source is resumed) or the socket failed (then it is closed).
+    func receiveCiphertext() -> Bool {
+        guard let fd = connection?.fd, let session = tlsSession, let buffer = cipherBuffer else { return false }
+        do throws(SystemError) {
+            guard let n = try Syscall.receive(fd, into: buffer) else {
+                connection?.resumeRead()
+                return false
+            }
+            if n == 0 {
+                session.feedEndOfStream()
+            } else {
+                session.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            }
+            return true
+        } catch {
+            closeWithError(.system(error))
+            return false
+        }
+    }
+
+    /// Decrypts into the pre-buffer: bytes added, 0 at the peer's end (close_notify, or a TCP
+    /// end of stream, which is reported as truncation), nil when nothing is ready yet.
+    func receiveSecure() throws(TLSError) -> Int? {
+        guard let session = tlsSession else { return nil }
+        while true {
+            let space = preBuffer.writableSpace(minimum: AsyncSocket.readChunk)
+            if let n = try session.read(into: space) {
+                preBuffer.didWrite(n)
+                return n
+            }
+            guard receiveCiphertext() else { return nil }
+        }
+    }
+
+    /// Releases TLS state when the socket closes, sending close_notify first if TLS was up.
+    func tearDownTLS() {
+        if flags.contains(.secure) { tlsSession?.sendCloseNotify() }
+        tlsSession = nil
+        tlsInfoStorage = nil
+        cipherBuffer?.deallocate()
+        cipherBuffer = nil
+    }
+}

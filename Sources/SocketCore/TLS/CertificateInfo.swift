@@ -1,0 +1,134 @@
+import COpenSSL
+
+/// What a certificate says, for summaries and `--show-cert`.
+public struct CertificateInfo: Sendable, Equatable {
+    public let subject: String
+    public let issuer: String
+    /// DNS names and IP addresses from the subjectAltName extension.
+    public let alternativeNames: [String]
+    /// Validity as OpenSSL prints it, e.g. "Dec  2 15:00:00 2026 GMT".
+    public let notBefore: String
+    public let notAfter: String
+    /// SHA-256 of the DER certificate, colon-separated hex.
+    public let fingerprintSHA256: String
+    /// SHA-256 of the SubjectPublicKeyInfo, base64: the value `--pin sha256//...` compares.
+    public let publicKeyPin: String
+    /// The certificate in PEM.
+    public let pem: String
+
+    init(_ cert: OpaquePointer) {
+        subject = CertificateInfo.name(X509_get_subject_name(cert))
+        issuer = CertificateInfo.name(X509_get_issuer_name(cert))
+        alternativeNames = CertificateInfo.alternativeNames(cert)
+        notBefore = CertificateInfo.time(X509_get0_notBefore(cert))
+        notAfter = CertificateInfo.time(X509_get0_notAfter(cert))
+        fingerprintSHA256 = CertificateInfo.sha256(der: cert, publicKey: false).map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
+        publicKeyPin = Base64.encode(CertificateInfo.sha256(der: cert, publicKey: true))
+        pem = CertificateInfo.pem(cert)
+    }
+
+    private static func name(_ name: OpaquePointer?) -> String {
+        guard let name, let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        X509_NAME_print_ex(bio, name, 0, tincan_XN_FLAG_RFC2253())
+        return bioText(bio)
+    }
+
+    private static func time(_ time: UnsafePointer<ASN1_TIME>?) -> String {
+        guard let time, let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        ASN1_TIME_print(bio, time)
+        return bioText(bio)
+    }
+
+    private static func pem(_ cert: OpaquePointer) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        PEM_write_bio_X509(bio, cert)
+        return bioText(bio)
+    }
+
+    private static func bioText(_ bio: OpaquePointer) -> String {
+        var data: UnsafeMutablePointer<CChar>?
+        let length = tincan_BIO_get_mem_data(bio, &data)
+        guard let data, length > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    }
+
+    private static func alternativeNames(_ cert: OpaquePointer) -> [String] {
+        guard let raw = X509_get_ext_d2i(cert, NID_subject_alt_name, nil, nil) else { return [] }
+        let names = OpaquePointer(raw)
+        defer { tincan_GENERAL_NAMES_free(names) }
+        var result: [String] = []
+        for i in 0..<tincan_sk_GENERAL_NAME_num(names) {
+            guard let entry = tincan_sk_GENERAL_NAME_value(names, i) else { continue }
+            switch entry.pointee.type {
+            case GEN_DNS:
+                if let s = entry.pointee.d.dNSName, let p = ASN1_STRING_get0_data(s) {
+                    result.append("DNS:" + String(decoding: UnsafeBufferPointer(start: p, count: Int(ASN1_STRING_length(s))), as: UTF8.self))
+                }
+            case GEN_IPADD:
+                if let s = entry.pointee.d.iPAddress, let p = ASN1_STRING_get0_data(s) {
+                    let bytes = Array(UnsafeBufferPointer(start: p, count: Int(ASN1_STRING_length(s))))
+                    result.append("IP:" + (bytes.count == 4 ? bytes.map(String.init).joined(separator: ".") : ipv6Text(bytes)))
+                }
+            default:
+                continue
+            }
+        }
+        return result
+    }
+
+    private static func ipv6Text(_ bytes: [UInt8]) -> String {
+        guard bytes.count == 16 else { return "?" }
+        let high = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let low = bytes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return SocketAddress.formatIPv6(high: high, low: low)
+    }
+
+    /// SHA-256 of the certificate's DER, or of its SubjectPublicKeyInfo.
+    private static func sha256(der cert: OpaquePointer, publicKey: Bool) -> [UInt8] {
+        var buffer: UnsafeMutablePointer<UInt8>?
+        let length = publicKey ? i2d_PUBKEY(X509_get0_pubkey(cert), &buffer) : i2d_X509(cert, &buffer)
+        guard length > 0, let buffer else { return [] }
+        defer { tincan_OPENSSL_free(buffer) }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var size: UInt32 = 0
+        EVP_Digest(buffer, Int(length), &digest, &size, EVP_sha256(), nil)
+        return digest
+    }
+}
+
+/// What a finished handshake agreed on, and who the peer is.
+public struct TLSInfo: Sendable, Equatable {
+    /// e.g. "TLSv1.3"
+    public let protocolVersion: String
+    /// e.g. "TLS_AES_256_GCM_SHA384"
+    public let cipher: String
+    /// The protocol ALPN settled on, if any.
+    public let alpn: String?
+    /// The peer's chain, leaf first (empty if it sent none).
+    public let peerChain: [CertificateInfo]
+    /// True if the peer's chain and name were verified (false with `insecure`, or a server
+    /// that did not ask for a client certificate).
+    public let verified: Bool
+}
+
+/// Standard base64 (RFC 4648), for public-key pins.
+enum Base64 {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            let b0 = bytes[i], b1 = i + 1 < bytes.count ? bytes[i + 1] : 0, b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
+            out.append(alphabet[Int(b0 >> 2)])
+            out.append(alphabet[Int((b0 & 3) << 4 | b1 >> 4)])
+            out.append(i + 1 < bytes.count ? alphabet[Int((b1 & 15) << 2 | b2 >> 6)] : UInt8(ascii: "="))
+            out.append(i + 2 < bytes.count ? alphabet[Int(b2 & 63)] : UInt8(ascii: "="))
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,118 @@
+import COpenSSL
+
+/// An OpenSSL `SSL_CTX` built from ``TLSSettings``. Immutable once built, so sessions on any
+/// queue may share it.
+final class TLSContext: @unchecked Sendable {
+    let context: OpaquePointer
+    let settings: TLSSettings
+    /// For a server without a certificate: the SHA-256 fingerprint of the self-signed one made.
+    let ephemeralFingerprint: String?
+
+    init(_ settings: TLSSettings) throws(TLSError) {
+        self.settings = settings
+        guard let context = SSL_CTX_new(settings.isServer ? TLS_server_method() : TLS_client_method()) else {
+            throw .configuration("SSL_CTX_new: \(TLSContext.drainErrors())")
+        }
+        self.context = context
+        var fingerprint: String?
+        do {
+            try TLSContext.configure(context, settings, fingerprint: &fingerprint)
+        } catch {
+            SSL_CTX_free(context)
+            throw error
+        }
+        ephemeralFingerprint = fingerprint
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    private static func configure(_ ctx: OpaquePointer, _ s: TLSSettings, fingerprint: inout String?) throws(TLSError) {
+        _ = tincan_SSL_CTX_set_min_proto_version(ctx, s.minimumVersion.protocolNumber)
+        if let max = s.maximumVersion { _ = tincan_SSL_CTX_set_max_proto_version(ctx, max.protocolNumber) }
+        // Writes come from Swift arrays, which may move between retries of one write.
+        _ = tincan_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+        if let ciphers = s.cipherList, SSL_CTX_set_cipher_list(ctx, ciphers) != 1 {
+            throw .configuration("no usable cipher in '\(ciphers)'")
+        }
+        // Trust anchors, when we verify a peer.
+        let verifiesPeer = s.isServer ? s.requireClientCertificate : !s.insecure
+        if verifiesPeer {
+            if s.caFile != nil || s.caDirectory != nil {
+                guard SSL_CTX_load_verify_locations(ctx, s.caFile, s.caDirectory) == 1 else {
+                    throw .configuration("cannot load CA \(s.caFile ?? s.caDirectory ?? ""): \(drainErrors())")
+                }
+            } else if SSL_CTX_set_default_verify_paths(ctx) != 1 {
+                throw .configuration("cannot load the system trust store: \(drainErrors())")
+            }
+            let mode = s.isServer ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT : SSL_VERIFY_PEER
+            SSL_CTX_set_verify(ctx, mode, nil)
+        } else {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
+        }
+        // Our own certificate.
+        if let certificate = s.certificateFile {
+            guard let key = s.keyFile ?? Optional(certificate) else { return }
+            guard SSL_CTX_use_certificate_chain_file(ctx, certificate) == 1 else {
+                throw .configuration("cannot load certificate \(certificate): \(drainErrors())")
+            }
+            guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 else {
+                throw .configuration("cannot load key \(key): \(drainErrors())")
+            }
+            guard SSL_CTX_check_private_key(ctx) == 1 else {
+                throw .configuration("key \(key) does not match certificate \(certificate)")
+            }
+        } else if s.isServer {
+            fingerprint = try useEphemeralCertificate(ctx)
+        }
+        if !s.alpn.isEmpty && !s.isServer {
+            let wire = s.alpn.flatMap { [UInt8(truncatingIfNeeded: $0.utf8.count)] + Array($0.utf8) }
+            guard SSL_CTX_set_alpn_protos(ctx, wire, UInt32(wire.count)) == 0 else {
+                throw .configuration("bad ALPN list \(s.alpn)")
+            }
+        }
+    }
+
+    /// Makes a P-256 key and a self-signed certificate valid for a day; returns its fingerprint.
+    private static func useEphemeralCertificate(_ ctx: OpaquePointer) throws(TLSError) -> String {
+        guard let key = tincan_generate_p256_key() else { throw .configuration("key generation failed: \(drainErrors())") }
+        defer { EVP_PKEY_free(key) }
+        guard let cert = X509_new() else { throw .configuration("X509_new failed") }
+        defer { X509_free(cert) }
+        X509_set_version(cert, 2)
+        ASN1_INTEGER_set(X509_get_serialNumber(cert), Int(UInt32.random(in: 1...UInt32.max)))
+        X509_gmtime_adj(X509_getm_notBefore(cert), -3600)
+        X509_gmtime_adj(X509_getm_notAfter(cert), 86400)
+        let name = X509_get_subject_name(cert)
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, "tincan ephemeral", -1, -1, 0)
+        X509_set_issuer_name(cert, name)
+        X509_set_pubkey(cert, key)
+        guard X509_sign(cert, key, EVP_sha256()) > 0,
+              SSL_CTX_use_certificate(ctx, cert) == 1,
+              SSL_CTX_use_PrivateKey(ctx, key) == 1 else {
+            throw .configuration("self-signed certificate failed: \(drainErrors())")
+        }
+        return CertificateInfo(cert).fingerprintSHA256
+    }
+
+    /// OpenSSL's queued errors as one line, emptying the queue.
+    static func drainErrors() -> String {
+        var reasons: [String] = []
+        while case let code = ERR_get_error(), code != 0 {
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            // "error:0A000086:SSL routines::certificate verify failed" -> the reason part.
+            reasons.append(text.split(separator: ":", maxSplits: 4).last.map(String.init) ?? text)
+        }
+        return reasons.isEmpty ? "unknown error" : reasons.joined(separator: "; ")
+    }
+}
+
+extension TLSSettings.Version {
+    var protocolNumber: Int32 {
+        switch self {
+        case .tls1_2: TLS1_2_VERSION
+        case .tls1_3: TLS1_3_VERSION
+        }
+    }
+}

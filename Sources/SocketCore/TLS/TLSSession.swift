@@ -1,0 +1,179 @@
+import COpenSSL
+
+/// One non-blocking TLS session over a socket. Incoming bytes are fed to it by the socket (a
+/// memory BIO, so bytes already read ahead in plaintext are not lost); outgoing records go
+/// straight to the socket. Not thread-safe: the socket queue owns it.
+final class TLSSession {
+    enum Step: Equatable {
+        case done
+        /// Feed it more bytes from the peer.
+        case wantRead
+        /// Wait until the socket is writable.
+        case wantWrite
+    }
+
+    private let ssl: OpaquePointer
+    private let input: OpaquePointer
+    private let context: TLSContext
+    private var closeNotifySent = false
+
+    init(context: TLSContext, fd: Int32) throws(TLSError) {
+        self.context = context
+        guard let ssl = SSL_new(context.context) else { throw .configuration("SSL_new: \(TLSContext.drainErrors())") }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new_socket(fd, BIO_NOCLOSE) else {
+            SSL_free(ssl)
+            throw .configuration("BIO_new failed")
+        }
+        self.ssl = ssl
+        self.input = input
+        SSL_set_bio(ssl, input, output)  // the session owns both BIOs now
+        let settings = context.settings
+        if settings.isServer {
+            SSL_set_accept_state(ssl)
+        } else {
+            SSL_set_connect_state(ssl)
+            if let name = settings.peerName {
+                let isAddress = SocketAddress.parseIPv4(name) != nil || SocketAddress.parseIPv6(name) != nil
+                if !isAddress { _ = tincan_SSL_set_tlsext_host_name(ssl, name) }
+                if !settings.insecure {
+                    let ok = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) : SSL_set1_host(ssl, name)
+                    guard ok == 1 else {
+                        SSL_free(ssl)
+                        throw .configuration("cannot check the certificate against '\(name)'")
+                    }
+                }
+            }
+        }
+    }
+
+    deinit { SSL_free(ssl) }
+
+    /// Hands bytes read from the socket to OpenSSL.
+    func feed(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        _ = BIO_write(input, bytes.baseAddress, Int32(bytes.count))
+    }
+
+    /// The socket reached end of stream: OpenSSL sees EOF once the fed bytes are used up.
+    func feedEndOfStream() {
+        _ = BIO_ctrl(input, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+    }
+
+    /// Advances the handshake.
+    func handshake() throws(TLSError) -> Step {
+        let result = SSL_do_handshake(ssl)
+        if result == 1 {
+            try checkPins()
+            return .done
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        default:
+            let verify = SSL_get_verify_result(ssl)
+            if verify != X509_V_OK {
+                let reason = String(cString: X509_verify_cert_error_string(verify))
+                _ = TLSContext.drainErrors()
+                throw .verificationFailed(reason)
+            }
+            let errors = TLSContext.drainErrors()
+            throw .handshakeFailed(errors == "unknown error" ? "the peer closed the connection during the handshake" : errors)
+        }
+    }
+
+    /// Decrypts into `buffer`: bytes read, 0 at the peer's close_notify, or `nil` when it needs
+    /// more bytes from the socket (or must wait to write, during a renegotiation).
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
+        let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+        if n > 0 { return Int(n) }
+        switch SSL_get_error(ssl, n) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
+        case SSL_ERROR_ZERO_RETURN: return 0
+        case SSL_ERROR_SYSCALL, SSL_ERROR_SSL:
+            let errors = TLSContext.drainErrors()
+            if errors.contains("unexpected eof") || errors == "unknown error" { throw .truncated }
+            throw .failed(errors)
+        default:
+            throw .failed(TLSContext.drainErrors())
+        }
+    }
+
+    /// Encrypts and sends from `buffer`: bytes taken, or `nil` when the socket is full.
+    func write(from buffer: UnsafeRawBufferPointer) throws(TLSError) -> Int? {
+        let n = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+        if n > 0 { return Int(n) }
+        switch SSL_get_error(ssl, n) {
+        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
+        default: throw .failed(TLSContext.drainErrors())
+        }
+    }
+
+    /// Sends close_notify (once, best effort: the socket is non-blocking).
+    func sendCloseNotify() {
+        guard !closeNotifySent else { return }
+        closeNotifySent = true
+        _ = SSL_shutdown(ssl)
+        _ = TLSContext.drainErrors()
+    }
+
+    /// What the handshake agreed on and the peer's chain.
+    var info: TLSInfo {
+        let version = String(cString: SSL_get_version(ssl))
+        let cipher = SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? ""
+        var alpnData: UnsafePointer<UInt8>?
+        var alpnLength: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &alpnData, &alpnLength)
+        let alpn = alpnData.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(alpnLength)), as: UTF8.self) }
+        var chain: [CertificateInfo] = []
+        if let stack = SSL_get_peer_cert_chain(ssl) {
+            for i in 0..<tincan_sk_X509_num(stack) {
+                if let cert = tincan_sk_X509_value(stack, i) { chain.append(CertificateInfo(cert)) }
+            }
+        }
+        if chain.isEmpty, let leaf = SSL_get1_peer_certificate(ssl) {
+            chain.append(CertificateInfo(leaf))
+            X509_free(leaf)
+        }
+        let settings = context.settings
+        let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure
+        return TLSInfo(protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
+                       peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK)
+    }
+
+    private func checkPins() throws(TLSError) {
+        let pins = context.settings.pinnedKeys
+        guard !pins.isEmpty else { return }
+        guard let leaf = SSL_get1_peer_certificate(ssl) else { throw .pinMismatch(actual: "(no certificate)") }
+        defer { X509_free(leaf) }
+        let actual = CertificateInfo(leaf).publicKeyPin
+        let actualHex = Base64.decodeToHex(actual)
+        let matches = pins.contains { pin in
+            let value = pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin
+            return value == actual || value.lowercased().replacingColons == actualHex
+        }
+        if !matches { throw .pinMismatch(actual: actual) }
+    }
+}
+
+extension Base64 {
+    /// Lowercase hex of a base64 string's bytes (pins may be given either way).
+    static func decodeToHex(_ text: String) -> String {
+        var bits = 0
+        var value = 0
+        var bytes: [UInt8] = []
+        for c in text.utf8 where c != UInt8(ascii: "=") {
+            guard let index = alphabet.firstIndex(of: c) else { return "" }
+            value = value << 6 | index
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8((value >> bits) & 0xFF))
+            }
+        }
+        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+}
+
+extension String {
+    var replacingColons: String { String(filter { $0 != ":" }) }
+}

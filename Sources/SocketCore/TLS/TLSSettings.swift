@@ -1,0 +1,78 @@
+/// How a TLS session is set up. Verification is on by default, against the system trust store.
+///
+/// ```swift
+/// var tls = TLSSettings(peerName: "example.org")
+/// tls.alpn = ["h2", "http/1.1"]
+/// socket.startTLS(tls)
+/// ```
+public struct TLSSettings: Sendable, Equatable {
+    /// The protocol versions tincan can ask for.
+    public enum Version: String, Sendable, Equatable, CaseIterable {
+        case tls1_2 = "1.2"
+        case tls1_3 = "1.3"
+    }
+
+    /// Client or server side of the handshake.
+    public var isServer = false
+    /// The name sent as SNI and checked against the certificate (a host name or IP address).
+    public var peerName: String?
+    /// Skip chain and name verification (`--insecure`). Pins are still checked.
+    public var insecure = false
+    /// Trust anchors instead of the system store: a PEM file and/or a hashed directory.
+    public var caFile: String?
+    public var caDirectory: String?
+    /// Our certificate chain and key (PEM): required for a server unless `ephemeral`, optional
+    /// for a client (mTLS).
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// ALPN protocols to offer (client) or accept (server), most preferred first.
+    public var alpn: [String] = []
+    public var minimumVersion: Version = .tls1_2
+    public var maximumVersion: Version?
+    /// An OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites are left at their defaults).
+    public var cipherList: String?
+    /// SHA-256 pins of the peer's public key (SubjectPublicKeyInfo), as hex or `sha256//BASE64`.
+    public var pinnedKeys: [String] = []
+    /// Server: ask for a client certificate and refuse the handshake without a valid one.
+    public var requireClientCertificate = false
+
+    public init(peerName: String? = nil) {
+        self.peerName = peerName
+    }
+
+    /// Settings for a server with this certificate and key (PEM files).
+    public static func server(certificateFile: String?, keyFile: String?) -> TLSSettings {
+        var settings = TLSSettings()
+        settings.isServer = true
+        settings.certificateFile = certificateFile
+        settings.keyFile = keyFile
+        return settings
+    }
+}
+
+/// Why a TLS session could not be set up, or ended badly.
+public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Settings that cannot work (a missing file, a bad key, an unknown cipher list).
+    case configuration(String)
+    /// The peer's certificate did not verify: OpenSSL's reason, e.g. "self-signed certificate".
+    case verificationFailed(String)
+    /// The peer's key matched none of the pins; its actual pin is given.
+    case pinMismatch(actual: String)
+    /// The handshake failed (protocol error, no shared cipher, alert from the peer...).
+    case handshakeFailed(String)
+    /// The peer closed the connection without close_notify: data may have been cut short.
+    case truncated
+    /// Any other failure in a TLS read or write.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let text): "TLS configuration: \(text)"
+        case .verificationFailed(let reason): "certificate verification failed: \(reason)"
+        case .pinMismatch(let actual): "the peer's public key matches no --pin (its pin is sha256//\(actual))"
+        case .handshakeFailed(let reason): "TLS handshake failed: \(reason)"
+        case .truncated: "the peer closed the TLS connection without close_notify (data may be truncated)"
+        case .failed(let reason): "TLS error: \(reason)"
+        }
+    }
+}
