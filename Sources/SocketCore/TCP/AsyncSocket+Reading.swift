@@ -33,6 +33,13 @@ extension AsyncSocket {
                     tag: tag, timeout: timeout, completion: nil)
     }
 
+    /// Reads what is available (at most `maxLength` bytes, if not 0) and calls `completion` on
+    /// the socket queue instead of telling the delegate.
+    public func readData(maxLength: Int = 0, timeout: Duration? = nil,
+                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+        enqueueRead(ReadRequest(kind: .available, maxLength: maxLength), tag: 0, timeout: timeout, completion: completion)
+    }
+
     /// The current read's tag and progress, or `nil` when no read is under way.
     public func progressOfRead() -> Progress? {
         sync {

@@ -20,7 +20,7 @@ struct WritePacket {
         /// Half-close: shutdown(SHUT_WR) once everything before it is written.
         case shutdownWrite
         /// The write side of a startTLS barrier: the handshake starts when both queues reach it.
-        case startTLS(TLSSettings)
+        case startTLS(TLSSettings, TLSContext?)
     }
 
     let kind: Kind

@@ -14,7 +14,12 @@ extension AsyncSocket {
     /// `timeout` bounds the handshake; when it runs out the socket disconnects with
     /// ``TLSError/handshakeFailed(_:)``.
     public func startTLS(_ settings: TLSSettings, timeout: Duration? = nil) {
-        enqueueTLSBarrier(settings, timeout: timeout, completion: nil)
+        enqueueTLSBarrier(settings, context: nil, timeout: timeout, completion: nil)
+    }
+
+    /// Like ``startTLS(_:timeout:)`` with a context built beforehand and shared.
+    public func startTLS(context: TLSContext, timeout: Duration? = nil) {
+        enqueueTLSBarrier(context.settings, context: context, timeout: timeout, completion: nil)
     }
 
     /// The async form of ``startTLS(_:)``: queues the barrier and returns what the handshake
@@ -26,10 +31,19 @@ extension AsyncSocket {
     /// ```
     public func secure(_ settings: TLSSettings, timeout: Duration? = nil) async throws(AsyncSocketError) -> TLSInfo {
         let result: Result<Void, AsyncSocketError> = await withCheckedContinuation { continuation in
-            enqueueTLSBarrier(settings, timeout: timeout) { continuation.resume(returning: $0) }
+            enqueueTLSBarrier(settings, context: nil, timeout: timeout) { continuation.resume(returning: $0) }
         }
         try result.get()
         return sync { tlsInfoStorage }!
+    }
+
+    /// Starts TLS and calls `completion` (on the socket queue) with what the handshake agreed
+    /// on, or why it failed (the socket is then disconnected).
+    public func startTLS(_ settings: TLSSettings, context: TLSContext? = nil, timeout: Duration? = nil,
+                         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void) {
+        enqueueTLSBarrier(settings, context: context, timeout: timeout) { [self] result in
+            completion(result.map { tlsInfoStorage! })
+        }
     }
 
     /// True once TLS is up.
@@ -38,7 +52,7 @@ extension AsyncSocket {
     /// What the TLS handshake agreed on, once secure.
     public var tlsInfo: TLSInfo? { sync { tlsInfoStorage } }
 
-    private func enqueueTLSBarrier(_ settings: TLSSettings, timeout: Duration?, completion: WriteCompletion?) {
+    private func enqueueTLSBarrier(_ settings: TLSSettings, context: TLSContext?, timeout: Duration?, completion: WriteCompletion?) {
         async { [self] in
             let open = (phase == .connecting || phase == .connected)
                 && !flags.contains(.forbidReadsWrites) && tlsSession == nil
@@ -49,7 +63,7 @@ extension AsyncSocket {
             }
             readQueue.append(ReadPacket(request: ReadRequest(kind: .available)!, tag: -1, timeout: nil, completion: nil, tls: settings))
             // The write side's timer bounds the wait for the barrier and the handshake.
-            writeQueue.append(WritePacket(kind: .startTLS(settings), tag: -1, timeout: timeout, completion: completion))
+            writeQueue.append(WritePacket(kind: .startTLS(settings, context), tag: -1, timeout: timeout, completion: completion))
             pumpReads()
             pumpWrites()
         }
@@ -62,10 +76,12 @@ extension AsyncSocket {
     func maybeStartTLS() {
         assertOnQueue()
         guard phase == .connected, tlsSession == nil, readsAtTLSBarrier,
-              let write = currentWrite, case .startTLS(let settings) = write.kind,
+              let write = currentWrite, case .startTLS(let settings, let prebuilt) = write.kind,
               let fd = connection?.fd else { return }
         do throws(TLSError) {
-            let session = try TLSSession(context: try TLSContext(settings), fd: fd)
+            let context: TLSContext
+            if let prebuilt { context = prebuilt } else { context = try TLSContext(settings) }
+            let session = try TLSSession(context: context, fd: fd)
             // Bytes read ahead in plaintext belong to the TLS stream.
             session.feed(preBuffer.readable)
             preBuffer.reset()

@@ -1,14 +1,21 @@
 import COpenSSL
 
-/// An OpenSSL `SSL_CTX` built from ``TLSSettings``. Immutable once built, so sessions on any
-/// queue may share it.
-final class TLSContext: @unchecked Sendable {
+/// An OpenSSL `SSL_CTX` built from ``TLSSettings``: files loaded and keys made once, shared by
+/// every session started with it (e.g. all the clients of one server). Immutable once built.
+///
+/// ```swift
+/// let context = try TLSContext(.server(certificateFile: nil, keyFile: nil))
+/// print(context.ephemeralFingerprint!)   // the self-signed certificate made for it
+/// accepted.startTLS(context: context)
+/// ```
+public final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
-    let settings: TLSSettings
+    /// The settings it was built from.
+    public let settings: TLSSettings
     /// For a server without a certificate: the SHA-256 fingerprint of the self-signed one made.
-    let ephemeralFingerprint: String?
+    public let ephemeralFingerprint: String?
 
-    init(_ settings: TLSSettings) throws(TLSError) {
+    public init(_ settings: TLSSettings) throws(TLSError) {
         self.settings = settings
         guard let context = SSL_CTX_new(settings.isServer ? TLS_server_method() : TLS_client_method()) else {
             throw .configuration("SSL_CTX_new: \(TLSContext.drainErrors())")

@@ -41,7 +41,7 @@ struct ConnectCommand {
         let fd = try Dialer(settings: settings).connect(
             target, source: args.value("source"), device: args.value("interface"), timeout: args.duration("connect-timeout"))
         defer { Syscall.close(fd) }
-        let relay = Relay(socket: fd, input: 0, output: 1, options: settings.relay)
+        let relay = Relay(transport: DescriptorTransport(fd: fd), input: 0, output: 1, options: settings.relay)
         let outcome = relay.run()
         try settings.conclude(outcome, relay: relay, peer: target.description, started: started)
     }

@@ -124,7 +124,7 @@ struct ListenCommand {
             return
         }
         let started = ContinuousClock.now
-        let relay = Relay(socket: fd, input: 0, output: 1, options: settings.relay)
+        let relay = Relay(transport: DescriptorTransport(fd: fd), input: 0, output: 1, options: settings.relay)
         try settings.conclude(relay.run(), relay: relay, peer: peer, started: started)
     }
 

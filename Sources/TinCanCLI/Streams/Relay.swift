@@ -39,7 +39,7 @@ final class Relay: @unchecked Sendable {
     /// After the peer's end of stream: how long stdin may stay quiet before the session ends.
     static let inputGrace: Duration = .milliseconds(500)
 
-    private let socket: Int32
+    private let transport: any Transport
     private let input: Int32?
     private let output: Int32
     private let options: Options
@@ -57,8 +57,8 @@ final class Relay: @unchecked Sendable {
     let bytesReceived = Atomic<Int>(0)
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
-    init(socket: Int32, input: Int32?, output: Int32, options: Options) {
-        self.socket = socket
+    init(transport: any Transport, input: Int32?, output: Int32, options: Options) {
+        self.transport = transport
         self.input = input
         self.output = output
         self.options = options
@@ -68,7 +68,6 @@ final class Relay: @unchecked Sendable {
 
     /// Runs until the relay ends; the caller then closes the socket.
     func run() -> Outcome {
-        try? Syscall.setNonBlocking(socket, false)
         DispatchQueue.global().async { self.networkToOutput() }
         if let input {
             DispatchQueue.global().async { self.inputToNetwork(input) }
@@ -81,7 +80,7 @@ final class Relay: @unchecked Sendable {
         let result = outcome.withLock { $0! }
         if result != .peerClosed && result != .outputClosed {
             // Stop the network side at a chunk boundary: whatever was received reaches stdout.
-            try? Syscall.shutdown(socket, .both)
+            transport.abort()
             _ = networkLoopDone.wait(timeout: .now() + .seconds(2))
         }
         options.progress?.finish()
@@ -107,10 +106,10 @@ final class Relay: @unchecked Sendable {
         defer { buffer.deallocate() }
         while true {
             let n: Int
-            do throws(SystemError) {
-                n = try Syscall.readWaiting(socket, into: buffer)
+            do throws(TransportError) {
+                n = try transport.receive(into: buffer)
             } catch {
-                finish(error.errno == ECONNRESET ? .failed("connection reset by peer") : .failed("receiving failed: \(error.lowercaseReason)"))
+                finish(.failed(error.reason))
                 return
             }
             if n == 0 {
@@ -160,12 +159,10 @@ final class Relay: @unchecked Sendable {
             options.hex?.dump(chunk, .sent)
             options.progress?.add(sent: chunk.count)
             bytesSent.add(chunk.count, ordering: .relaxed)
-            do throws(SystemError) {
-                try Syscall.writeAll(socket, chunk, isSocket: true)
+            do throws(TransportError) {
+                try transport.send(chunk)
             } catch {
-                let reason = error.errno == EPIPE || error.errno == ECONNRESET
-                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.lowercaseReason)"
-                finish(.failed(reason))
+                finish(.failed(error.reason))
                 return
             }
         }
@@ -173,7 +170,7 @@ final class Relay: @unchecked Sendable {
 
     private func endOfInput() {
         if options.halfClose {
-            try? Syscall.shutdown(socket, .write)
+            transport.closeWrite()
             options.trace?("end of input: sent end of stream (sent \(bytesSent.load(ordering: .relaxed)) bytes)")
         } else {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")
