@@ -83,6 +83,24 @@ final class ListenCommandTests: XCTestCase {
         XCTAssertEqual(Set(lines()), Set((0..<50).map { "client \($0)" }))
     }
 
+    func testExecAndShExecForOneConnection() throws {
+        let port = freePort()
+        let listener = try startListener(["--sh-exec", "read line; echo \"you said: $line\""], port: port)
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "hello\n")
+        XCTAssertEqual(r.out, "you said: hello\n")
+        XCTAssertEqual(listener.wait(), 0)
+
+        let port2 = freePort()
+        let exec = try startListener(["--exec", "/usr/bin/tr a-z A-Z"], port: port2)
+        let r2 = try Tool.run(["connect", "127.0.0.1", String(port2)], input: "shout\n")
+        XCTAssertEqual(r2.out, "SHOUT\n")
+        XCTAssertEqual(exec.wait(), 0)
+
+        let bad = try Tool.run(["listen", "--exec", "/no/such/program", "9"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.err.contains("'/no/such/program' is not an executable program"), bad.err)
+    }
+
     func testExecChildrenStartWithNoSignalBlocked() throws {
         // Children are spawned from dispatch threads, which block signals; they must not inherit that.
         let port = freePort()
