@@ -6,34 +6,46 @@ _tincan() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            connect|listen) cmd="${COMP_WORDS[i]}"; break ;;
+            connect|listen|tls) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "connect listen help -h --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "connect listen tls help -h --help --version" -- "$cur"))
         return
     fi
     case "$cmd" in
         connect)
             case "$prev" in
-                -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                -U|--unix|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
-                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof) return ;;
+                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
             ;;
         listen)
             case "$prev" in
-                -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                -U|--unix|--cert|--key|--ca) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
                 -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        tls)
+            case "$prev" in
+                --ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

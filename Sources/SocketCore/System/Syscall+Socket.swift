@@ -217,6 +217,16 @@ extension Syscall {
         }
     }
 
+    /// What a path names, for checking option values.
+    public enum FileKind: Sendable, Equatable { case missing, file, directory }
+
+    /// stat(2) a path, following links.
+    public static func fileKind(_ path: String) -> FileKind {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .missing }
+        return info.st_mode & S_IFMT == S_IFDIR ? .directory : .file
+    }
+
     /// What is at a path: nothing, a socket, or something else.
     public enum PathKind: Sendable { case missing, socket, other }
 

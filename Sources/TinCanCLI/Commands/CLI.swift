@@ -24,7 +24,7 @@ public enum CLI {
                 try Docs.write(to: directory)
             case .run(let parsed):
                 switch parsed.command.name {
-                case "connect": try ConnectCommand(parsed).run()
+                case "connect", "tls": try ConnectCommand(parsed).run()
                 case "listen": try ListenCommand(parsed).run()
                 default: throw CommandError("'\(parsed.command.name)' is not available yet", code: .usage)
                 }

@@ -2,11 +2,14 @@ import Dispatch
 import SocketCore
 import Synchronization
 
-/// `tincan connect HOST PORT | --unix PATH`: connect (Happy Eyeballs), then relay stdin/stdout.
+/// `tincan connect HOST PORT | --unix PATH` and `tincan tls HOST PORT`: connect (Happy
+/// Eyeballs), optionally secure the connection, then relay stdin/stdout.
 struct ConnectCommand {
     let args: ParsedArguments
     let settings: StreamSettings
     let target: Target
+    /// Set for `tls` and `connect --tls`.
+    let tls: TLSSettings?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -32,16 +35,46 @@ struct ConnectCommand {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
+        if name == "tls" || args.has("tls") {
+            let host: String
+            switch target {
+            case .tcp(let h, _): host = h
+            case .unix: host = args.value("servername") ?? "localhost"
+            }
+            tls = try TLSOptions.client(args, host: host)
+        } else {
+            for option in ["servername", "ca", "cert", "key", "alpn", "insecure", "pin", "show-cert"] where args.has(option) {
+                throw UsageError("--\(option) needs --tls", command: name)
+            }
+            tls = nil
+        }
     }
 
     func run() throws {
         let stop = Interruption.install {}
         defer { stop.cancel() }
         let started = ContinuousClock.now
-        let fd = try Dialer(settings: settings).connect(
+        let dialer = Dialer(settings: settings)
+        let socket = try dialer.open(
             target, source: args.value("source"), device: args.value("interface"), timeout: args.duration("connect-timeout"))
-        defer { Syscall.close(fd) }
-        let relay = Relay(transport: DescriptorTransport(fd: fd), input: 0, output: 1, options: settings.relay)
+        let transport: any Transport
+        if let tls {
+            defer { if args.has("show-cert") { socket.disconnect() } }
+            let budget = args.duration("connect-timeout").map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
+            let info = try TLSOptions.handshake(socket, tls, timeout: budget, peer: target.description)
+            if args.command.name == "tls" || settings.verbosity > 0 {
+                for line in TLSOptions.summary(info, settings: tls) { Console.error("tincan: " + line) }
+            }
+            if args.has("show-cert") {
+                Console.out(info.peerChain.map(\.pem).joined())
+                return
+            }
+            transport = SocketTransport(socket)
+        } else {
+            transport = DescriptorTransport(fd: try dialer.takeDescriptor(socket, peer: target.description))
+        }
+        defer { transport.abort() }
+        let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
         let outcome = relay.run()
         try settings.conclude(outcome, relay: relay, peer: target.description, started: started)
     }
@@ -51,7 +84,8 @@ struct ConnectCommand {
 struct Dialer {
     let settings: StreamSettings
 
-    func connect(_ target: Target, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
+    /// A connected socket (its delegate cleared), or the error to report.
+    func open(_ target: Target, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> AsyncSocket {
         let watcher = ConnectWatcher(settings: settings)
         let socket = AsyncSocket(delegate: watcher, delegateQueue: DispatchQueue(label: "tincan.connect"))
         socket.isIPv4Enabled = !settings.ipv6Only
@@ -77,18 +111,20 @@ struct Dialer {
             default: throw CommandError("connect to \(target.description) failed: \(error)")
             }
         }
-        // The relay works on its own descriptor; the socket's goes with it.
-        let fd: Int32
-        do throws(SystemError) {
-            fd = try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
-        } catch {
-            throw CommandError("connected to \(target.description), but: \(error)")
-        }
         settings.say("connected to \(socket.connectedAddress?.description ?? target.description)"
                      + (socket.localAddress.map { " from \($0)" } ?? ""))
         socket.setDelegate(nil, delegateQueue: nil)
-        socket.disconnect()
-        return fd
+        return socket
+    }
+
+    /// A descriptor of the socket's connection for the plain relay; the socket is closed.
+    func takeDescriptor(_ socket: AsyncSocket, peer: String) throws(CommandError) -> Int32 {
+        defer { socket.disconnect() }
+        do throws(SystemError) {
+            return try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
+        } catch {
+            throw CommandError("connected to \(peer), but: \(error)")
+        }
     }
 }
 

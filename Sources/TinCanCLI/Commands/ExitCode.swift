@@ -4,6 +4,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case failure = 1
     case usage = 2
     case timeout = 3
+    case tlsVerification = 4
 
     public var meaning: String {
         switch self {
@@ -11,6 +12,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .failure: "network or I/O failure: connection refused or reset, name not found, address in use"
         case .usage: "usage error: unknown option, missing or bad argument"
         case .timeout: "timeout: --connect-timeout or --idle-timeout ran out"
+        case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         }
     }
 }

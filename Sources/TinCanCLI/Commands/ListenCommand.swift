@@ -14,6 +14,8 @@ struct ListenCommand {
     let filter: PeerFilter
     let keepOpen: Bool
     let maxConnections: Int
+    /// Set with --tls.
+    let tls: TLSSettings?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -54,9 +56,32 @@ struct ListenCommand {
         }
         keepOpen = args.has("keep-open")
         maxConnections = args.integer("max-conns") ?? 1000
+        if args.has("tls") {
+            if program != nil {
+                throw UsageError("--exec and --sh-exec do not work with --tls yet (the program would see the encrypted bytes)", command: name)
+            }
+            tls = try TLSOptions.server(args)
+        } else {
+            for option in ["cert", "key", "ca", "require-client-cert"] where args.has(option) {
+                throw UsageError("--\(option) needs --tls", command: name)
+            }
+            tls = nil
+        }
     }
 
     func run() throws {
+        // TLS material is loaded (or a certificate made) once, for every connection.
+        var context: TLSContext?
+        if let tls {
+            do throws(TLSError) {
+                context = try TLSContext(tls)
+            } catch {
+                throw CommandError("\(error)", code: .usage)
+            }
+            if let fingerprint = context?.ephemeralFingerprint {
+                Console.error("tincan: no --cert: serving a self-signed certificate, SHA-256 \(fingerprint)")
+            }
+        }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
         // How connections are served is decided before the first one can arrive.
         let first = DispatchSemaphore(value: 0)
@@ -67,7 +92,22 @@ struct ListenCommand {
             gate.onConnection = { socket in reaper.spawn(program, on: socket) }
         } else if keepOpen {
             let hub = Broker(settings: settings, gate: gate)
-            gate.onConnection = { socket in hub.add(socket) }
+            if let context {
+                let settings = self.settings
+                gate.onConnection = { socket in
+                    let peer = socket.connectedAddress?.description ?? "a Unix peer"
+                    socket.startTLS(context.settings, context: context, timeout: .seconds(30)) { result in
+                        switch result {
+                        case .success: hub.add(socket)
+                        case .failure(let error):
+                            settings.say(TLSOptions.explain(error, peer: peer).message)
+                            gate.closed()
+                        }
+                    }
+                }
+            } else {
+                gate.onConnection = { socket in hub.add(socket) }
+            }
             broker = hub
         } else {
             gate.onConnection = { socket in
@@ -108,23 +148,28 @@ struct ListenCommand {
         listener.disconnect()
         let socket = accepted.withLock { $0! }
         let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "the peer"
-        let fd: Int32
-        do throws(SystemError) {
-            fd = try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
-        } catch {
-            throw CommandError("accepted \(peer), but: \(error)")
-        }
         socket.setDelegate(nil, delegateQueue: nil)
-        socket.disconnect()
-        defer { Syscall.close(fd) }
-        if let program {
-            let pid = try Reaper.start(program, socket: fd)
-            let status = Syscall.waitForChild(pid)?.status ?? 0
-            settings.say("\(program[0]) for \(peer) exited with status \(status)")
-            return
-        }
         let started = ContinuousClock.now
-        let relay = Relay(transport: DescriptorTransport(fd: fd), input: 0, output: 1, options: settings.relay)
+        let transport: any Transport
+        if let context {
+            let info = try TLSOptions.handshake(socket, context.settings, context: context, timeout: .seconds(30), peer: peer)
+            if settings.verbosity > 0 {
+                for line in TLSOptions.summary(info, settings: context.settings) { Console.error("tincan: " + line) }
+            }
+            transport = SocketTransport(socket)
+        } else {
+            let fd = try Dialer(settings: settings).takeDescriptor(socket, peer: peer)
+            if let program {
+                defer { Syscall.close(fd) }
+                let pid = try Reaper.start(program, socket: fd)
+                let status = Syscall.waitForChild(pid)?.status ?? 0
+                settings.say("\(program[0]) for \(peer) exited with status \(status)")
+                return
+            }
+            transport = DescriptorTransport(fd: fd)
+        }
+        defer { transport.abort() }
+        let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
         try settings.conclude(relay.run(), relay: relay, peer: peer, started: started)
     }
 

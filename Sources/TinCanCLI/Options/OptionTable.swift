@@ -27,6 +27,23 @@ public enum OptionTable {
             help: "Use a Unix domain socket at PATH (or @NAME, abstract) instead of TCP."),
     ]
 
+    /// TLS as a client: connect --tls and the tls command.
+    static let tlsClient: [OptionSpec] = [
+        OptionSpec("servername", value: .text, valueName: "NAME", default: "HOST",
+            help: "The name sent as SNI and checked against the certificate."),
+        OptionSpec("ca", value: .path, valueName: "FILE|DIR",
+            help: "Trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
+        OptionSpec("cert", value: .path, valueName: "FILE", help: "A client certificate chain (PEM), for servers that ask for one."),
+        OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
+        OptionSpec("alpn", value: .text, valueName: "LIST", help: "Offer these ALPN protocols, comma-separated (e.g. h2,http/1.1)."),
+        OptionSpec("insecure", help: "Do not verify the certificate chain or name (--pin is still checked)."),
+        OptionSpec("pin", value: .text, valueName: "sha256//BASE64", repeatable: true,
+            help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
+        OptionSpec("show-cert", help: "Print the server's certificate chain (PEM) on stdout and exit."),
+    ]
+
+    static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
+
     public static let connect = CommandSpec(
         name: "connect",
         summary: "connect to a TCP or Unix socket and pipe stdin/stdout over it",
@@ -50,9 +67,10 @@ public enum OptionTable {
                 help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
             OptionSpec("interface", value: .interface, valueName: "IF",
                 help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
-        ] + stream,
+        ] + stream + [tlsFlag] + tlsClient,
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
+            ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
             ("tincan connect -v -w 2s db.internal 5432 </dev/null", "Check that a port answers, showing each address tried."),
             ("tincan connect --unix /run/app.sock", "Talk to a Unix domain socket."),
             ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
@@ -85,16 +103,53 @@ public enum OptionTable {
                 help: "Run PROG with ARGS (split on spaces, no shell) for each connection, its stdin and stdout on the socket."),
             OptionSpec("sh-exec", short: "c", value: .command, valueName: "\"COMMAND\"",
                 help: "Run COMMAND with /bin/sh -c for each connection, its stdin and stdout on the socket."),
-        ] + stream,
+        ] + stream + [
+            OptionSpec("tls", help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
+            OptionSpec("cert", value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
+            OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
+            OptionSpec("ca", value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
+            OptionSpec("require-client-cert", help: "Accept only clients with a valid certificate (mutual TLS)."),
+        ],
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
             ("tincan listen -k --allow 127.0.0.0/8 127.0.0.1 8080", "A chat hub on loopback: stdin to every client, every client to stdout."),
             ("tincan listen --unix /tmp/app.sock", "Listen on a Unix domain socket."),
+            ("tincan listen -k --tls --cert server.pem --key server.key 8443", "A TLS hub for many clients."),
+        ])
+
+    public static let tls = CommandSpec(
+        name: "tls",
+        summary: "connect with TLS, show the session, and pipe stdin/stdout over it",
+        synopsis: ["[options] HOST PORT"],
+        description: """
+            Connects to HOST on PORT (Happy Eyeballs), performs a TLS handshake that verifies the \
+            certificate chain and name by default, prints a summary on stderr (protocol, cipher, \
+            ALPN, whether the certificate was verified, the chain), then pipes stdin and stdout \
+            over the session like connect. A failed verification ends with exit code 4; tincan \
+            never falls back to plaintext.
+            """,
+        positionals: [
+            PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
+            PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
+        ],
+        options: [help, verbose] + family + [
+            OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
+                help: "Give up connecting and handshaking after this long (exit code 3)."),
+            OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
+                help: "Connect from this local address and/or port."),
+            OptionSpec("interface", value: .interface, valueName: "IF",
+                help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
+        ] + stream.filter { $0.long != "unix" } + tlsClient,
+        examples: [
+            ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
+            ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
+            ("tincan tls --ca ca.pem --cert me.pem --key me.key internal.test 8443", "Mutual TLS with a private CA."),
+            ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
         ])
 
     /// Every subcommand, in the order help lists them.
-    public static let commands: [CommandSpec] = [connect, listen]
+    public static let commands: [CommandSpec] = [connect, listen, tls]
 
     /// Options accepted before a subcommand.
     public static let global: [OptionSpec] = [

@@ -1,0 +1,105 @@
+import Dispatch
+import SocketCore
+import Synchronization
+
+/// The command line's TLS options, the handshake, and how its outcome is told.
+enum TLSOptions {
+    /// Client settings: verified against the system store (or --ca) unless --insecure.
+    static func client(_ args: ParsedArguments, host: String) throws(UsageError) -> TLSSettings {
+        var settings = TLSSettings(peerName: args.value("servername") ?? host)
+        settings.insecure = args.has("insecure")
+        try trust(args, into: &settings)
+        try identity(args, into: &settings)
+        settings.alpn = args.list("alpn")
+        settings.pinnedKeys = args.list("pin")
+        for pin in settings.pinnedKeys {
+            let value = pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin
+            let isBase64 = value.count == 44 && value.hasSuffix("=")
+            let isHex = value.filter { $0 != ":" }.count == 64 && value.allSatisfy { $0.isHexDigit || $0 == ":" }
+            guard isBase64 || isHex else {
+                throw UsageError("bad --pin '\(pin)': give sha256//BASE64 (44 characters) or 64 hex digits", command: args.command.name)
+            }
+        }
+        return settings
+    }
+
+    /// Server settings for listen --tls.
+    static func server(_ args: ParsedArguments) throws(UsageError) -> TLSSettings {
+        var settings = TLSSettings.server(certificateFile: nil, keyFile: nil)
+        try identity(args, into: &settings)
+        settings.requireClientCertificate = args.has("require-client-cert")
+        if settings.requireClientCertificate { try trust(args, into: &settings) }
+        return settings
+    }
+
+    private static func trust(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
+        guard let ca = args.value("ca") else { return }
+        switch Syscall.fileKind(ca) {
+        case .directory: settings.caDirectory = ca
+        case .file: settings.caFile = ca
+        case .missing: throw UsageError("--ca \(ca): no such file or directory", command: args.command.name)
+        }
+    }
+
+    private static func identity(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
+        let name = args.command.name
+        if let cert = args.value("cert") {
+            guard Syscall.fileKind(cert) == .file else { throw UsageError("--cert \(cert): no such file", command: name) }
+            settings.certificateFile = cert
+        }
+        if let key = args.value("key") {
+            guard settings.certificateFile != nil else { throw UsageError("--key needs --cert", command: name) }
+            guard Syscall.fileKind(key) == .file else { throw UsageError("--key \(key): no such file", command: name) }
+            settings.keyFile = key
+        }
+    }
+
+    /// Runs the handshake on a connected socket and waits for it.
+    static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
+                          timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<TLSInfo, AsyncSocketError>?>(nil)
+        socket.startTLS(settings, context: context, timeout: timeout) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        switch outcome.withLock({ $0 })! {
+        case .success(let info): return info
+        case .failure(let error): throw explain(error, peer: peer)
+        }
+    }
+
+    /// One line, and the exit code, for a TLS failure.
+    static func explain(_ error: AsyncSocketError, peer: String) -> CommandError {
+        switch error {
+        case .tls(.verificationFailed(let reason)):
+            return CommandError("TLS with \(peer): certificate verification failed: \(reason) (trust its issuer with --ca FILE, or skip the check with --insecure)", code: .tlsVerification)
+        case .tls(.pinMismatch):
+            return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
+        case .tls(.handshakeFailed(let reason)) where reason.hasPrefix("timed out"):
+            return CommandError("TLS with \(peer): handshake \(reason)", code: .timeout)
+        default:
+            return CommandError("TLS with \(peer): \(error)")
+        }
+    }
+
+    /// The summary lines for stderr.
+    static func summary(_ info: TLSInfo, settings: TLSSettings) -> [String] {
+        var lines = ["\(info.protocolVersion), \(info.cipher)" + (info.alpn.map { ", ALPN \($0)" } ?? "")]
+        if info.verified {
+            lines.append("certificate verified" + (settings.peerName.map { " for \($0)" } ?? ""))
+        } else if !settings.isServer {
+            lines.append("certificate NOT verified (--insecure)" + (settings.pinnedKeys.isEmpty ? "" : "; public key pin matched"))
+        }
+        for (index, cert) in info.peerChain.enumerated() {
+            lines.append("\(index) subject \(cert.subject)")
+            lines.append("  issuer  \(cert.issuer)")
+            if !cert.alternativeNames.isEmpty { lines.append("  names   \(cert.alternativeNames.joined(separator: ", "))") }
+            lines.append("  valid   \(cert.notBefore) to \(cert.notAfter)")
+            lines.append("  sha256  \(cert.fingerprintSHA256)")
+            if index == 0 { lines.append("  pin     sha256//\(cert.publicKeyPin)") }
+        }
+        return lines
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `tincan tls`, `connect --tls` and `listen --tls` against openssl s_server / s_client.
+final class TLSCommandTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// `openssl s_server -rev` (answers each line reversed) with one of the fixture certificates.
+    private func server(_ cert: String = "server", extra: [String] = []) throws -> (Tool, UInt16) {
+        let port = freePort()
+        let tool = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
+                             "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra, program: "/usr/bin/openssl")
+        waitForListener(port: port)
+        return (tool, port)
+    }
+
+    func testVerifiedSessionSummaryAndData() throws {
+        let (s, port) = try server(extra: ["-alpn", "http/1.1"])
+        defer { s.stop() }
+        let r = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--alpn", "h2,http/1.1", "localhost", String(port)], input: "hello\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "olleh\n")
+        XCTAssertTrue(r.err.contains("tincan: TLSv1.3, "), r.err)
+        XCTAssertTrue(r.err.contains(", ALPN http/1.1"), r.err)
+        XCTAssertTrue(r.err.contains("tincan: certificate verified for localhost"), r.err)
+        XCTAssertTrue(r.err.contains("tincan: 0 subject CN=localhost"), r.err)
+        XCTAssertTrue(r.err.contains("tincan:   issuer  CN=tincan test CA"), r.err)
+        XCTAssertTrue(r.err.contains("tincan:   names   DNS:localhost, IP:127.0.0.1, IP:::1"), r.err)
+    }
+
+    func testVerificationFailuresExitWith4() throws {
+        let (selfSigned, p1) = try server("self")
+        defer { selfSigned.stop() }
+        let a = try Tool.run(["tls", "localhost", String(p1)], input: "")
+        XCTAssertEqual(a.status, 4)
+        XCTAssertEqual(a.err, "tincan: TLS with localhost:\(p1): certificate verification failed: self-signed certificate (trust its issuer with --ca FILE, or skip the check with --insecure)\n")
+        XCTAssertEqual(a.out, "", "nothing goes over an unverified connection")
+
+        let (good, p2) = try server()
+        defer { good.stop() }
+        let b = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--servername", "wrong.example", "127.0.0.1", String(p2)], input: "")
+        XCTAssertEqual(b.status, 4)
+        XCTAssertTrue(b.err.contains("hostname mismatch"), b.err)
+
+        let (expired, p3) = try server("expired")
+        defer { expired.stop() }
+        let c = try Tool.run(["connect", "--tls", "--ca", certs.path("ca.pem"), "localhost", String(p3)], input: "")
+        XCTAssertEqual(c.status, 4)
+        XCTAssertTrue(c.err.contains("certificate has expired"), c.err)
+    }
+
+    func testInsecureAndPins() throws {
+        let (s, port) = try server("self")
+        defer { s.stop() }
+        let insecure = try Tool.run(["tls", "--insecure", "localhost", String(port)], input: "abc\n")
+        XCTAssertEqual(insecure.status, 0, insecure.err)
+        XCTAssertEqual(insecure.out, "cba\n")
+        XCTAssertTrue(insecure.err.contains("certificate NOT verified (--insecure)"), insecure.err)
+        let pinLine = insecure.err.split(separator: "\n").first { $0.contains("  pin     sha256//") }
+        let pin = String(try XCTUnwrap(pinLine).split(separator: " ").last!)
+        let pinned = try Tool.run(["tls", "--insecure", "--pin", pin, "localhost", String(port)], input: "x\n")
+        XCTAssertEqual(pinned.status, 0, pinned.err)
+        let wrong = try Tool.run(["tls", "--insecure", "--pin", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "localhost", String(port)], input: "")
+        XCTAssertEqual(wrong.status, 4)
+        XCTAssertTrue(wrong.err.contains("matches no --pin (its pin is \(pin))"), wrong.err)
+        let bad = try Tool.run(["tls", "--pin", "nonsense", "localhost", String(port)])
+        XCTAssertEqual(bad.status, 2)
+    }
+
+    func testShowCertPrintsTheChain() throws {
+        let (s, port) = try server()
+        defer { s.stop() }
+        let r = try Tool.run(["tls", "--show-cert", "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("-----BEGIN CERTIFICATE-----\n"), r.out)
+        XCTAssertTrue(r.out.hasSuffix("-----END CERTIFICATE-----\n"), r.out)
+        let server = try String(contentsOfFile: certs.path("server.pem"), encoding: .utf8)
+        XCTAssertEqual(r.out, server)
+    }
+
+    func testTLSOptionsWithoutTLSAreRefused() throws {
+        let r = try Tool.run(["connect", "--insecure", "localhost", "1"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.err.contains("--insecure needs --tls"), r.err)
+        let l = try Tool.run(["listen", "--tls", "--exec", "/bin/cat", "1"])
+        XCTAssertEqual(l.status, 2)
+    }
+
+    private func client(port: UInt16, extra: [String] = [], input: String) throws -> Tool {
+        let tool = try Tool(["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-ign_eof"] + extra, program: "/usr/bin/openssl")
+        tool.send(input)
+        tool.closeInput()
+        return tool
+    }
+
+    func testListenTLSWithEphemeralCertificateAgainstSClient() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "-v", "--tls", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        waitForListener(port: port)
+        listener.send("pong\n")
+        listener.closeInput()
+        let c = try client(port: port, input: "ping\n")
+        XCTAssertEqual(c.wait(), 0)
+        XCTAssertEqual(c.stdoutText, "pong\n")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdoutText, "ping\n")
+        XCTAssertTrue(listener.stderrText.contains("tincan: no --cert: serving a self-signed certificate, SHA-256 "), listener.stderrText)
+    }
+
+    func testListenTLSRequiringClientCertificates() throws {
+        let port = freePort()
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-mtls-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let command = "exec \"$0\" listen -k -v --tls --cert '\(certs.path("server.pem"))' --key '\(certs.path("server.key"))' "
+            + "--require-client-cert --ca '\(certs.path("ca.pem"))' 127.0.0.1 \(port) > '\(output)'"
+        let listener = try Tool(["-c", command, Tool.tincan], program: "/bin/sh")
+        defer { listener.stop() }
+        waitForListener(port: port)
+        let refused = try client(port: port, extra: ["-CAfile", certs.path("ca.pem")], input: "no cert\n")
+        refused.wait()
+        XCTAssertEqual(refused.stdoutText, "")
+        let accepted = try client(port: port, extra: ["-CAfile", certs.path("ca.pem"), "-cert", certs.path("client.pem"),
+                                                      "-key", certs.path("client.key")], input: "with cert\n")
+        // The broker forwards the client's line to stdout once the handshake passed.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (try? String(contentsOfFile: output, encoding: .utf8)) != "with cert\n" && ContinuousClock.now < deadline { usleep(5_000) }
+        listener.signal(SIGTERM)
+        listener.wait()
+        accepted.wait()
+        XCTAssertEqual(try String(contentsOfFile: output, encoding: .utf8), "with cert\n")
+        XCTAssertTrue(listener.stderrText.contains("TLS with 127.0.0.1:"), listener.stderrText)
+    }
+
+    func testQuarterGibibyteThroughListenTLSAndTLS() throws {
+        let dir = "/dev/shm/tincan-tls-bulk-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = freePort()
+        let script = """
+            set -e
+            head -c 67108864 /dev/urandom > \(dir)/chunk
+            files="\(dir)/chunk \(dir)/chunk \(dir)/chunk \(dir)/chunk"
+            "$0" listen --tls 127.0.0.1 \(port) < /dev/null 2>/dev/null | sha256sum > \(dir)/received &
+            reader=$!
+            for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
+            cat $files | "$0" tls --insecure 127.0.0.1 \(port) 2>/dev/null
+            wait $reader
+            cat $files | sha256sum > \(dir)/sent
+            cmp \(dir)/sent \(dir)/received
+            """
+        let tool = try Tool(["-c", script, Tool.tincan], program: "/bin/sh")
+        tool.closeInput()
+        XCTAssertEqual(tool.wait(timeout: .seconds(240)), 0, tool.stderrText)
+    }
+}
