@@ -18,10 +18,11 @@ _tincan() {
             case "$prev" in
                 -U|--unix|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
                 -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -42,10 +43,11 @@ _tincan() {
             case "$prev" in
                 --ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
                 -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -31,6 +31,7 @@ complete -c tincan -n '__fish_seen_subcommand_from connect' -l alpn -r -d 'Offer
 complete -c tincan -n '__fish_seen_subcommand_from connect' -l insecure -d 'Do not verify the certificate chain or name (--pin is still checked).'
 complete -c tincan -n '__fish_seen_subcommand_from connect' -l pin -r -d 'Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin.'
 complete -c tincan -n '__fish_seen_subcommand_from connect' -l show-cert -d 'Print the server\'s certificate chain (PEM) on stdout and exit.'
+complete -c tincan -n '__fish_seen_subcommand_from connect' -l starttls -r -a 'smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc' -d 'Speak PROTO\'s plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5.'
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l help -s h -d 'Show this help and exit.'
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l verbose -s v -d 'Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program\'s exit.'
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l ipv4 -s 4 -d 'Use IPv4 only.'
@@ -76,3 +77,4 @@ complete -c tincan -n '__fish_seen_subcommand_from tls' -l alpn -r -d 'Offer the
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l insecure -d 'Do not verify the certificate chain or name (--pin is still checked).'
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l pin -r -d 'Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin.'
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l show-cert -d 'Print the server\'s certificate chain (PEM) on stdout and exit.'
+complete -c tincan -n '__fish_seen_subcommand_from tls' -l starttls -r -a 'smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc' -d 'Speak PROTO\'s plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5.'

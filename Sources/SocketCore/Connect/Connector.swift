@@ -28,6 +28,9 @@ final class Connector: @unchecked Sendable {
     private var attemptTimer: DispatchSourceTimer?
     private var inputs: [HappyEyeballs.Input] = []
     private var handling = false
+    /// The outcome, reported once every action of the step that produced it has run (so the
+    /// losers' "abandoned" events come before the winner is announced).
+    private var outcome: Outcome?
 
     init(
         queue: DispatchQueue, host: String, port: UInt16, configuration: HappyEyeballs.Configuration,
@@ -60,6 +63,10 @@ final class Connector: @unchecked Sendable {
             for action in machine.handle(next, now: ContinuousClock.now - started) { perform(action) }
         }
         handling = false
+        if let outcome {
+            self.outcome = nil
+            onDone(outcome)
+        }
     }
 
     private func perform(_ action: HappyEyeballs.Action) {
@@ -92,10 +99,10 @@ final class Connector: @unchecked Sendable {
             guard let attempt = attempts.removeValue(forKey: id), let fd = attempt.fd else { return }
             onEvent(ConnectAttemptEvent(address: address, kind: .connected, elapsed: .now - attempt.started))
             attempt.close(keepingDescriptor: true)
-            onDone(.success((fd, address)))
+            outcome = .success((fd, address))
         case .failed(let failure):
             cancelTimers()
-            onDone(.failure(failure))
+            outcome = .failure(failure)
         }
     }
 

@@ -40,6 +40,18 @@ extension AsyncSocket {
         enqueueRead(ReadRequest(kind: .available, maxLength: maxLength), tag: 0, timeout: timeout, completion: completion)
     }
 
+    /// Reads up to and including `separator` and calls `completion` on the socket queue.
+    public func readData(toSeparator separator: [UInt8], maxLength: Int = 0, timeout: Duration? = nil,
+                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+        enqueueRead(ReadRequest(kind: .separator(separator), maxLength: maxLength), tag: 0, timeout: timeout, completion: completion)
+    }
+
+    /// Reads exactly `length` bytes and calls `completion` on the socket queue.
+    public func readData(toLength length: Int, timeout: Duration? = nil,
+                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+        enqueueRead(ReadRequest(kind: .length(length)), tag: 0, timeout: timeout, completion: completion)
+    }
+
     /// The current read's tag and progress, or `nil` when no read is under way.
     public func progressOfRead() -> Progress? {
         sync {

@@ -26,6 +26,9 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     case system(SystemError)
     /// TLS could not be set up, or failed.
     case tls(TLSError)
+    /// The server did not offer STARTTLS or refused it (its words quoted); nothing went on in
+    /// plaintext.
+    case startTLSRefused(String)
 
     public var description: String {
         switch self {
@@ -41,6 +44,7 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .disconnected: "the socket was disconnected"
         case .system(let error): error.description
         case .tls(let error): error.description
+        case .startTLSRefused(let reason): "STARTTLS failed: \(reason)"
         }
     }
 }

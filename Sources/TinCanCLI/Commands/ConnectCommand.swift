@@ -43,7 +43,7 @@ struct ConnectCommand {
             }
             tls = try TLSOptions.client(args, host: host)
         } else {
-            for option in ["servername", "ca", "cert", "key", "alpn", "insecure", "pin", "show-cert"] where args.has(option) {
+            for option in ["servername", "ca", "cert", "key", "alpn", "insecure", "pin", "show-cert", "starttls"] where args.has(option) {
                 throw UsageError("--\(option) needs --tls", command: name)
             }
             tls = nil
@@ -61,7 +61,8 @@ struct ConnectCommand {
         if let tls {
             defer { if args.has("show-cert") { socket.disconnect() } }
             let budget = args.duration("connect-timeout").map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
-            let info = try TLSOptions.handshake(socket, tls, timeout: budget, peer: target.description)
+            let info = try TLSOptions.handshake(socket, tls, starttls: args.value("starttls").flatMap(StartTLSDialogue.Kind.init),
+                                                timeout: budget, peer: target.description)
             if args.command.name == "tls" || settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: tls) { Console.error("tincan: " + line) }
             }

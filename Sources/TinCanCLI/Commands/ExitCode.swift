@@ -5,6 +5,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case usage = 2
     case timeout = 3
     case tlsVerification = 4
+    case startTLSRefused = 5
 
     public var meaning: String {
         switch self {
@@ -13,6 +14,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .usage: "usage error: unknown option, missing or bad argument"
         case .timeout: "timeout: --connect-timeout or --idle-timeout ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
+        case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
         }
     }
 }

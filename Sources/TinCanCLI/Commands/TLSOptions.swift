@@ -56,12 +56,18 @@ enum TLSOptions {
 
     /// Runs the handshake on a connected socket and waits for it.
     static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
-                          timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
+                          starttls: StartTLSDialogue.Kind? = nil, timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<TLSInfo, AsyncSocketError>?>(nil)
-        socket.startTLS(settings, context: context, timeout: timeout) { result in
+        let finished: @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void = { result in
             outcome.withLock { $0 = result }
             done.signal()
+        }
+        if let starttls {
+            socket.negotiateStartTLS(starttls, host: settings.peerName ?? "localhost", settings: settings,
+                                     timeout: timeout, completion: finished)
+        } else {
+            socket.startTLS(settings, context: context, timeout: timeout, completion: finished)
         }
         done.wait()
         switch outcome.withLock({ $0 })! {
@@ -77,6 +83,8 @@ enum TLSOptions {
             return CommandError("TLS with \(peer): certificate verification failed: \(reason) (trust its issuer with --ca FILE, or skip the check with --insecure)", code: .tlsVerification)
         case .tls(.pinMismatch):
             return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
+        case .startTLSRefused(let reason):
+            return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeFailed(let reason)) where reason.hasPrefix("timed out"):
             return CommandError("TLS with \(peer): handshake \(reason)", code: .timeout)
         default:

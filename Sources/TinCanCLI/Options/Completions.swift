@@ -24,7 +24,16 @@ public enum Completions {
             if !interfaces.isEmpty { t += "                " + interfaces.joined(separator: "|") + ") COMPREPLY=($(compgen -W \"$(ls /sys/class/net 2>/dev/null)\" -- \"$cur\")); return ;;\n" }
             let commands = c.options.filter { $0.value == .command }.flatMap(names)
             if !commands.isEmpty { t += "                " + commands.joined(separator: "|") + ") COMPREPLY=($(compgen -c -- \"$cur\")); return ;;\n" }
-            let others = c.options.filter { $0.value != nil && ![.path, .interface, .command].contains($0.value!) }.flatMap(names)
+            for o in c.options {
+                if case .choice(let words) = o.value {
+                    t += "                " + names(o).joined(separator: "|") + ") COMPREPLY=($(compgen -W \"" + words.joined(separator: " ") + "\" -- \"$cur\")); return ;;\n"
+                }
+            }
+            let others = c.options.filter { o in
+                guard let v = o.value else { return false }
+                if case .choice = v { return false }
+                return ![.path, .interface, .command].contains(v)
+            }.flatMap(names)
             if !others.isEmpty { t += "                " + others.joined(separator: "|") + ") return ;;\n" }
             t += "            esac\n"
             t += "            if [[ \"$cur\" == -* ]]; then\n                COMPREPLY=($(compgen -W \"" + c.options.flatMap(names).joined(separator: " ") + "\" -- \"$cur\"))\n"
@@ -52,6 +61,7 @@ public enum Completions {
                     case .path: action = ":\(zshEscape(o.valueName)):_files"
                     case .interface: action = ":\(zshEscape(o.valueName)):_net_interfaces"
                     case .command: action = ":\(zshEscape(o.valueName)):_command_names"
+                    case .choice(let words): action = ":\(zshEscape(o.valueName)):(\(words.joined(separator: " ")))"
                     default: action = ":\(zshEscape(o.valueName)):"
                     }
                 }
@@ -94,6 +104,7 @@ public enum Completions {
                     case .path: line += " -F"
                     case .interface: line += " -a '(__fish_print_interfaces)'"
                     case .command: line += " -a '(__fish_complete_command)'"
+                    case .choice(let words): line += " -a '\(words.joined(separator: " "))'"
                     default: break
                     }
                 }

@@ -16,6 +16,8 @@ public enum ValueKind: Sendable, Equatable {
     case cidrList
     /// A command line.
     case command
+    /// One of a fixed set of words.
+    case choice([String])
 }
 
 /// One option in the table. Help, man pages and completions are generated from these.

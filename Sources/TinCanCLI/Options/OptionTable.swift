@@ -1,3 +1,5 @@
+import SocketCore
+
 /// The one table of tincan's subcommands and options. Parsing, `--help`, `tincan help CMD`, the
 /// man pages and the shell completions all come from here, so they cannot drift apart.
 public enum OptionTable {
@@ -40,6 +42,8 @@ public enum OptionTable {
         OptionSpec("pin", value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
         OptionSpec("show-cert", help: "Print the server's certificate chain (PEM) on stdout and exit."),
+        OptionSpec("starttls", value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
+            help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
 
     static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
@@ -146,6 +150,7 @@ public enum OptionTable {
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
             ("tincan tls --ca ca.pem --cert me.pem --key me.key internal.test 8443", "Mutual TLS with a private CA."),
             ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
+            ("tincan tls --starttls smtp mail.example 587", "Upgrade an SMTP session, then type SMTP over TLS."),
         ])
 
     /// Every subcommand, in the order help lists them.

@@ -150,6 +150,11 @@ public enum Parser {
                     throw UsageError("\(name): \(error.description)", command: spec.name)
                 }
             }
+        case .choice(let words):
+            guard words.contains(value) else {
+                let hint = closest(to: value, among: words).map { "; did you mean '\($0)'?" } ?? ""
+                throw UsageError("\(name) must be one of \(words.joined(separator: ", ")), not '\(value)'\(hint)", command: spec.name)
+            }
         case .text, .path, .interface, .address, .command:
             guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
         }
@@ -206,7 +211,7 @@ public enum Parser {
         guard let (best, distance) = scored else { return nil }
         let prefixMatch = candidates.filter { $0.hasPrefix(word) }
         if prefixMatch.count == 1, word.count >= 2 { return prefixMatch[0] }
-        return distance <= max(1, min(3, best.count / 3)) ? best : nil
+        return distance <= max(1, min(3, (best.count + 2) / 3)) ? best : nil
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {
