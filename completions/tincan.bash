@@ -31,10 +31,10 @@ _tincan() {
             case "$prev" in
                 -U|--unix|--cert|--key|--ca) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof) return ;;
+                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof|--alpn) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

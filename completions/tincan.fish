@@ -55,6 +55,7 @@ complete -c tincan -n '__fish_seen_subcommand_from listen' -l cert -r -F -d 'The
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l key -r -F -d 'The private key of --cert (PEM). Default: read from the --cert file.'
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l ca -r -F -d 'With --require-client-cert: the CAs client certificates must chain to.'
 complete -c tincan -n '__fish_seen_subcommand_from listen' -l require-client-cert -d 'Accept only clients with a valid certificate (mutual TLS).'
+complete -c tincan -n '__fish_seen_subcommand_from listen' -l alpn -r -d 'Accept these ALPN protocols, comma-separated, in the order of preference.'
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l help -s h -d 'Show this help and exit.'
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l verbose -s v -d 'Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program\'s exit.'
 complete -c tincan -n '__fish_seen_subcommand_from tls' -l ipv4 -s 4 -d 'Use IPv4 only.'

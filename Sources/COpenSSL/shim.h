@@ -53,6 +53,25 @@ static inline unsigned long tincan_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC225
 
 static inline long tincan_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
 
+/// Server-side ALPN: picks the first of the client's protocols that is in `protocols` (wire
+/// format: length-prefixed names), which must outlive the context.
+static int tincan_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                              const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl;
+    const unsigned char *protocols = (const unsigned char *)arg;
+    unsigned int length = protocols[0] | (protocols[1] << 8);
+    unsigned char *selected = NULL;
+    if (SSL_select_next_proto(&selected, outlen, protocols + 2, length, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+/// `protocols`: a 2-byte little-endian length, then the wire-format list.
+static inline void tincan_SSL_CTX_set_server_alpn(SSL_CTX *ctx, const unsigned char *protocols) {
+    SSL_CTX_set_alpn_select_cb(ctx, tincan_alpn_select, (void *)protocols);
+}
+
 static inline long tincan_SSL_CTX_set_options(SSL_CTX *ctx, uint64_t options) { return (long)SSL_CTX_set_options(ctx, options); }
 
 #endif

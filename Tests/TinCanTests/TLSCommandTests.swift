@@ -109,6 +109,18 @@ final class TLSCommandTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("tincan: no --cert: serving a self-signed certificate, SHA-256 "), listener.stderrText)
     }
 
+    func testListenTLSAcceptsALPN() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "-v", "--tls", "--alpn", "h2,http/1.1", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        waitForListener(port: port)
+        listener.closeInput()
+        let c = try client(port: port, extra: ["-alpn", "http/1.1,spdy/1"], input: "x\n")
+        XCTAssertEqual(c.wait(), 0)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains(", ALPN http/1.1"), listener.stderrText)
+    }
+
     func testListenTLSRequiringClientCertificates() throws {
         let port = freePort()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-mtls-\(getpid())").path

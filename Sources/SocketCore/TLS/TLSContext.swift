@@ -14,6 +14,8 @@ public final class TLSContext: @unchecked Sendable {
     public let settings: TLSSettings
     /// For a server without a certificate: the SHA-256 fingerprint of the self-signed one made.
     public let ephemeralFingerprint: String?
+    /// A server's ALPN list, kept alive for OpenSSL's selection callback.
+    private let serverALPN: UnsafeMutableBufferPointer<UInt8>?
 
     public init(_ settings: TLSSettings) throws(TLSError) {
         self.settings = settings
@@ -29,9 +31,21 @@ public final class TLSContext: @unchecked Sendable {
             throw error
         }
         ephemeralFingerprint = fingerprint
+        if settings.isServer && !settings.alpn.isEmpty {
+            let wire = settings.alpn.flatMap { [UInt8(truncatingIfNeeded: $0.utf8.count)] + Array($0.utf8) }
+            let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: wire.count + 2)
+            _ = buffer.initialize(from: [UInt8(wire.count & 0xFF), UInt8(wire.count >> 8)] + wire)
+            tincan_SSL_CTX_set_server_alpn(context, buffer.baseAddress)
+            serverALPN = buffer
+        } else {
+            serverALPN = nil
+        }
     }
 
-    deinit { SSL_CTX_free(context) }
+    deinit {
+        SSL_CTX_free(context)
+        serverALPN?.deallocate()  // after the context: its callback may read it until then
+    }
 
     private static func configure(_ ctx: OpaquePointer, _ s: TLSSettings, fingerprint: inout String?) throws(TLSError) {
         _ = tincan_SSL_CTX_set_min_proto_version(ctx, s.minimumVersion.protocolNumber)

@@ -62,7 +62,7 @@ struct ListenCommand {
             }
             tls = try TLSOptions.server(args)
         } else {
-            for option in ["cert", "key", "ca", "require-client-cert"] where args.has(option) {
+            for option in ["cert", "key", "ca", "require-client-cert", "alpn"] where args.has(option) {
                 throw UsageError("--\(option) needs --tls", command: name)
             }
             tls = nil

@@ -28,6 +28,7 @@ enum TLSOptions {
         var settings = TLSSettings.server(certificateFile: nil, keyFile: nil)
         try identity(args, into: &settings)
         settings.requireClientCertificate = args.has("require-client-cert")
+        settings.alpn = args.list("alpn")
         if settings.requireClientCertificate { try trust(args, into: &settings) }
         return settings
     }

@@ -113,6 +113,7 @@ public enum OptionTable {
             OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
             OptionSpec("ca", value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
             OptionSpec("require-client-cert", help: "Accept only clients with a valid certificate (mutual TLS)."),
+            OptionSpec("alpn", value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
         ],
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
