@@ -133,6 +133,27 @@ final class TLSTests: XCTestCase {
         XCTAssertEqual(failure5, .pinMismatch(actual: pin))
     }
 
+    func testVersionsAndCipherList() async throws {
+        let (server, port) = try startServer()
+        defer { stopProcess(server) }
+        var tls12 = verifying()
+        tls12.maximumVersion = .tls1_2
+        tls12.cipherList = "ECDHE-ECDSA-AES128-GCM-SHA256"
+        let a = try await connectTLS(port: port, tls12)
+        XCTAssertEqual(a.tlsInfo?.protocolVersion, "TLSv1.2")
+        XCTAssertEqual(a.tlsInfo?.cipher, "ECDHE-ECDSA-AES128-GCM-SHA256")
+        a.disconnect()
+        var tls13 = verifying()
+        tls13.minimumVersion = .tls1_3
+        let b = try await connectTLS(port: port, tls13)
+        XCTAssertEqual(b.tlsInfo?.protocolVersion, "TLSv1.3")
+        b.disconnect()
+        var bad = verifying()
+        bad.cipherList = "NO-SUCH-CIPHER"
+        let failure = await expectFailure(port: port, bad)
+        XCTAssertEqual(failure, .configuration("no usable cipher in 'NO-SUCH-CIPHER'"))
+    }
+
     func testALPN() async throws {
         let (server, port) = try startServer(extra: ["-alpn", "h2,http/1.1"])
         defer { stopProcess(server) }
