@@ -1,5 +1,8 @@
 import Foundation
 
+/// Where this process keeps its fixtures; removed when the process exits.
+private let fixturesRoot = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-certs-\(getpid())").path
+
 /// Certificates for TLS tests, made once per test process with the openssl CLI in a temporary
 /// directory: a CA, a server certificate for localhost/127.0.0.1/::1, a client certificate, an
 /// expired one and a self-signed one.
@@ -11,8 +14,10 @@ public final class TLSFixtures: Sendable {
     public func path(_ name: String) -> String { "\(directory)/\(name)" }
 
     private init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-certs-\(getpid())").path
+        directory = fixturesRoot
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // A static is never deinitialised: clean up when the test process exits.
+        atexit { try? FileManager.default.removeItem(atPath: fixturesRoot) }
         let script = """
             set -e
             cd '\(directory)'
@@ -37,6 +42,4 @@ public final class TLSFixtures: Sendable {
         try? process.run()
         process.waitUntilExit()
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
