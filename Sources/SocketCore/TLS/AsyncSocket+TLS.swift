@@ -145,15 +145,21 @@ extension AsyncSocket {
     }
 
     /// Decrypts into the pre-buffer: bytes added, 0 at the peer's end (close_notify, or a TCP
-    /// end of stream, which is reported as truncation), nil when nothing is ready yet.
+    /// end of stream, which is reported as truncation), nil when nothing is ready yet. Drains
+    /// the records OpenSSL already holds (up to a chunk) rather than one 16 KiB record per call.
     func receiveSecure() throws(TLSError) -> Int? {
         guard let session = tlsSession else { return nil }
+        var total = 0
         while true {
-            let space = preBuffer.writableSpace(minimum: AsyncSocket.readChunk)
+            let space = preBuffer.writableSpace(minimum: 16 * 1024)
             if let n = try session.read(into: space) {
+                if n == 0 { return total }  // close_notify: data first; the end is seen next call
                 preBuffer.didWrite(n)
-                return n
+                total += n
+                if total >= AsyncSocket.readChunk { return total }
+                continue
             }
+            if total > 0 { return total }
             guard receiveCiphertext() else { return nil }
         }
     }
