@@ -20,18 +20,7 @@ final class BulkTransferTests: XCTestCase {
         let receiver = Task { () throws -> (Int, String) in
             var iterator = listener.connections().makeAsyncIterator()
             guard let connection = try await iterator.next() else { throw AsyncSocketError.disconnected }
-            let hash = SHA256()
-            var received = 0
-            while true {
-                do {
-                    let bytes = try await connection.read(timeout: .seconds(30))
-                    hash.update(bytes)
-                    received += bytes.count
-                } catch AsyncSocketError.closedByPeer {
-                    break
-                }
-            }
-            return (received, hash.finish())
+            return try await receiveAll(connection)
         }
 
         let sender = AsyncSocket()

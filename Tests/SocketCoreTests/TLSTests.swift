@@ -307,18 +307,7 @@ final class TLSTests: XCTestCase {
             var it = listener.connections().makeAsyncIterator()
             let c = try await it.next()!
             _ = try await c.secure(.server(certificateFile: nil, keyFile: nil))
-            let hash = SHA256()
-            var count = 0
-            while true {
-                do {
-                    let bytes = try await c.read(timeout: .seconds(30))
-                    hash.update(bytes)
-                    count += bytes.count
-                } catch AsyncSocketError.closedByPeer {
-                    break
-                }
-            }
-            return (count, hash.finish())
+            return try await receiveAll(c)
         }
         var settings = TLSSettings(peerName: "localhost")
         settings.insecure = true

@@ -48,6 +48,21 @@ public enum OptionTable {
 
     static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
 
+    /// How a client reaches its server: connect and tls.
+    static let dialing: [OptionSpec] = [
+        OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
+            help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3)."),
+        OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
+            help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
+        OptionSpec("interface", value: .interface, valueName: "IF",
+            help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
+    ]
+
+    static let hostAndPort: [PositionalSpec] = [
+        PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
+        PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
+    ]
+
     public static let connect = CommandSpec(
         name: "connect",
         summary: "connect to a TCP or Unix socket and pipe stdin/stdout over it",
@@ -60,18 +75,8 @@ public enum OptionTable {
             the peer closes first, tincan still sends what stdin has, and ends once stdin is quiet \
             for half a second.
             """,
-        positionals: [
-            PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
-            PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
-        ],
-        options: [help, verbose] + family + [
-            OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
-                help: "Give up connecting after this long, lookups included (exit code 3)."),
-            OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
-                help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
-            OptionSpec("interface", value: .interface, valueName: "IF",
-                help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
-        ] + stream + [tlsFlag] + tlsClient,
+        positionals: hostAndPort,
+        options: [help, verbose] + family + dialing + stream + [tlsFlag] + tlsClient,
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
             ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
@@ -134,18 +139,8 @@ public enum OptionTable {
             over the session like connect. A failed verification ends with exit code 4; tincan \
             never falls back to plaintext.
             """,
-        positionals: [
-            PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
-            PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
-        ],
-        options: [help, verbose] + family + [
-            OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
-                help: "Give up connecting and handshaking after this long (exit code 3)."),
-            OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
-                help: "Connect from this local address and/or port."),
-            OptionSpec("interface", value: .interface, valueName: "IF",
-                help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
-        ] + stream.filter { $0.long != "unix" } + tlsClient,
+        positionals: hostAndPort,
+        options: [help, verbose] + family + dialing + stream.filter { $0.long != "unix" } + tlsClient,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),

@@ -40,9 +40,13 @@ func freeLocalPort() throws -> UInt16 {
     return probe.localPort
 }
 
-/// Open descriptors of this process.
+/// Open socket descriptors of this process (dispatch's own eventfd/timerfd/epoll descriptors,
+/// created lazily, are not counted: they are not ours to leak).
 func openDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.filter { name in
+        ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)")) ?? "").hasPrefix("socket:")
+    }.count
 }
 
 /// `count` bytes of a pattern in which every 4093-byte block starts with its own index, so lost,

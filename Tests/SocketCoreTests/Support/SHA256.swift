@@ -1,4 +1,5 @@
 import COpenSSL
+import SocketCore
 
 /// Incremental SHA-256 through the system OpenSSL, for checking bulk transfers end to end.
 final class SHA256 {
@@ -17,5 +18,22 @@ final class SHA256 {
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
         return digest.prefix(Int(length)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+}
+
+/// Reads `connection` until the peer closes: how many bytes arrived and their SHA-256.
+func receiveAll(_ connection: AsyncSocket) async throws(AsyncSocketError) -> (count: Int, digest: String) {
+    let hash = SHA256()
+    var count = 0
+    while true {
+        let bytes: [UInt8]
+        do throws(AsyncSocketError) {
+            bytes = try await connection.read(timeout: .seconds(30))
+        } catch {
+            guard error == .closedByPeer else { throw error }
+            return (count, hash.finish())
+        }
+        hash.update(bytes)
+        count += bytes.count
     }
 }
