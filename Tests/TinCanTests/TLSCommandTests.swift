@@ -83,8 +83,25 @@ final class TLSCommandTests: XCTestCase {
         let r = try Tool.run(["connect", "--insecure", "localhost", "1"])
         XCTAssertEqual(r.status, 2)
         XCTAssertTrue(r.err.contains("--insecure needs --tls"), r.err)
-        let l = try Tool.run(["listen", "--tls", "--exec", "/bin/cat", "1"])
-        XCTAssertEqual(l.status, 2)
+    }
+
+    func testListenTLSExecRunsAProgramPerClient() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "-k", "--tls", "--sh-exec", "tr a-z A-Z", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        waitForListener(port: port)
+        for word in ["first", "second"] {
+            let r = try Tool.run(["tls", "--insecure", "127.0.0.1", String(port)], input: "\(word)\n")
+            XCTAssertEqual(r.status, 0, r.err)
+            XCTAssertEqual(r.out, word.uppercased() + "\n")
+        }
+        // One connection, --exec without a shell.
+        let port2 = freePort()
+        let single = try Tool(["listen", "--tls", "--exec", "/bin/cat", "127.0.0.1", String(port2)])
+        waitForListener(port: port2)
+        let r = try Tool.run(["tls", "--insecure", "127.0.0.1", String(port2)], input: "echo over tls\n")
+        XCTAssertEqual(r.out, "echo over tls\n", r.err)
+        XCTAssertEqual(single.wait(), 0, single.stderrText)
     }
 
     private func client(port: UInt16, extra: [String] = [], input: String) throws -> Tool {

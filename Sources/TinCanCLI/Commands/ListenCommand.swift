@@ -57,9 +57,6 @@ struct ListenCommand {
         keepOpen = args.has("keep-open")
         maxConnections = args.integer("max-conns") ?? 1000
         if args.has("tls") {
-            if program != nil {
-                throw UsageError("--exec and --sh-exec do not work with --tls yet (the program would see the encrypted bytes)", command: name)
-            }
             tls = try TLSOptions.server(args)
         } else {
             for option in ["cert", "key", "ca", "require-client-cert", "alpn"] where args.has(option) {
@@ -87,7 +84,28 @@ struct ListenCommand {
         let first = DispatchSemaphore(value: 0)
         let accepted = Mutex<AsyncSocket?>(nil)
         var broker: Broker?
-        if keepOpen, let program {
+        if keepOpen, let program, let context {
+            // Each connection: TLS, then its program on pipes, on a thread of its own.
+            let settings = self.settings
+            gate.onConnection = { socket in
+                let peer = socket.connectedAddress?.description ?? "a Unix peer"
+                socket.startTLS(context.settings, context: context, timeout: .seconds(30)) { result in
+                    guard case .success = result else {
+                        if case .failure(let error) = result { settings.say(TLSOptions.explain(error, peer: peer).message) }
+                        gate.closed()
+                        return
+                    }
+                    DispatchQueue.global().async {
+                        defer { gate.closed() }
+                        do {
+                            try ListenCommand.serveProgram(program, over: socket, settings: settings, peer: peer)
+                        } catch {
+                            settings.say("\(peer): \(error)")
+                        }
+                    }
+                }
+            }
+        } else if keepOpen, let program {
             let reaper = Reaper(gate: gate, settings: settings)
             gate.onConnection = { socket in reaper.spawn(program, on: socket) }
         } else if keepOpen {
@@ -156,6 +174,10 @@ struct ListenCommand {
             if settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: context.settings) { Console.error("tincan: " + line) }
             }
+            if let program {
+                try ListenCommand.serveProgram(program, over: socket, settings: settings, peer: peer)
+                return
+            }
             transport = SocketTransport(socket)
         } else {
             let fd = try Dialer(settings: settings).takeDescriptor(socket, peer: peer)
@@ -171,6 +193,40 @@ struct ListenCommand {
         defer { transport.abort() }
         let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
         try settings.conclude(relay.run(), relay: relay, peer: peer, started: started)
+    }
+
+    /// Runs `program` with its stdin and stdout on pipes bridged to the (TLS) socket, until
+    /// both sides are done; the program sees end of file when the peer ends its stream.
+    static func serveProgram(_ program: [String], over socket: AsyncSocket, settings: StreamSettings, peer: String) throws {
+        let toProgram: (read: Int32, write: Int32)
+        let fromProgram: (read: Int32, write: Int32)
+        do throws(SystemError) {
+            toProgram = try Syscall.pipe(nonBlocking: false)
+            fromProgram = try Syscall.pipe(nonBlocking: false)
+        } catch {
+            socket.disconnect()
+            throw CommandError("cannot make pipes for \(program[0]): \(error)")
+        }
+        let pid: Int32
+        do throws(SystemError) {
+            pid = try Syscall.spawn(program, input: toProgram.read, output: fromProgram.write)
+        } catch {
+            [toProgram.read, toProgram.write, fromProgram.read, fromProgram.write].forEach(Syscall.close)
+            socket.disconnect()
+            throw CommandError("cannot run \(program[0]): \(error.reason)")
+        }
+        Syscall.close(toProgram.read)
+        Syscall.close(fromProgram.write)
+        var options = Relay.Options()
+        options.programSide = true
+        let transport = SocketTransport(socket)
+        let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
+        _ = relay.run()
+        transport.abort()
+        if !relay.closedOutput.load(ordering: .acquiring) { Syscall.close(toProgram.write) }
+        Syscall.close(fromProgram.read)
+        let status = Syscall.waitForChild(pid)?.status ?? 0
+        settings.say("\(program[0]) for \(peer) exited with status \(status)", level: 2)
     }
 
     static func explain(_ error: AsyncSocketError, target: Target, address: String?) -> String {

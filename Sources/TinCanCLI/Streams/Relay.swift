@@ -25,6 +25,9 @@ final class Relay: @unchecked Sendable {
         var idleTimeout: Duration?
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
+        /// Close `output` when the peer ends its stream (a program's stdin sees end of file),
+        /// and wait for `input` to end however long it is quiet (a program still working).
+        var programSide = false
     }
 
     enum Outcome: Equatable {
@@ -54,6 +57,8 @@ final class Relay: @unchecked Sendable {
     /// sending: stdin is "quiet" only while we wait on it.
     private let inputWaitingSince = Atomic<Int64>(-1)
     let bytesSent = Atomic<Int>(0)
+    /// Set once the relay closed `output` itself (``Options/programSide``).
+    let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
@@ -118,7 +123,11 @@ final class Relay: @unchecked Sendable {
                     state.peer = true
                     return state.input
                 }
-                if inputDone { finish(.peerClosed) } else { watchQuietInput() }
+                if options.programSide {
+                    Syscall.close(output)
+                    closedOutput.store(true, ordering: .releasing)
+                }
+                if inputDone { finish(.peerClosed) } else if !options.programSide { watchQuietInput() }
                 return
             }
             touch()
