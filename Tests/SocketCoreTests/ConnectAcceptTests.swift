@@ -276,3 +276,50 @@ final class ConnectAcceptTests: XCTestCase {
         XCTAssertLessThanOrEqual(openDescriptorCount(), before, "descriptors leaked: \(links)")
     }
 }
+
+/// GCDAsyncSocket's common set-up: the delegate queue is the socket queue, and accepted
+/// sockets share it too.
+final class SharedQueueTests: XCTestCase {
+    final class Echo: AsyncSocketDelegate, @unchecked Sendable {
+        let queue: DispatchQueue
+        var accepted: [AsyncSocket] = []  // touched only on `queue`
+        init(queue: DispatchQueue) { self.queue = queue }
+        func newSocketQueueForConnection(from address: SocketAddress, on sock: AsyncSocket) -> DispatchQueue? { queue }
+        func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            accepted.append(newSocket)
+            newSocket.readData(toSeparator: [10], tag: 1)
+        }
+        func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
+            dispatchPrecondition(condition: .onQueue(queue))
+            // Calls back into sockets from the queue they run on: must not deadlock.
+            XCTAssertTrue(sock.isConnected)
+            sock.write(Array(data), tag: 2)
+            sock.readData(toSeparator: [10], tag: 1)
+        }
+    }
+
+    func testDelegateQueueIsTheSocketQueue() async throws {
+        let queue = DispatchQueue(label: "one.queue.for.all")
+        let echo = Echo(queue: queue)
+        let listener = AsyncSocket(delegate: echo, delegateQueue: queue, socketQueue: queue)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<20 {
+                group.addTask {
+                    let c = AsyncSocket()
+                    try await c.connect(host: "127.0.0.1", port: listener.localPort)
+                    let line = Array("line \(i)\n".utf8)
+                    try await c.send(line)
+                    let back = try await c.read(toSeparator: [10], maxLength: 64, timeout: .seconds(5))
+                    XCTAssertEqual(back, line)
+                    c.disconnect()
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(queue.sync { echo.accepted.count }, 20)
+        XCTAssertTrue(queue.sync { echo.accepted.allSatisfy { $0.socketQueue === queue } })
+    }
+}
