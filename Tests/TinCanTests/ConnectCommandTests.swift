@@ -114,6 +114,14 @@ final class ConnectCommandTests: XCTestCase {
             """)
         defer { peer.stop() }
         let r = try Tool.run(["connect", "--force-progress", "127.0.0.1", String(peer.port)], input: "")
+        // Without --force-progress, --progress stays quiet when stderr is not a terminal.
+        let quietPeer = try Python(PythonPeers.listenPrelude + """
+            c, _ = s.accept(); c.sendall(b'z' * 1000); c.close()
+            """)
+        defer { quietPeer.stop() }
+        let quiet = try Tool.run(["connect", "--progress", "127.0.0.1", String(quietPeer.port)], input: "")
+        XCTAssertEqual(quiet.out.count, 1000)
+        XCTAssertEqual(quiet.err, "", "no progress line on a non-terminal stderr")
         XCTAssertEqual(r.out.count, 300000)
         XCTAssertTrue(r.err.contains("< 292.9 KiB"), r.err)
         XCTAssertTrue(r.err.hasSuffix("/s\n"), r.err)
@@ -186,10 +194,8 @@ final class SignalTests: XCTestCase {
         defer { peer.stop() }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-sig-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        // exec: the shell becomes tincan, with stdout in a file the test can watch.
-        let tool = try Tool(["-c", "exec \"$0\" connect 127.0.0.1 \(peer.port) > '\(output)'", Tool.tincan], program: "/bin/sh")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while (try? String(contentsOfFile: output, encoding: .utf8)) != "first part\n" && ContinuousClock.now < deadline { usleep(5_000) }
+        let tool = try Tool.tincan(["connect", "127.0.0.1", String(peer.port)], stdoutTo: output)
+        waitUntil("the first part on stdout") { fileText(output) == "first part\n" }
         tool.signal(SIGTERM)
         XCTAssertEqual(tool.wait(), 128 + SIGTERM)
         XCTAssertEqual(try String(contentsOfFile: output, encoding: .utf8), "first part\n")

@@ -24,28 +24,9 @@ final class ListenCommandTests: XCTestCase {
     }
 
     func testOneGibibyteConnectToListenWithMatchingSHA256() throws {
-        let dir = "/dev/shm/tincan-bulk-\(getpid())"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = freePort()
-        // 64 MiB of random bytes sent 16 times: 1 GiB. Both ends hash with sha256sum.
-        let script = """
-            set -e
-            head -c 67108864 /dev/urandom > \(dir)/chunk
-            files=""; for i in $(seq 16); do files="$files \(dir)/chunk"; done
-            "$0" listen 127.0.0.1 \(port) | sha256sum > \(dir)/received &
-            reader=$!
-            for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
-            cat $files | "$0" connect 127.0.0.1 \(port)
-            wait $reader
-            cat $files | sha256sum > \(dir)/sent
-            cmp \(dir)/sent \(dir)/received
-            cat \(dir)/received
-            """
-        let tool = try Tool(["-c", script, Tool.tincan], program: "/bin/sh")
-        tool.closeInput()
-        XCTAssertEqual(tool.wait(timeout: .seconds(240)), 0, tool.stderrText)
-        XCTAssertEqual(tool.stdoutText.count, 64 + 4, "one sha256sum line: \(tool.stdoutText)")
+        try assertBulkTransfer(chunks: 16, port: port, listen: ["listen", "127.0.0.1", String(port)],
+                               send: ["connect", "127.0.0.1", String(port)])
     }
 
     func testKeepOpenExecServesFiftyConcurrentClients() throws {
@@ -64,7 +45,7 @@ final class ListenCommandTests: XCTestCase {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-broker-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         // stdout to a file the test can watch; stdin stays a pipe the test writes to.
-        let listener = try Tool(["-c", "exec \"$0\" listen -k \(port) > '\(output)'", Tool.tincan], program: "/bin/sh")
+        let listener = try Tool.tincan(["listen", "-k", String(port)], stdoutTo: output)
         defer { listener.stop() }
         waitForListener(port: port)
         // 50 clients each send one line, then wait for the broadcast line from stdin.
@@ -72,9 +53,8 @@ final class ListenCommandTests: XCTestCase {
         clients.closeInput()
         // The broker forwards a client's line only once it serves that client: 50 lines on its
         // stdout mean all 50 will get what stdin sends next.
-        let deadline = ContinuousClock.now + .seconds(30)
-        func lines() -> [String] { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
-        while lines().count < 50 && ContinuousClock.now < deadline { usleep(10_000) }
+        func lines() -> [String] { fileText(output).split(separator: "\n").map(String.init) }
+        waitUntil("50 clients served", timeout: .seconds(30)) { lines().count == 50 }
         listener.send("broadcast\n")
         XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
         XCTAssertEqual(clients.stdoutText, "50 got broadcast\n")
@@ -142,8 +122,7 @@ final class ListenCommandTests: XCTestCase {
         let first = try Tool(["connect", "127.0.0.1", String(port)])
         first.send("one\n")
         // Wait until the first is being served (its echo came back through /bin/cat).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while Self.established(port: port) < 1 && ContinuousClock.now < deadline { usleep(5_000) }
+        waitUntil("the first client served") { Self.established(port: port) >= 1 }
         let second = try Tool.run(["connect", "127.0.0.1", String(port)], input: "two\n")
         XCTAssertEqual(second.out, "")
         first.closeInput()
@@ -172,8 +151,7 @@ final class ListenCommandTests: XCTestCase {
         let path = dir.appendingPathComponent("s.sock").path
         let listener = try Tool(["listen", "-k", "--unix", path, "--exec", "/bin/cat"])
         defer { listener.stop() }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: path) && ContinuousClock.now < deadline { usleep(5_000) }
+        waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
         XCTAssertEqual(try Tool.run(["connect", "--unix", path], input: "over unix\n").out, "over unix\n")
         listener.signal(SIGTERM)
         XCTAssertEqual(listener.wait(), 128 + SIGTERM)

@@ -142,9 +142,8 @@ final class TLSCommandTests: XCTestCase {
         let port = freePort()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-mtls-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let command = "exec \"$0\" listen -k -v --tls --cert '\(certs.path("server.pem"))' --key '\(certs.path("server.key"))' "
-            + "--require-client-cert --ca '\(certs.path("ca.pem"))' 127.0.0.1 \(port) > '\(output)'"
-        let listener = try Tool(["-c", command, Tool.tincan], program: "/bin/sh")
+        let listener = try Tool.tincan(["listen", "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+                                        "--require-client-cert", "--ca", certs.path("ca.pem"), "127.0.0.1", String(port)], stdoutTo: output)
         defer { listener.stop() }
         waitForListener(port: port)
         let refused = try client(port: port, extra: ["-CAfile", certs.path("ca.pem")], input: "no cert\n")
@@ -153,8 +152,7 @@ final class TLSCommandTests: XCTestCase {
         let accepted = try client(port: port, extra: ["-CAfile", certs.path("ca.pem"), "-cert", certs.path("client.pem"),
                                                       "-key", certs.path("client.key")], input: "with cert\n")
         // The broker forwards the client's line to stdout once the handshake passed.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while (try? String(contentsOfFile: output, encoding: .utf8)) != "with cert\n" && ContinuousClock.now < deadline { usleep(5_000) }
+        waitUntil("the client's line") { fileText(output) == "with cert\n" }
         listener.signal(SIGTERM)
         listener.wait()
         accepted.wait()
@@ -163,24 +161,8 @@ final class TLSCommandTests: XCTestCase {
     }
 
     func testQuarterGibibyteThroughListenTLSAndTLS() throws {
-        let dir = "/dev/shm/tincan-tls-bulk-\(getpid())"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = freePort()
-        let script = """
-            set -e
-            head -c 67108864 /dev/urandom > \(dir)/chunk
-            files="\(dir)/chunk \(dir)/chunk \(dir)/chunk \(dir)/chunk"
-            "$0" listen --tls 127.0.0.1 \(port) < /dev/null 2>/dev/null | sha256sum > \(dir)/received &
-            reader=$!
-            for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
-            cat $files | "$0" tls --insecure 127.0.0.1 \(port) 2>/dev/null
-            wait $reader
-            cat $files | sha256sum > \(dir)/sent
-            cmp \(dir)/sent \(dir)/received
-            """
-        let tool = try Tool(["-c", script, Tool.tincan], program: "/bin/sh")
-        tool.closeInput()
-        XCTAssertEqual(tool.wait(timeout: .seconds(240)), 0, tool.stderrText)
+        try assertBulkTransfer(chunks: 4, port: port, listen: ["listen", "--tls", "127.0.0.1", String(port)],
+                               send: ["tls", "--insecure", "127.0.0.1", String(port)])
     }
 }

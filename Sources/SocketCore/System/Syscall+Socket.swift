@@ -119,12 +119,6 @@ extension Syscall {
         }
     }
 
-    /// The number of bytes ready to read without blocking (`FIONREAD`).
-    public static func bytesAvailable(_ fd: Int32) -> Int {
-        var count: Int32 = 0
-        return ioctl(fd, UInt(FIONREAD), &count) == 0 ? Int(count) : 0
-    }
-
     // MARK: Options
 
     /// setsockopt(2) with a value of any fixed-layout type.
@@ -247,10 +241,5 @@ extension Syscall {
     /// `IPV6_V6ONLY`: an IPv6 socket that does not also take IPv4-mapped traffic.
     public static func setIPv6Only(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
         try setFlag(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, on, name: "IPV6_V6ONLY")
-    }
-
-    /// `TCP_NODELAY`: send small writes at once.
-    public static func setNoDelay(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
-        try setFlag(fd, Int32(IPPROTO_TCP), TCP_NODELAY, on, name: "TCP_NODELAY")
     }
 }

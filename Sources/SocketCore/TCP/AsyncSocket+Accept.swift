@@ -152,8 +152,8 @@ extension AsyncSocket {
 
     private func pauseAccepting(for delay: Duration) {
         listeners.forEach { $0.suspendRead() }
-        connectTimer?.cancel()
-        connectTimer = makeOneShotTimer(queue: socketQueue, after: delay) { [weak self] in
+        phaseTimer?.cancel()
+        phaseTimer = makeOneShotTimer(queue: socketQueue, after: delay) { [weak self] in
             guard let self, phase == .accepting else { return }
             if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
         }

@@ -101,7 +101,7 @@ extension AsyncSocket {
                 onDone: { [weak self] (outcome: Connector.Outcome) in self?.connectFinished(outcome) })
             self.connector = connector
             if let timeout {
-                connectTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
+                phaseTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
                     self?.connector?.timeOut()
                 }
             }
@@ -112,8 +112,8 @@ extension AsyncSocket {
 
     private func connectFinished(_ outcome: Connector.Outcome) {
         assertOnQueue()
-        connectTimer?.cancel()
-        connectTimer = nil
+        phaseTimer?.cancel()
+        phaseTimer = nil
         connector = nil
         switch outcome {
         case .success(let (fd, address)):

@@ -63,8 +63,8 @@ extension AsyncSocket {
             connectWaiter = nil
             waiter(.failure(error ?? .disconnected))
         }
-        connectTimer?.cancel()
-        connectTimer = nil
+        phaseTimer?.cancel()
+        phaseTimer = nil
         connector?.cancel()
         connector = nil
         cancelReadTimer()

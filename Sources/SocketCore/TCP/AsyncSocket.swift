@@ -50,7 +50,9 @@ public final class AsyncSocket: @unchecked Sendable {
     var connectWaiter: (@Sendable (Result<Void, AsyncSocketError>) -> Void)?
     /// The async face's queue of accepted connections.
     var acceptSink: AcceptSink?
-    var connectTimer: DispatchSourceTimer?
+    /// The timer of the current phase: the connect timeout while connecting, the accept
+    /// back-off (out of descriptors) while accepting.
+    var phaseTimer: DispatchSourceTimer?
 
     var readQueue: [ReadPacket] = []
     var currentRead: ReadPacket?

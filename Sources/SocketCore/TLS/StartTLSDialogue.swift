@@ -82,8 +82,6 @@ public struct StartTLSDialogue: Sendable {
 
     // MARK: Line protocols
 
-    private var phase: Int { step }
-
     private mutating func smtp(_ line: String) -> [Action] {
         let verb = proto == .lmtp ? "LHLO" : "EHLO"
         if !seen.contains("greeted") {
@@ -106,7 +104,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func pop3(_ line: String) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard line.hasPrefix("+OK") else { return [.fail("the server's greeting was not +OK: \"\(line)\"")] }
             return [.send(Array("STLS\r\n".utf8)), .readLine]
         }
@@ -114,7 +112,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func imap(_ line: String) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard line.hasPrefix("* OK") else { return [.fail("the server's greeting was not * OK: \"\(line)\"")] }
             return [.send(Array("t1 CAPABILITY\r\n".utf8)), .readLine]
         }
@@ -145,7 +143,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func xmpp(_ text: String) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard text.contains("<starttls") else {
                 return [.fail("the server does not offer STARTTLS; its features: \"\(text.suffix(200))\"")]
             }
@@ -155,7 +153,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func nntp(_ line: String) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard line.hasPrefix("200") || line.hasPrefix("201") else { return [.fail("the server's greeting was not 200: \"\(line)\"")] }
             return [.send(Array("STARTTLS\r\n".utf8)), .readLine]
         }
@@ -191,7 +189,7 @@ public struct StartTLSDialogue: Sendable {
     // MARK: Binary protocols
 
     private mutating func ldap(_ data: [UInt8]) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard data.count == 2, data[0] == 0x30, data[1] < 0x80 else {
                 return [.fail("not an LDAP response: \(Self.hex(data))")]
             }
@@ -214,7 +212,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func mysql(_ data: [UInt8]) -> [Action] {
-        if phase == 0 {
+        if step == 0 {
             guard data.count == 4 else { return [.fail("short MySQL packet header")] }
             let length = Int(data[0]) | Int(data[1]) << 8 | Int(data[2]) << 16
             return [.readLength(length)]

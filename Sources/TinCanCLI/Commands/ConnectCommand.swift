@@ -16,9 +16,8 @@ struct ConnectCommand {
         settings = try StreamSettings(args)
         let name = args.command.name
         let positionals = args.positionals
-        if let path = args.value("unix") {
-            if let extra = positionals.first { throw UsageError("unexpected argument '\(extra)' with --unix", command: name) }
-            target = .unix(try Target.unixPath(path, command: name))
+        if let unix = try Target.unix(args) {
+            target = unix
         } else {
             switch positionals.count {
             case 0: throw UsageError("missing HOST and PORT", command: name)

@@ -22,9 +22,8 @@ struct ListenCommand {
         let name = args.command.name
         settings = try StreamSettings(args)
         let positionals = args.positionals
-        if let path = args.value("unix") {
-            if let extra = positionals.first { throw UsageError("unexpected argument '\(extra)' with --unix", command: name) }
-            target = .unix(try Target.unixPath(path, command: name))
+        if let unix = try Target.unix(args) {
+            target = unix
             address = nil
         } else {
             switch positionals.count {

@@ -22,6 +22,15 @@ enum Target {
         return port
     }
 
+    /// `--unix PATH` when given (then no positional may follow), else `nil`.
+    static func unix(_ args: ParsedArguments) throws(UsageError) -> Target? {
+        guard let path = args.value("unix") else { return nil }
+        if let extra = args.positionals.first {
+            throw UsageError("unexpected argument '\(extra)' with --unix", command: args.command.name)
+        }
+        return .unix(try unixPath(path, command: args.command.name))
+    }
+
     /// A Unix socket path argument, checked for length.
     static func unixPath(_ path: String, command: String) throws(UsageError) -> String {
         do { _ = try SocketAddress(unixPath: path) } catch {

@@ -155,3 +155,51 @@ final class Python {
 
     func stop() { tool.stop() }
 }
+
+extension Tool {
+    /// Runs tincan with `arguments`, its stdout going to the file `path` (so a test can watch
+    /// what arrived while it runs) and stdin a pipe the test writes to.
+    static func tincan(_ arguments: [String], stdoutTo path: String) throws -> Tool {
+        try Tool(["-c", #"out="$1"; shift; exec "$0" "$@" > "$out""#, Tool.tincan, path] + arguments, program: "/bin/sh")
+    }
+}
+
+/// Polls `condition` until it holds, at most `timeout`; fails the test if it never does.
+func waitUntil(_ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+               _ condition: () -> Bool) {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            XCTFail("timed out waiting for \(what)", file: file, line: line)
+            return
+        }
+        usleep(5_000)
+    }
+}
+
+/// The text of a file, or "" if there is none (yet).
+func fileText(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+/// Sends `chunks` x 64 MiB of random bytes from `cat | tincan SEND...` to `tincan LISTEN... |
+/// sha256sum` on 127.0.0.1:`port` and fails unless both digests are equal.
+func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [String],
+                        file: StaticString = #filePath, line: UInt = #line) throws {
+    let dir = "/dev/shm/tincan-bulk-\(getpid())-\(port)"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let script = """
+        set -e
+        head -c 67108864 /dev/urandom > \(dir)/chunk
+        files=""; for i in $(seq \(chunks)); do files="$files \(dir)/chunk"; done
+        "$0" \(listen.joined(separator: " ")) < /dev/null 2>/dev/null | sha256sum > \(dir)/received &
+        reader=$!
+        for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
+        cat $files | "$0" \(send.joined(separator: " ")) 2>/dev/null
+        wait $reader
+        cat $files | sha256sum > \(dir)/sent
+        cmp \(dir)/sent \(dir)/received
+        """
+    let tool = try Tool(["-c", script, Tool.tincan], program: "/bin/sh")
+    tool.closeInput()
+    XCTAssertEqual(tool.wait(timeout: .seconds(240), file: file, line: line), 0, "digests differ or a side failed: \(tool.stderrText)", file: file, line: line)
+}
