@@ -13,3 +13,109 @@ int csystem_pipe(int fds[2], int nonblocking) {
     return pipe2(fds, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
 }
 
+
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#ifndef IPV6_MULTICAST_ALL
+#define IPV6_MULTICAST_ALL 29
+#endif
+
+int csystem_receive_datagrams(int fd, struct csystem_datagram *slots, unsigned int count) {
+    if (count > CSYSTEM_MAX_BATCH) count = CSYSTEM_MAX_BATCH;
+    if (count == 0) return 0;
+    struct mmsghdr messages[CSYSTEM_MAX_BATCH];
+    struct iovec vectors[CSYSTEM_MAX_BATCH];
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(sizeof(struct in6_pktinfo))]; } control[CSYSTEM_MAX_BATCH];
+    struct sockaddr_storage sources[CSYSTEM_MAX_BATCH];
+    memset(messages, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = slots[i].buffer;
+        vectors[i].iov_len = slots[i].capacity;
+        messages[i].msg_hdr.msg_name = &sources[i];
+        messages[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_control = control[i].bytes;
+        messages[i].msg_hdr.msg_controllen = sizeof(control[i].bytes);
+    }
+    int received;
+    do {
+        // MSG_TRUNC: each msg_len is the datagram's real length even when it did not fit.
+        received = recvmmsg(fd, messages, count, MSG_DONTWAIT | MSG_TRUNC, NULL);
+    } while (received == -1 && errno == EINTR);
+    for (int i = 0; i < received; i++) {
+        struct csystem_datagram *slot = &slots[i];
+        struct msghdr *header = &messages[i].msg_hdr;
+        slot->length = messages[i].msg_len;
+        slot->truncated = (header->msg_flags & MSG_TRUNC) != 0 || messages[i].msg_len > slot->capacity;
+        slot->source_length = header->msg_namelen <= sizeof(slot->source) ? header->msg_namelen : 0;
+        memcpy(slot->source, &sources[i], slot->source_length);
+        slot->destination_length = 0;
+        slot->interface_index = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(header); c != NULL; c = CMSG_NXTHDR(header, c)) {
+            if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+                struct in_pktinfo info;
+                memcpy(&info, CMSG_DATA(c), sizeof(info));
+                struct sockaddr_in address = { .sin_family = AF_INET, .sin_addr = info.ipi_addr };
+                memcpy(slot->destination, &address, sizeof(address));
+                slot->destination_length = sizeof(address);
+                slot->interface_index = (unsigned int)info.ipi_ifindex;
+            } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+                struct in6_pktinfo info;
+                memcpy(&info, CMSG_DATA(c), sizeof(info));
+                struct sockaddr_in6 address = { .sin6_family = AF_INET6, .sin6_addr = info.ipi6_addr };
+                if (IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr) || IN6_IS_ADDR_MC_LINKLOCAL(&info.ipi6_addr)) {
+                    address.sin6_scope_id = info.ipi6_ifindex;
+                }
+                memcpy(slot->destination, &address, sizeof(address));
+                slot->destination_length = sizeof(address);
+                slot->interface_index = info.ipi6_ifindex;
+            }
+        }
+    }
+    return received;
+}
+
+int csystem_multicast_membership(int fd, int join, const void *group, unsigned int group_length,
+                                 unsigned int interface_index, const void *source, unsigned int source_length) {
+    int level = ((const struct sockaddr *)group)->sa_family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+    if (source == NULL) {
+        struct group_req request;
+        memset(&request, 0, sizeof(request));
+        request.gr_interface = interface_index;
+        memcpy(&request.gr_group, group, group_length);
+        return setsockopt(fd, level, join ? MCAST_JOIN_GROUP : MCAST_LEAVE_GROUP, &request, sizeof(request));
+    }
+    struct group_source_req request;
+    memset(&request, 0, sizeof(request));
+    request.gsr_interface = interface_index;
+    memcpy(&request.gsr_group, group, group_length);
+    memcpy(&request.gsr_source, source, source_length);
+    return setsockopt(fd, level, join ? MCAST_JOIN_SOURCE_GROUP : MCAST_LEAVE_SOURCE_GROUP, &request, sizeof(request));
+}
+
+int csystem_set_multicast_interface(int fd, int ipv6, unsigned int interface_index) {
+    if (ipv6) {
+        int index = (int)interface_index;
+        return setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &index, sizeof(index));
+    }
+    struct ip_mreqn request;
+    memset(&request, 0, sizeof(request));
+    request.imr_ifindex = (int)interface_index;
+    return setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &request, sizeof(request));
+}
+
+int csystem_enable_packet_info(int fd, int ipv6) {
+    int on = 1;
+    return ipv6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on))
+                : setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on));
+}
+
+int csystem_set_multicast_all(int fd, int ipv6, int on) {
+    return ipv6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_ALL, &on, sizeof(on))
+                : setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &on, sizeof(on));
+}

@@ -11,5 +11,49 @@ int csystem_accept_nonblocking(int fd, void *address, unsigned int *length);
 /// pipe2(2) with O_NONBLOCK (when `nonblocking` is non-zero) and O_CLOEXEC.
 int csystem_pipe(int fds[2], int nonblocking);
 
+/// One datagram slot for csystem_receive_datagrams: the caller fills `buffer` and `capacity`.
+struct csystem_datagram {
+    /// In: where the payload goes, and how many bytes fit.
+    void *buffer;
+    unsigned int capacity;
+    /// Out: the datagram's full length (more than `capacity` when it was truncated).
+    unsigned int length;
+    /// Out: non-zero when the datagram did not fit and was cut to `capacity`.
+    int truncated;
+    /// Out: the sender (a sockaddr of `source_length` bytes).
+    unsigned char source[128];
+    unsigned int source_length;
+    /// Out: the address the datagram was sent to (sockaddr_in/in6, port 0), from IP_PKTINFO or
+    /// IPV6_PKTINFO; `destination_length` is 0 when the kernel did not say.
+    unsigned char destination[28];
+    unsigned int destination_length;
+    /// Out: the interface it arrived on (0 when unknown).
+    unsigned int interface_index;
+};
+
+/// The most slots one csystem_receive_datagrams call fills.
+#define CSYSTEM_MAX_BATCH 64
+
+/// recvmmsg(2) without blocking into up to `count` slots (at most CSYSTEM_MAX_BATCH), reporting
+/// each datagram's full length, truncation, sender and destination. Returns how many were
+/// received, or -1 with errno set (EAGAIN when none is waiting).
+int csystem_receive_datagrams(int fd, struct csystem_datagram *slots, unsigned int count);
+
+/// Joins (`join` non-zero) or leaves a multicast group on the interface with `interface_index`
+/// (0: let the kernel choose), for any source, or only for `source` when it is not NULL
+/// (source-specific multicast). `group` and `source` are sockaddrs of the socket's family.
+int csystem_multicast_membership(int fd, int join, const void *group, unsigned int group_length,
+                                 unsigned int interface_index, const void *source, unsigned int source_length);
+
+/// Sets the interface outgoing multicast leaves by (IP_MULTICAST_IF / IPV6_MULTICAST_IF).
+int csystem_set_multicast_interface(int fd, int ipv6, unsigned int interface_index);
+
+/// Asks for the destination address of each datagram (IP_PKTINFO / IPV6_RECVPKTINFO).
+int csystem_enable_packet_info(int fd, int ipv6);
+
+/// IP_MULTICAST_ALL / IPV6_MULTICAST_ALL: with `on` 0, a socket receives only the groups it
+/// joined itself, not every group some socket on the host joined for its port.
+int csystem_set_multicast_all(int fd, int ipv6, int on);
+
 
 #endif

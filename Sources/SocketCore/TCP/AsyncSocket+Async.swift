@@ -106,7 +106,7 @@ extension AsyncSocket {
 
     func acceptSinkCreatingIfNeeded() -> AcceptSink {
         if let sink = acceptSink { return sink }
-        let sink = AcceptSink(listener: self)
+        let sink = AcceptSink { [weak self] in self?.resumeAccepting() }
         acceptSink = sink
         return sink
     }

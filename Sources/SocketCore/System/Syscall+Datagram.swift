@@ -1,0 +1,114 @@
+import CSystem
+import Glibc
+
+// Datagram calls and the socket options of UDP, multicast and broadcast.
+extension Syscall {
+    /// sendto(2) with `MSG_NOSIGNAL`: bytes sent, or `nil` when it would block. `destination`
+    /// nil sends to the connected peer.
+    public static func send(
+        _ fd: Int32, from buffer: UnsafeRawBufferPointer, to destination: SocketAddress?
+    ) throws(SystemError) -> Int? {
+        guard let destination else { return try send(fd, from: buffer) }
+        return try destination.withSockAddr { (sa, length) throws(SystemError) -> Int? in
+            try retryingUnlessWouldBlock("sendto", destination.description) {
+                Glibc.sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), sa, length)
+            }
+        }
+    }
+
+    /// recvmmsg(2) into `slots` without blocking: how many datagrams arrived, or `nil` when
+    /// none was waiting.
+    static func receiveDatagrams(
+        _ fd: Int32, into slots: UnsafeMutablePointer<csystem_datagram>, count: Int
+    ) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("recvmmsg") { csystem_receive_datagrams(fd, slots, UInt32(count)) }.map(Int.init)
+    }
+
+    /// Asks the kernel for a receive buffer of `bytes`: `SO_RCVBUFFORCE` (past `rmem_max`, needs
+    /// CAP_NET_ADMIN) first, then `SO_RCVBUF`. Returns the size the kernel granted.
+    @discardableResult
+    public static func setReceiveBufferSize(_ fd: Int32, _ bytes: Int) -> Int {
+        let value = Int32(clamping: bytes)
+        if (try? setOption(fd, SOL_SOCKET, SO_RCVBUFFORCE, value, name: "SO_RCVBUFFORCE")) == nil {
+            try? setOption(fd, SOL_SOCKET, SO_RCVBUF, value, name: "SO_RCVBUF")
+        }
+        // The kernel reports twice what it accounts for payload (it counts its own overhead).
+        return Int((try? getOption(fd, SOL_SOCKET, SO_RCVBUF, as: Int32.self, name: "SO_RCVBUF")) ?? 0)
+    }
+
+    /// `SO_BROADCAST`: allow sending to broadcast addresses.
+    public static func setBroadcast(_ fd: Int32, _ on: Bool) throws(SystemError) {
+        try setFlag(fd, SOL_SOCKET, SO_BROADCAST, on, name: "SO_BROADCAST")
+    }
+
+    /// `SO_REUSEPORT`: several sockets may bind the same address and port.
+    public static func setReusePort(_ fd: Int32, _ on: Bool) throws(SystemError) {
+        try setFlag(fd, SOL_SOCKET, SO_REUSEPORT, on, name: "SO_REUSEPORT")
+    }
+
+    /// Joins or leaves `group` on interface `index` (0: the kernel's choice), optionally only
+    /// for datagrams from `source` (source-specific multicast).
+    public static func multicastMembership(
+        _ fd: Int32, join: Bool, group: SocketAddress, interface index: UInt32, source: SocketAddress?
+    ) throws(SystemError) {
+        let what = (join ? "join " : "leave ") + group.host + (source.map { " from \($0.host)" } ?? "")
+        let option = source == nil ? (join ? "MCAST_JOIN_GROUP" : "MCAST_LEAVE_GROUP")
+            : (join ? "MCAST_JOIN_SOURCE_GROUP" : "MCAST_LEAVE_SOURCE_GROUP")
+        let groupBytes = group.sockaddrBytes
+        let sourceBytes = source?.sockaddrBytes
+        try retrying(option, what) {
+            groupBytes.withUnsafeBytes { g in
+                if let sourceBytes {
+                    return sourceBytes.withUnsafeBytes { s in
+                        csystem_multicast_membership(fd, join ? 1 : 0, g.baseAddress, UInt32(g.count), index, s.baseAddress, UInt32(s.count))
+                    }
+                }
+                return csystem_multicast_membership(fd, join ? 1 : 0, g.baseAddress, UInt32(g.count), index, nil, 0)
+            }
+        }
+    }
+
+    /// The interface outgoing multicast leaves by.
+    public static func setMulticastInterface(_ fd: Int32, ipv6: Bool, index: UInt32) throws(SystemError) {
+        try retrying(ipv6 ? "IPV6_MULTICAST_IF" : "IP_MULTICAST_IF", "interface \(index)") {
+            csystem_set_multicast_interface(fd, ipv6 ? 1 : 0, index)
+        }
+    }
+
+    /// Multicast TTL (IPv4) or hop limit (IPv6), 0-255.
+    public static func setMulticastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
+        if ipv6 {
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(ttl), name: "IPV6_MULTICAST_HOPS")
+        } else {
+            try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, Int32(ttl), name: "IP_MULTICAST_TTL")
+        }
+    }
+
+    /// Unicast TTL (IPv4) or hop limit (IPv6), 1-255.
+    public static func setUnicastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
+        if ipv6 {
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, Int32(ttl), name: "IPV6_UNICAST_HOPS")
+        } else {
+            try setOption(fd, Int32(IPPROTO_IP), IP_TTL, Int32(ttl), name: "IP_TTL")
+        }
+    }
+
+    /// Whether this host's own multicast comes back to its receivers (the kernel's default: on).
+    public static func setMulticastLoopback(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
+        if ipv6 {
+            try setFlag(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_LOOP, on, name: "IPV6_MULTICAST_LOOP")
+        } else {
+            try setFlag(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, on, name: "IP_MULTICAST_LOOP")
+        }
+    }
+
+    /// Ask for each datagram's destination address and interface.
+    public static func enablePacketInfo(_ fd: Int32, ipv6: Bool) throws(SystemError) {
+        try retrying(ipv6 ? "IPV6_RECVPKTINFO" : "IP_PKTINFO") { csystem_enable_packet_info(fd, ipv6 ? 1 : 0) }
+    }
+
+    /// Receive only the groups this socket joined (`on` false), not all joined on the host.
+    public static func setMulticastAll(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
+        try retrying(ipv6 ? "IPV6_MULTICAST_ALL" : "IP_MULTICAST_ALL") { csystem_set_multicast_all(fd, ipv6 ? 1 : 0, on ? 1 : 0) }
+    }
+}

@@ -1,0 +1,184 @@
+import Dispatch
+import Glibc
+
+// The send queue: datagrams go out one at a time, in order, each with its tag and timeout.
+extension AsyncUDPSocket {
+    /// Queues a datagram to the connected peer. `timeout` nil waits as long as it takes.
+    public func send(_ data: [UInt8], timeout: Duration?, tag: Int) {
+        enqueue(UDPSendPacket(data: data, destination: .connected, tag: tag, timeout: timeout, completion: nil))
+    }
+
+    /// Queues a datagram to `host` (looked up off the socket queue when it is a name) and `port`.
+    public func send(_ data: [UInt8], toHost host: String, port: UInt16, timeout: Duration?, tag: Int) {
+        enqueue(UDPSendPacket(data: data, destination: .host(host, port), tag: tag, timeout: timeout, completion: nil))
+    }
+
+    /// Queues a datagram to an address.
+    public func send(_ data: [UInt8], to address: SocketAddress, timeout: Duration?, tag: Int) {
+        enqueue(UDPSendPacket(data: data, destination: .address(address), tag: tag, timeout: timeout, completion: nil))
+    }
+
+    /// Queues a datagram (to `address`, or to the connected peer when nil) and calls `completion`
+    /// on the socket queue when it was sent or failed, instead of the delegate.
+    public func send(_ data: [UInt8], to address: SocketAddress?, timeout: Duration?,
+                     completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) {
+        let destination: UDPSendPacket.Destination = address.map { .address($0) } ?? .connected
+        enqueue(UDPSendPacket(data: data, destination: destination, tag: 0, timeout: timeout, completion: completion))
+    }
+
+    /// Sets (or with nil removes) a filter every queued datagram passes before it is sent. It
+    /// runs on `queue`; `async` false makes the socket queue wait for it. A datagram the filter
+    /// refuses is dropped and reported sent, as in the seed API.
+    public func setSendFilter(_ filter: UDPSendFilter?, queue filterQueue: DispatchQueue? = nil, async: Bool = true) {
+        sync {
+            sendFilter = filter.map { ($0, filterQueue ?? DispatchQueue(label: "tincan.AsyncUDPSocket.sendFilter"), async) }
+        }
+    }
+
+    private func enqueue(_ packet: UDPSendPacket) {
+        queue.async { [self] in
+            if closingAfterSends {
+                finish(packet, .failure(.badConfig("the socket is closing after its queued sends")))
+                return
+            }
+            sendQueue.append(packet)
+            maybeDequeueSend()
+        }
+    }
+
+    /// Starts the next datagram if none is in flight.
+    func maybeDequeueSend() {
+        guard currentSend == nil else { return }
+        if case .connecting = connection { return }
+        guard !sendQueue.isEmpty else {
+            if closingAfterSends { closeNow(error: nil, notify: true) }
+            return
+        }
+        let packet = sendQueue.removeFirst()
+        currentSend = packet
+        if let timeout = packet.timeout { startSendTimer(timeout, for: packet) }
+        switch packet.destination {
+        case .connected:
+            guard case .connected = connection else {
+                finishCurrent(.failure(.badConfig("the socket is not connected: give a destination, or connect first")))
+                return
+            }
+            advance(packet)
+        case .address(let address):
+            packet.resolved = address
+            advance(packet)
+        case .host(let host, let port):
+            resolve(host: host, port: port) { [weak self] result in
+                guard let self, self.currentSend === packet else { return }
+                switch result {
+                case .success(let addresses):
+                    packet.resolved = addresses.first { self.channel(for: $0.family) != nil || !self.bound } ?? addresses[0]
+                    self.advance(packet)
+                case .failure(let error):
+                    self.finishCurrent(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// Runs the send filter if there is one, then sends.
+    private func advance(_ packet: UDPSendPacket) {
+        guard !packet.filtered, let (filter, filterQueue, isAsync) = sendFilter else {
+            packet.filtered = true
+            attemptSend()
+            return
+        }
+        let data = packet.data, destination = packet.resolved, tag = packet.tag
+        if isAsync {
+            filterQueue.async { [weak self] in
+                let allowed = filter(data, destination, tag)
+                guard let socket = self else { return }
+                socket.queue.async { socket.filtered(packet, allowed: allowed) }
+            }
+        } else {
+            filtered(packet, allowed: filterQueue.sync { filter(data, destination, tag) })
+        }
+    }
+
+    private func filtered(_ packet: UDPSendPacket, allowed: Bool) {
+        guard currentSend === packet else { return }
+        packet.filtered = true
+        if allowed { attemptSend() } else { finishCurrent(.success(())) }
+    }
+
+    /// Tries to send the current datagram; waits for writability if the buffer is full.
+    func attemptSend() {
+        guard let packet = currentSend, packet.filtered else { return }
+        let family: SocketAddress.Family
+        if let address = packet.resolved {
+            family = address.family
+        } else if case .connected(let peer) = connection {
+            family = peer.family
+        } else {
+            finishCurrent(.failure(.badConfig("the socket is not connected")))
+            return
+        }
+        let limit = min(config.maxSendSize, packet.resolved?.maximumDatagramPayload ?? (family == .ipv6 ? 65527 : 65507))
+        guard packet.data.count <= limit else {
+            finishCurrent(.failure(.tooLarge(size: packet.data.count, limit: limit)))
+            return
+        }
+        let channel: UDPChannel
+        do throws(UDPSocketError) { channel = try ensureChannel(family) } catch {
+            finishCurrent(.failure(error))
+            return
+        }
+        let sent: Int?
+        do throws(SystemError) {
+            let destination = packet.resolved
+            sent = try packet.data.withUnsafeBytes { raw in
+                Result { () throws(SystemError) -> Int? in try Syscall.send(channel.fd, from: raw, to: destination) }
+            }.get()
+        } catch {
+            finishCurrent(.failure(error.errno == EMSGSIZE ? .tooLarge(size: packet.data.count, limit: limit) : .system(error)))
+            return
+        }
+        guard sent != nil else {
+            channel.sources.resumeWrite()
+            return
+        }
+        if channel.localPort == 0 { channel.refreshLocalPort() }
+        finishCurrent(.success(()))
+    }
+
+    func sendReady(_ family: SocketAddress.Family) {
+        channel(for: family)?.sources.suspendWrite()
+        attemptSend()
+    }
+
+    private func startSendTimer(_ timeout: Duration, for packet: UDPSendPacket) {
+        sendTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
+            guard let self, self.currentSend === packet else { return }
+            self.finishCurrent(.failure(.sendTimeout(after: timeout)))
+        }
+    }
+
+    /// Ends the current datagram, tells its owner, and starts the next.
+    func finishCurrent(_ result: Result<Void, UDPSocketError>) {
+        guard let packet = currentSend else { return }
+        currentSend = nil
+        sendTimer?.cancel()
+        sendTimer = nil
+        channel4?.sources.suspendWrite()
+        channel6?.sources.suspendWrite()
+        finish(packet, result)
+        maybeDequeueSend()
+    }
+
+    private func finish(_ packet: UDPSendPacket, _ result: Result<Void, UDPSocketError>) {
+        if let completion = packet.completion {
+            completion(result)
+            return
+        }
+        let tag = packet.tag
+        switch result {
+        case .success: notify { $0.udpSocket(self, didSendDataWithTag: tag) }
+        case .failure(let error): notify { $0.udpSocket(self, didNotSendDataWithTag: tag, error: error) }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/// A received datagram, owned.
+public struct Datagram: Sendable, Equatable {
+    /// The payload (at most the socket's maximum receive size).
+    public var data: [UInt8]
+    /// Who sent it.
+    public var source: SocketAddress
+    /// The address it was sent to (a group, a broadcast or a local address) with the local
+    /// port, from IP_PKTINFO/IPV6_PKTINFO; `nil` if the kernel did not say.
+    public var destination: SocketAddress?
+    /// The index of the interface it arrived on, if known.
+    public var interfaceIndex: UInt32?
+    /// Its full length on the wire; more than `data.count` when it was truncated.
+    public var length: Int
+
+    /// True when the datagram was larger than the maximum receive size and was cut.
+    public var isTruncated: Bool { length > data.count }
+
+    public init(data: [UInt8], source: SocketAddress, destination: SocketAddress? = nil,
+                interfaceIndex: UInt32? = nil, length: Int? = nil) {
+        self.data = data
+        self.source = source
+        self.destination = destination
+        self.interfaceIndex = interfaceIndex
+        self.length = length ?? data.count
+    }
+}
+
+/// A received datagram lent in place: `bytes` point into the socket's receive buffer and are
+/// valid only during the handler call (see ``AsyncUDPSocket/beginReceivingInPlace(_:)``).
+public struct DatagramView {
+    /// The payload, valid only during the call.
+    public let bytes: UnsafeRawBufferPointer
+    public let source: SocketAddress
+    public let destination: SocketAddress?
+    public let interfaceIndex: UInt32?
+    /// The full length on the wire.
+    public let length: Int
+
+    /// True when the datagram was larger than the maximum receive size and was cut.
+    public var isTruncated: Bool { length > bytes.count }
+
+    /// An owned copy.
+    public func copy() -> Datagram {
+        Datagram(data: Array(bytes), source: source, destination: destination, interfaceIndex: interfaceIndex, length: length)
+    }
+}
