@@ -1,0 +1,136 @@
+import Dispatch
+import Glibc
+import SocketCore
+import TestSupport
+import XCTest
+
+/// Multicast and broadcast for real, inside a private network namespace: IPv4 groups on its
+/// loopback, IPv6 groups over a veth pair, broadcast to 127.255.255.255. Nothing leaves it.
+final class UDPNamespaceTests: XCTestCase {
+    func testMulticastAndBroadcastInAPrivateNetwork() throws {
+        if Namespace.isChild {
+            let scenarios = MulticastScenarios()
+            try scenarios.twoReceiversShareAGroupAndSeeItsAddress()
+            try scenarios.sourceSpecificJoinAcceptsOneSourceAndIgnoresAnother()
+            try scenarios.leavingAGroupStopsItsDatagrams()
+            try scenarios.broadcastNeedsPermission()
+            try scenarios.ipv6GroupOverVeth()
+            return
+        }
+        try Namespace.run(
+            test: "SocketCoreTests.UDPNamespaceTests/testMulticastAndBroadcastInAPrivateNetwork",
+            setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n")
+    }
+}
+
+/// Run only inside the namespace made by ``UDPNamespaceTests``.
+struct MulticastScenarios {
+    private func receiver(port: UInt16, group: String, interface: String, source: String? = nil) throws -> (AsyncUDPSocket, UDPRecorder) {
+        let (socket, events) = udpSocket()
+        try socket.enableReuseAddress(true)
+        try socket.setReceiveAllGroups(false)
+        try socket.bind(port: port)
+        try socket.joinMulticastGroup(group, interface: interface, source: source)
+        try socket.beginReceiving()
+        return (socket, events)
+    }
+
+    private func sender(bindTo address: SocketAddress? = nil, interface: String) throws -> (AsyncUDPSocket, UDPRecorder) {
+        let (socket, events) = udpSocket()
+        try socket.setMulticastInterface(interface)
+        try socket.setMulticastTTL(1)
+        if let address { try socket.bind(to: address) }
+        return (socket, events)
+    }
+
+    func twoReceiversShareAGroupAndSeeItsAddress() throws {
+        let port: UInt16 = 45_001
+        let (first, firstEvents) = try receiver(port: port, group: "239.1.2.3", interface: "lo")
+        let (second, secondEvents) = try receiver(port: port, group: "239.1.2.3", interface: "lo")
+        // Same port, another group: with IP_MULTICAST_ALL off it must not see 239.1.2.3.
+        let (other, otherEvents) = try receiver(port: port, group: "239.9.9.9", interface: "lo")
+        let (sender, _) = try sender(interface: "lo")
+        sender.send(Array("to the group".utf8), to: try SocketAddress(ip: "239.1.2.3", port: port), timeout: .seconds(2), tag: 1)
+        sender.send(Array("to the other".utf8), to: try SocketAddress(ip: "239.9.9.9", port: port), timeout: .seconds(2), tag: 2)
+        for events in [firstEvents, secondEvents] {
+            let datagram = events.waitForDatagrams(1)[0]
+            XCTAssertEqual(events.texts.first, "to the group")
+            XCTAssertEqual(datagram.destination?.description, "239.1.2.3:\(port)")
+            XCTAssertEqual(datagram.interfaceIndex, Interfaces.index(of: "lo"))
+        }
+        otherEvents.waitForDatagrams(1)
+        XCTAssertEqual(otherEvents.texts, ["to the other"], "a receiver sees only the groups it joined")
+        for socket in [first, second, other, sender] { socket.close() }
+    }
+
+    func sourceSpecificJoinAcceptsOneSourceAndIgnoresAnother() throws {
+        let port: UInt16 = 45_002
+        let (socket, events) = try receiver(port: port, group: "232.1.2.3", interface: "lo", source: "127.0.0.1")
+        let group = try SocketAddress(ip: "232.1.2.3", port: port)
+        let (stranger, strangerEvents) = try sender(bindTo: try SocketAddress(ip: "127.0.0.2", port: 0), interface: "lo")
+        let (trusted, _) = try sender(bindTo: .loopbackIPv4(port: 0), interface: "lo")
+        stranger.send(Array("from 127.0.0.2".utf8), to: group, timeout: .seconds(2), tag: 1)
+        strangerEvents.wait("stranger sent") { $0.contains(.sent(tag: 1)) }
+        trusted.send(Array("from 127.0.0.1".utf8), to: group, timeout: .seconds(2), tag: 1)
+        events.waitForDatagrams(1)
+        // Loopback keeps order: had the stranger's datagram been let in, it would be first.
+        XCTAssertEqual(events.texts, ["from 127.0.0.1"])
+        XCTAssertEqual(events.datagrams[0].source.host, "127.0.0.1")
+        for s in [socket, stranger, trusted] { s.close() }
+    }
+
+    func leavingAGroupStopsItsDatagrams() throws {
+        let port: UInt16 = 45_003
+        let (socket, events) = try receiver(port: port, group: "239.4.4.4", interface: "lo")
+        try socket.joinMulticastGroup("239.5.5.5", interface: "lo")
+        XCTAssertThrowsError(try socket.joinMulticastGroup("239.5.5.5", interface: "lo")) {
+            XCTAssertEqual($0 as? UDPSocketError, .badConfig("already a member of 239.5.5.5"))
+        }
+        let (sender, sent) = try sender(interface: "lo")
+        sender.send([1], to: try SocketAddress(ip: "239.4.4.4", port: port), timeout: nil, tag: 1)
+        events.waitForDatagrams(1)
+        try socket.leaveMulticastGroup("239.4.4.4", interface: "lo")
+        sender.send([2], to: try SocketAddress(ip: "239.4.4.4", port: port), timeout: nil, tag: 2)
+        sent.wait("left group's datagram sent") { $0.contains(.sent(tag: 2)) }
+        sender.send([3], to: try SocketAddress(ip: "239.5.5.5", port: port), timeout: nil, tag: 3)
+        events.waitForDatagrams(2)
+        XCTAssertEqual(events.datagrams.map(\.data), [[1], [3]])
+        socket.close()
+        sender.close()
+    }
+
+    func broadcastNeedsPermission() throws {
+        let port: UInt16 = 45_004
+        let (receiver, events) = udpSocket()
+        receiver.isIPv6Enabled = false
+        try receiver.bind(port: port)
+        try receiver.beginReceiving()
+        let broadcast = try SocketAddress(ip: "127.255.255.255", port: port)
+        let (sender, sent) = udpSocket()
+        sender.send([0], to: broadcast, timeout: nil, tag: 1)
+        sent.wait("refused") { $0.count == 1 }
+        guard case .notSent(1, .system(let error)) = sent.all[0] else { return XCTFail("\(sent.all)") }
+        XCTAssertEqual(error.errno, EACCES)
+        try sender.enableBroadcast(true)
+        sender.send(Array("everyone".utf8), to: broadcast, timeout: nil, tag: 2)
+        let datagram = events.waitForDatagrams(1)[0]
+        XCTAssertEqual(datagram.data, Array("everyone".utf8))
+        XCTAssertEqual(datagram.destination, broadcast)
+        receiver.close()
+        sender.close()
+    }
+
+    func ipv6GroupOverVeth() throws {
+        let port: UInt16 = 45_005
+        let (first, firstEvents) = try receiver(port: port, group: "ff12::1234%va", interface: "va")
+        let (second, secondEvents) = try receiver(port: port, group: "ff12::1234", interface: "va")
+        let (sender, _) = try sender(interface: "va")
+        sender.send(Array("v6 group".utf8), to: try SocketAddress(ip: "ff12::1234%va", port: port), timeout: .seconds(2), tag: 1)
+        for events in [firstEvents, secondEvents] {
+            let datagram = events.waitForDatagrams(1)[0]
+            XCTAssertEqual(events.texts, ["v6 group"])
+            XCTAssertEqual(datagram.destination?.description, "[ff12::1234%va]:\(port)")
+        }
+        for socket in [first, second, sender] { socket.close() }
+    }
+}
