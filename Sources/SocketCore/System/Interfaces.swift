@@ -50,4 +50,7 @@ public enum Interfaces {
         let index = if_nametoindex(name)
         return index == 0 ? nil : index
     }
+
+    /// The name of the interface with this index, or the number as text if there is none.
+    public static func name(of index: UInt32) -> String { SocketAddress.scopeName(index) }
 }

@@ -106,3 +106,14 @@ extension Syscall {
         return path.split(separator: ":").contains { access("\($0)/\(name)", X_OK) == 0 }
     }
 }
+
+extension Syscall {
+    /// Sleeps for `duration` (nanosleep, resumed after signals), e.g. to pace datagrams.
+    public static func sleep(for duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        guard seconds > 0 || attoseconds > 0 else { return }
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
+    }
+}

@@ -113,22 +113,3 @@ public struct TLSInfo: Sendable, Equatable {
     /// that did not ask for a client certificate).
     public let verified: Bool
 }
-
-/// Standard base64 (RFC 4648), for public-key pins.
-enum Base64 {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let b0 = bytes[i], b1 = i + 1 < bytes.count ? bytes[i + 1] : 0, b2 = i + 2 < bytes.count ? bytes[i + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 3) << 4 | b1 >> 4)])
-            out.append(i + 1 < bytes.count ? alphabet[Int((b1 & 15) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(i + 2 < bytes.count ? alphabet[Int(b2 & 63)] : UInt8(ascii: "="))
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}

@@ -63,7 +63,17 @@ extension AsyncUDPSocket {
             && datagramSink?.isFull != true
             && !(receiveMode == .once && datagramsInFilter > 0)
         for channel in [channel4, channel6].compactMap({ $0 }) {
-            if wanted { channel.sources.resumeRead() } else { channel.sources.suspendRead() }
+            if wanted {
+                if channel.sources.readSuspended {
+                    channel.sources.resumeRead()
+                    // An error already pending (an ICMP port unreachable on a connected socket)
+                    // raises no read event by itself: look once.
+                    let family = channel.family
+                    queue.queue.async { [weak self] in self?.receiveReady(family) }
+                }
+            } else {
+                channel.sources.suspendRead()
+            }
         }
     }
 

@@ -26,6 +26,9 @@ public enum CLI {
                 switch parsed.command.name {
                 case "connect", "tls": try ConnectCommand(parsed).run()
                 case "listen": try ListenCommand(parsed).run()
+                case "udp-send": try UDPSendCommand(parsed).run()
+                case "udp-recv": try UDPReceiveCommand(parsed).run()
+                case "join-group": try JoinGroupCommand(parsed).run()
                 default: throw CommandError("'\(parsed.command.name)' is not available yet", code: .usage)
                 }
             }

@@ -150,7 +150,7 @@ public enum OptionTable {
         ])
 
     /// Every subcommand, in the order help lists them.
-    public static let commands: [CommandSpec] = [connect, listen, tls]
+    public static let commands: [CommandSpec] = [connect, listen, tls, udpSend, udpRecv, joinGroup]
 
     /// Options accepted before a subcommand.
     public static let global: [OptionSpec] = [

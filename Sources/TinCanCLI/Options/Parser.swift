@@ -24,6 +24,8 @@ public struct ParsedArguments: Sendable {
     public func count(_ long: String) -> Int { flags[long, default: 0] }
     /// The value of an option (the last one given).
     public func value(_ long: String) -> String? { values[long]?.last }
+    /// Every value of a repeatable option, as given.
+    public func values(_ long: String) -> [String] { values[long] ?? [] }
     /// Every value of a repeatable option, comma lists split.
     public func list(_ long: String) -> [String] {
         (values[long] ?? []).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }

@@ -203,3 +203,30 @@ func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [Stri
     tool.closeInput()
     XCTAssertEqual(tool.wait(timeout: .seconds(240), file: file, line: line), 0, "digests differ or a side failed: \(tool.stderrText)", file: file, line: line)
 }
+
+/// Waits until a UDP socket is bound to `port` (a receiver just started), from /proc/net/udp
+/// and udp6.
+func waitForUDPReceiver(port: UInt16, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line) {
+    let wanted = String(port, radix: 16, uppercase: true)
+    let suffix = ":" + String(repeating: "0", count: 4 - wanted.count) + wanted
+    waitUntil("a UDP socket on port \(port)", timeout: timeout, file: file, line: line) {
+        ["/proc/net/udp", "/proc/net/udp6"].contains { table in
+            procText(table).split(separator: "\n").dropFirst().contains { row in
+                let fields = row.split(separator: " ")
+                return fields.count > 1 && fields[1].hasSuffix(suffix)
+            }
+        }
+    }
+}
+
+/// A UDP port on loopback that was free a moment ago.
+func freeUDPPort() -> UInt16 {
+    let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var a = sockaddr_in6()
+    a.sin6_family = sa_family_t(AF_INET6)
+    var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return UInt16(bigEndian: a.sin6_port)
+}

@@ -1,0 +1,116 @@
+import Dispatch
+import SocketCore
+import Synchronization
+
+/// Prints the datagrams of an ``AsyncUDPSocket`` as they arrive (in place, on the socket's
+/// queue), optionally echoes them, and lets the command wait for --count, --timeout or a failure.
+final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
+    enum Outcome: Equatable {
+        /// --count datagrams arrived (or stdout closed).
+        case complete
+        /// Nothing arrived for the timeout.
+        case timedOut
+        /// The socket failed (e.g. ICMP port unreachable on a connected socket).
+        case failed(UDPSocketError)
+    }
+
+    private struct State: Sendable {
+        var received = 0
+        var lastActivity = ContinuousClock.now
+        var complete = false
+        var failure: UDPSocketError?
+        var closed = false
+    }
+
+    let socket: AsyncUDPSocket
+    private let printer: DatagramPrinter
+    private let limit: Int?
+    private let echo: Bool
+    private let accept: @Sendable (DatagramView) -> Bool
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
+         accept: @escaping @Sendable (DatagramView) -> Bool = { _ in true }) {
+        self.socket = socket
+        self.printer = printer
+        self.limit = limit
+        self.echo = echo
+        self.accept = accept
+        socket.setDelegate(self, delegateQueue: DispatchQueue(label: "tincan.udp.events"))
+    }
+
+    /// Datagrams printed so far.
+    var received: Int { state.withLock { $0.received } }
+
+    /// Starts printing.
+    func start() throws(UDPSocketError) {
+        try socket.beginReceivingInPlace { [self] view in handle(view) }
+    }
+
+    /// Counts as activity for --timeout / --wait-reply (a datagram was sent).
+    func touch() {
+        state.withLock { $0.lastActivity = .now }
+    }
+
+    private func handle(_ view: DatagramView) {
+        guard accept(view), !state.withLock({ $0.complete }) else { return }
+        do throws(SystemError) {
+            try printer.print(view)
+        } catch {
+            // stdout is gone (its reader quit): nothing more to do, as with nc.
+            finish { $0.complete = true }
+            socket.pauseReceiving()
+            return
+        }
+        if echo { socket.send(Array(view.bytes), to: view.source, timeout: .seconds(1)) { _ in } }
+        let complete = state.withLock { state -> Bool in
+            state.received += 1
+            state.lastActivity = .now
+            if let limit, state.received >= limit { state.complete = true }
+            return state.complete
+        }
+        if complete { socket.pauseReceiving() }
+        wake.signal()
+    }
+
+    private func finish(_ change: (inout State) -> Void) {
+        state.withLock { change(&$0) }
+        wake.signal()
+    }
+
+    func udpSocketDidClose(_ sock: AsyncUDPSocket, error: UDPSocketError?) {
+        finish {
+            $0.closed = true
+            if let error { $0.failure = error }
+        }
+    }
+
+    /// Waits for --count datagrams (`complete`), `idle` without any (`timedOut`), or a failure;
+    /// `expected`, when given, also completes the wait once that many arrived.
+    func wait(idle: Duration?, expected: (() -> Int)? = nil) -> Outcome {
+        while true {
+            let (snapshot, now) = (state.withLock { $0 }, ContinuousClock.now)
+            if let failure = snapshot.failure { return .failed(failure) }
+            if snapshot.complete { return .complete }
+            if let expected, snapshot.received >= expected() { return .complete }
+            if let idle {
+                let deadline = snapshot.lastActivity + idle
+                if now >= deadline { return .timedOut }
+                _ = wake.wait(timeout: .now() + (deadline - now).dispatchTime)
+            } else {
+                wake.wait()
+            }
+        }
+    }
+
+    /// Lets queued echoes go out, then closes (bounded).
+    func closeWhenSent() {
+        socket.closeAfterSending()
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !state.withLock({ $0.closed }), ContinuousClock.now < deadline {
+            _ = wake.wait(timeout: .now() + .milliseconds(100))
+        }
+        socket.close()
+    }
+}

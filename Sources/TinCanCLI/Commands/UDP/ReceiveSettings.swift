@@ -1,0 +1,61 @@
+import SocketCore
+
+/// The options udp-recv and join-group share, read once, and how their run ends.
+struct ReceiveSettings {
+    let printer: DatagramPrinter
+    let count: Int?
+    let timeout: Duration?
+    let timeoutText: String?
+    let echo: Bool
+    let maxSize: Int
+    let receiveBuffer: Int
+    let verbosity: Int
+
+    init(_ args: ParsedArguments) {
+        printer = DatagramPrinter(args)
+        count = args.integer("count")
+        timeout = args.duration("timeout")
+        timeoutText = args.value("timeout")
+        echo = args.has("echo")
+        maxSize = args.integer("max-size") ?? 65535
+        receiveBuffer = args.integer("rcvbuf") ?? 8 << 20
+        verbosity = args.count("verbose")
+    }
+
+    /// A socket with the receive options applied.
+    func makeSocket() -> AsyncUDPSocket {
+        let socket = AsyncUDPSocket()
+        socket.maxReceiveIPv4BufferSize = maxSize
+        socket.maxReceiveIPv6BufferSize = maxSize
+        socket.setReceiveBufferSize(receiveBuffer)
+        return socket
+    }
+
+    func say(_ line: @autoclosure () -> String) {
+        if verbosity > 0 { Console.error("tincan: " + line()) }
+    }
+
+    /// Prints until the run ends, then turns its end into success or the error to report.
+    func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
+        let stop = Interruption.install {}
+        defer { stop.cancel() }
+        do throws(UDPSocketError) { try receiver.start() } catch {
+            throw CommandError("cannot receive on \(what): \(error)")
+        }
+        let outcome = receiver.wait(idle: timeout)
+        receiver.closeWhenSent()
+        switch outcome {
+        case .complete:
+            say("received \(receiver.received) datagram(s)")
+        case .timedOut:
+            let got = receiver.received
+            if count == nil && got > 0 {
+                say("no datagram for \(timeoutText ?? "the timeout"); received \(got)")
+                return
+            }
+            throw CommandError("no datagram for \(timeoutText ?? "the timeout") on \(what) (--timeout); received \(got)\(count.map { " of \($0)" } ?? "")", code: .timeout)
+        case .failed(let error):
+            throw CommandError("receiving on \(what) failed: \(error)")
+        }
+    }
+}

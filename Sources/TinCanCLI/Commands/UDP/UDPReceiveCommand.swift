@@ -1,0 +1,57 @@
+import SocketCore
+
+/// `tincan udp-recv [ADDR] PORT`: bind, print every datagram.
+struct UDPReceiveCommand {
+    let settings: ReceiveSettings
+    let address: String?
+    let port: UInt16
+    let ipv4Only: Bool
+    let ipv6Only: Bool
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        let name = args.command.name
+        let positionals = args.positionals
+        switch positionals.count {
+        case 0: throw UsageError("missing PORT", command: name)
+        case 1: address = nil
+        case 2: address = positionals[0]
+        default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
+        }
+        port = try Target.port(positionals[positionals.count - 1], command: name, allowZero: true)
+        ipv4Only = args.has("ipv4")
+        ipv6Only = args.has("ipv6")
+        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
+        if let address, let literal = try? SocketAddress(ip: address, port: 0), literal.isMulticast {
+            throw UsageError("\(address) is a multicast group: use 'tincan join-group \(address) \(port)'", command: name)
+        }
+        if let address {
+            do { _ = try Interfaces.addresses(for: address) } catch {
+                throw UsageError("bad ADDR \(error.description)", command: name)
+            }
+        }
+        settings = ReceiveSettings(args)
+    }
+
+    func run() throws {
+        let socket = settings.makeSocket()
+        socket.isIPv4Enabled = !ipv6Only
+        socket.isIPv6Enabled = !ipv4Only
+        let place = (address.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*") + ":\(port)"
+        do throws(UDPSocketError) {
+            try socket.bind(port: port, interface: address)
+        } catch {
+            throw CommandError("cannot bind UDP \(place): \(error.description.replacingAddressInUse)")
+        }
+        let bound = [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
+        settings.say("receiving on \(bound.joined(separator: " and "))")
+        let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
+        try settings.serve(receiver, what: bound.first ?? place)
+    }
+}
+
+extension String {
+    /// "bind(0.0.0.0:53): Address already in use" reads better with a hint.
+    var replacingAddressInUse: String {
+        contains("Address already in use") ? self + " (another program has the port)" : self
+    }
+}

@@ -1,0 +1,170 @@
+import Dispatch
+import Glibc
+import SocketCore
+import Synchronization
+
+/// `tincan udp-send HOST PORT`: datagrams from stdin or --message, optionally repeated and
+/// paced, to a unicast, multicast or broadcast address; replies printed with --wait-reply.
+struct UDPSendCommand {
+    let args: ParsedArguments
+    let host: String
+    let port: UInt16
+    let source: DatagramSource
+    let count: Int
+    let interval: Duration?
+    let waitReply: Duration?
+    let verbosity: Int
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        self.args = args
+        let name = args.command.name
+        let positionals = args.positionals
+        switch positionals.count {
+        case 0: throw UsageError("missing HOST and PORT", command: name)
+        case 1: throw UsageError("missing PORT after '\(positionals[0])'", command: name)
+        case 2: break
+        default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
+        }
+        host = positionals[0]
+        port = try Target.port(positionals[1], command: name)
+        if args.has("ipv4") && args.has("ipv6") { throw UsageError("-4 and -6 exclude each other", command: name) }
+        let modes = ["lines", "chunk", "whole", "message"].filter { args.has($0) }
+        if modes.count > 1 {
+            throw UsageError("--\(modes[0]) and --\(modes[1]) exclude each other", command: name)
+        }
+        let messages = args.values("message")
+        if !messages.isEmpty {
+            var decoded: [[UInt8]] = []
+            for text in messages {
+                do throws(UsageError) { decoded.append(try Escapes.decode(text)) } catch {
+                    throw UsageError("--message: \(error.message)", command: name)
+                }
+            }
+            source = DatagramSource(mode: .messages(decoded), input: 0)
+        } else if let size = args.integer("chunk") {
+            source = DatagramSource(mode: .chunks(size), input: 0)
+        } else {
+            source = DatagramSource(mode: args.has("whole") ? .whole : .lines, input: 0)
+        }
+        if let interface = args.value("interface"), Interfaces.index(of: interface) == nil {
+            throw UsageError("no network interface named '\(interface)'", command: name)
+        }
+        if let local = args.value("source") {
+            do { _ = try Interfaces.addresses(for: local) } catch {
+                throw UsageError("bad --source \(error.description)", command: name)
+            }
+        }
+        count = args.integer("count") ?? 1
+        interval = args.duration("interval")
+        waitReply = args.duration("wait-reply")
+        verbosity = args.count("verbose")
+    }
+
+    private func say(_ line: @autoclosure () -> String) {
+        if verbosity > 0 { Console.error("tincan: " + line()) }
+    }
+
+    func run() throws {
+        let stop = Interruption.install {}
+        defer { stop.cancel() }
+        let destination = try resolve()
+        let target = destination.description
+        let socket = AsyncUDPSocket()
+        socket.isIPv4Enabled = destination.isIPv4
+        socket.isIPv6Enabled = destination.isIPv6
+        let broadcast = args.has("broadcast")
+        let connected = !broadcast && !destination.isMulticast
+        do throws(UDPSocketError) {
+            if broadcast { try socket.enableBroadcast(true) }
+            if let interface = args.value("interface") {
+                if destination.isMulticast { try socket.setMulticastInterface(interface) } else { try socket.bindToDevice(interface) }
+            }
+            if let ttl = args.integer("ttl") {
+                if destination.isMulticast { try socket.setMulticastTTL(ttl) } else { try socket.setTTL(ttl) }
+            }
+            if let local = args.value("source") {
+                let found = try? Interfaces.addresses(for: local)
+                guard let address = destination.isIPv6 ? found?.ipv6 : found?.ipv4 else {
+                    throw UDPSocketError.badParam("--source \(local) has no IPv\(destination.isIPv6 ? 6 : 4) address to send to \(target) from")
+                }
+                try socket.bind(to: address)
+            }
+            // Connected to a unicast peer: only its replies are heard, and a closed port is reported.
+            if connected { try socket.connect(to: destination) }
+        } catch {
+            throw sendFailure(error, target: target)
+        }
+        let receiver = DatagramReceiver(socket: socket, printer: DatagramPrinter(args), limit: nil, echo: false)
+        defer { socket.close() }
+        let sent = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        let failure = Mutex<UDPSocketError?>(nil)
+        var started = false
+        var listening = false
+        try source.forEach(limit: destination.maximumDatagramPayload) { datagram in
+            for _ in 0..<count {
+                if started, let interval { Syscall.sleep(for: interval) }
+                started = true
+                socket.send(datagram, to: connected ? nil : destination, timeout: .seconds(5)) { result in
+                    if case .failure(let error) = result { failure.withLock { $0 = error } }
+                    done.signal()
+                }
+                done.wait()
+                if let error = failure.withLock({ $0 }) { throw sendFailure(error, target: target) }
+                sent.add(1, ordering: .relaxed)
+                say("sent \(datagram.count) bytes to \(target)")
+                if waitReply != nil {
+                    // After the first send, when the socket surely has its port; replies wait in
+                    // the kernel's buffer until then.
+                    if !listening {
+                        do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
+                        listening = true
+                    }
+                    receiver.touch()
+                }
+            }
+        }
+        guard let waitReply else { return }
+        if sent.load(ordering: .relaxed) == 0 { return }
+        switch receiver.wait(idle: waitReply, expected: { sent.load(ordering: .relaxed) }) {
+        case .complete:
+            say("\(receiver.received) replies to \(sent.load(ordering: .relaxed)) datagrams")
+        case .timedOut:
+            let replies = receiver.received
+            if replies == 0 {
+                throw CommandError("no reply from \(target) within \(args.value("wait-reply") ?? "the wait") (--wait-reply)", code: .timeout)
+            }
+            say("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams")
+        case .failed(let error):
+            throw sendFailure(error, target: target)
+        }
+    }
+
+    /// The destination, looked up (IPv4 first unless -6).
+    private func resolve() throws -> SocketAddress {
+        let families: [SocketAddress.Family] = args.has("ipv6") ? [.ipv6] : args.has("ipv4") ? [.ipv4] : [.ipv4, .ipv6]
+        var reason = "no address"
+        for family in families {
+            do throws(ResolveError) {
+                if let first = try Resolver.lookup(host: host, port: port, family: family).first { return first }
+            } catch {
+                reason = error.reason
+            }
+        }
+        throw CommandError("cannot resolve \(host): \(reason)")
+    }
+
+    private func sendFailure(_ error: UDPSocketError, target: String) -> CommandError {
+        if case .system(let system) = error {
+            switch system.errno {
+            case ECONNREFUSED:
+                return CommandError("\(target) refused the datagrams: nothing listens there (ICMP port unreachable)")
+            case EACCES:
+                return CommandError("sending to \(target) was refused: permission denied; to broadcast, add --broadcast")
+            default:
+                return CommandError("sending to \(target) failed: \(system.lowercaseReason)")
+            }
+        }
+        return CommandError("sending to \(target) failed: \(error)")
+    }
+}

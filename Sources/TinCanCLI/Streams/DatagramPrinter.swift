@@ -1,0 +1,84 @@
+import SocketCore
+
+/// Prints received datagrams on stdout as raw bytes, a hex dump or JSON lines, and says on
+/// stderr what -v asks for and what was truncated. Called on one queue at a time.
+struct DatagramPrinter: Sendable {
+    enum Format: String, Sendable { case raw, hex, json }
+
+    let format: Format
+    let verbosity: Int
+    let output: Int32
+
+    init(_ args: ParsedArguments, output: Int32 = 1) {
+        format = args.value("format").flatMap(Format.init) ?? .raw
+        verbosity = args.count("verbose")
+        self.output = output
+    }
+
+    /// Prints one datagram. Throws when stdout is gone.
+    func print(_ datagram: DatagramView) throws(SystemError) {
+        if verbosity > 0 { Console.error("tincan: " + DatagramPrinter.summary(datagram)) }
+        if datagram.isTruncated {
+            Console.error("tincan: a datagram from \(datagram.source) had \(datagram.length) bytes; kept the first \(datagram.bytes.count) (--max-size)")
+        }
+        switch format {
+        case .raw:
+            try Syscall.writeAll(output, datagram.bytes, isSocket: false)
+        case .hex:
+            try write("# " + DatagramPrinter.summary(datagram) + "\n" + HexDump.format(datagram.bytes, offset: 0, marker: "<"))
+        case .json:
+            try write(DatagramPrinter.json(datagram) + "\n")
+        }
+    }
+
+    private func write(_ text: String) throws(SystemError) {
+        var text = text
+        try text.withUTF8 { bytes in
+            Result { () throws(SystemError) in try Syscall.writeAll(output, UnsafeRawBufferPointer(bytes), isSocket: false) }
+        }.get()
+    }
+
+    /// `5 bytes from 127.0.0.1:40000 to 239.1.2.3:5000 on lo`.
+    static func summary(_ datagram: DatagramView) -> String {
+        var text = "\(datagram.length) bytes from \(datagram.source)"
+        if let destination = datagram.destination { text += " to \(destination)" }
+        if let index = datagram.interfaceIndex { text += " on \(Interfaces.name(of: index))" }
+        if datagram.isTruncated { text += " (truncated to \(datagram.bytes.count))" }
+        return text
+    }
+
+    /// One JSON object: from, to, interface, length, truncated, text (when UTF-8), base64.
+    static func json(_ datagram: DatagramView) -> String {
+        var fields = ["\"from\":\(JSON.string(datagram.source.description))"]
+        if let destination = datagram.destination { fields.append("\"to\":\(JSON.string(destination.description))") }
+        if let index = datagram.interfaceIndex { fields.append("\"interface\":\(JSON.string(Interfaces.name(of: index)))") }
+        fields.append("\"length\":\(datagram.length)")
+        fields.append("\"truncated\":\(datagram.isTruncated)")
+        let bytes = Array(datagram.bytes)
+        if let text = String(validating: bytes, as: UTF8.self) { fields.append("\"text\":\(JSON.string(text))") }
+        fields.append("\"base64\":\"\(Base64.encode(bytes))\"")
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+}
+
+/// JSON text for the few shapes tincan prints.
+enum JSON {
+    /// A JSON string literal, escaped as RFC 8259 asks.
+    static func string(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
