@@ -31,11 +31,15 @@ extension AsyncUDPSocket {
 
     /// Receives continuously, lending each datagram to `handler` on the socket queue, in place:
     /// no copy and no allocation per datagram, no filter and no delegate. The view is valid only
-    /// during the call. For tools that write datagrams straight out.
-    public func beginReceivingInPlace(_ handler: @escaping (DatagramView) -> Void) throws(UDPSocketError) {
+    /// during the call. `batchEnd`, if given, runs after each batch (one recvmmsg), e.g. to flush
+    /// output gathered from several datagrams. For tools that write datagrams straight out.
+    public func beginReceivingInPlace(
+        _ handler: @escaping (DatagramView) -> Void, batchEnd: (() -> Void)? = nil
+    ) throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanReceive()
             inPlaceReceiver = handler
+            inPlaceBatchEnd = batchEnd
             receiveMode = .continuous
             updateReceiving()
         }
@@ -104,6 +108,7 @@ extension AsyncUDPSocket {
             for index in 0..<count {
                 deliver(slots.view(index, localPort: channel.localPort))
             }
+            inPlaceBatchEnd?()
         }
         updateReceiving()
     }

@@ -257,6 +257,7 @@ extension AsyncUDPSocket {
         receiveMode = .off
         datagramsInFilter = 0
         inPlaceReceiver = nil
+        inPlaceBatchEnd = nil
         datagramSink?.finish(error)
         datagramSink = nil
         if shouldNotify, wasOpen { notify { $0.udpSocketDidClose(self, error: error) } }

@@ -48,6 +48,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     /// Datagrams handed to an asynchronous receive filter and not yet judged.
     var datagramsInFilter = 0
     var inPlaceReceiver: ((DatagramView) -> Void)?
+    var inPlaceBatchEnd: (() -> Void)?
     var datagramSink: BoundedSink<Datagram>?
 
     enum ConnectState {

@@ -1,41 +1,32 @@
 import SocketCore
 
-/// Prints received datagrams on stdout as raw bytes, a hex dump or JSON lines, and says on
-/// stderr what -v asks for and what was truncated. Called on one queue at a time.
+/// Prints received datagrams into an output buffer (stdout) as raw bytes, a hex dump or JSON
+/// lines, and says on stderr what -v asks for and what was truncated.
 struct DatagramPrinter: Sendable {
     enum Format: String, Sendable { case raw, hex, json }
 
     let format: Format
     let verbosity: Int
-    let output: Int32
 
-    init(_ args: ParsedArguments, output: Int32 = 1) {
+    init(_ args: ParsedArguments) {
         format = args.value("format").flatMap(Format.init) ?? .raw
         verbosity = args.count("verbose")
-        self.output = output
     }
 
-    /// Prints one datagram. Throws when stdout is gone.
-    func print(_ datagram: DatagramView) throws(SystemError) {
+    /// Prints one datagram. Throws when the output is gone.
+    func print(_ datagram: DatagramView, into output: OutputBuffer) throws(SystemError) {
         if verbosity > 0 { Console.error("tincan: " + DatagramPrinter.summary(datagram)) }
         if datagram.isTruncated {
             Console.error("tincan: a datagram from \(datagram.source) had \(datagram.length) bytes; kept the first \(datagram.bytes.count) (--max-size)")
         }
         switch format {
         case .raw:
-            try Syscall.writeAll(output, datagram.bytes, isSocket: false)
+            try output.append(datagram.bytes)
         case .hex:
-            try write("# " + DatagramPrinter.summary(datagram) + "\n" + HexDump.format(datagram.bytes, offset: 0, marker: "<"))
+            try output.append("# " + DatagramPrinter.summary(datagram) + "\n" + HexDump.format(datagram.bytes, offset: 0, marker: "<"))
         case .json:
-            try write(DatagramPrinter.json(datagram) + "\n")
+            try output.append(DatagramPrinter.json(datagram) + "\n")
         }
-    }
-
-    private func write(_ text: String) throws(SystemError) {
-        var text = text
-        try text.withUTF8 { bytes in
-            Result { () throws(SystemError) in try Syscall.writeAll(output, UnsafeRawBufferPointer(bytes), isSocket: false) }
-        }.get()
     }
 
     /// `5 bytes from 127.0.0.1:40000 to 239.1.2.3:5000 on lo`.

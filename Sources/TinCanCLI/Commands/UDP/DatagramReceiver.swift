@@ -28,6 +28,8 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let echo: Bool
     private let accept: @Sendable (DatagramView) -> Bool
     private let state = Mutex(State())
+    /// stdout, gathered per batch of datagrams; used only on the socket's queue.
+    private let output = OutputBuffer(fd: 1)
     private let wake = DispatchSemaphore(value: 0)
 
     init(socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
@@ -45,7 +47,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     /// Starts printing.
     func start() throws(UDPSocketError) {
-        try socket.beginReceivingInPlace { [self] view in handle(view) }
+        try socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in flush() })
     }
 
     /// Counts as activity for --timeout / --wait-reply (a datagram was sent).
@@ -56,11 +58,11 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private func handle(_ view: DatagramView) {
         guard accept(view), !state.withLock({ $0.complete }) else { return }
         do throws(SystemError) {
-            try printer.print(view)
+            try printer.print(view, into: output)
+            // One at a time when verbose, so stderr lines and data stay in step.
+            if printer.verbosity > 0 { try output.flush() }
         } catch {
-            // stdout is gone (its reader quit): nothing more to do, as with nc.
-            finish { $0.complete = true }
-            socket.pauseReceiving()
+            stdoutClosed()
             return
         }
         if echo { socket.send(Array(view.bytes), to: view.source, timeout: .seconds(1)) { _ in } }
@@ -70,8 +72,21 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             if let limit, state.received >= limit { state.complete = true }
             return state.complete
         }
-        if complete { socket.pauseReceiving() }
+        if complete {
+            flush()
+            socket.pauseReceiving()
+        }
         wake.signal()
+    }
+
+    private func flush() {
+        do throws(SystemError) { try output.flush() } catch { stdoutClosed() }
+    }
+
+    /// stdout is gone (its reader quit): nothing more to do, as with nc.
+    private func stdoutClosed() {
+        finish { $0.complete = true }
+        socket.pauseReceiving()
     }
 
     private func finish(_ change: (inout State) -> Void) {
