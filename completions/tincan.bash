@@ -6,11 +6,11 @@ _tincan() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            connect|listen|tls) cmd="${COMP_WORDS[i]}"; break ;;
+            connect|listen|tls|udp-send|udp-recv|join-group) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "connect listen tls help -h --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "connect listen tls udp-send udp-recv join-group help -h --help --version" -- "$cur"))
         return
     fi
     case "$cmd" in
@@ -48,6 +48,41 @@ _tincan() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        udp-send)
+            case "$prev" in
+                --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
+                -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -m --message --lines --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        udp-recv)
+            case "$prev" in
+                -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
+                --max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        join-group)
+            case "$prev" in
+                --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
+                --source|--max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

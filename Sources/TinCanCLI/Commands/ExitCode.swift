@@ -9,10 +9,10 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
 
     public var meaning: String {
         switch self {
-        case .success: "success: the peer closed, or stdin ended and the peer closed, or --quit-after-eof ran out"
-        case .failure: "network or I/O failure: connection refused or reset, name not found, address in use"
+        case .success: "success: the peer closed, or stdin ended and the peer closed, or --quit-after-eof ran out; datagrams all sent, --count reached"
+        case .failure: "network or I/O failure: connection refused or reset, datagrams refused (port unreachable), name not found, address in use"
         case .usage: "usage error: unknown option, missing or bad argument"
-        case .timeout: "timeout: --connect-timeout or --idle-timeout ran out"
+        case .timeout: "timeout: --connect-timeout, --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
         }

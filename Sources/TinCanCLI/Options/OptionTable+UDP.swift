@@ -1,5 +1,8 @@
 // The datagram commands: udp-send, udp-recv and join-group.
 extension OptionTable {
+    static let datagramVerbose = OptionSpec("verbose", short: "v", repeatable: true,
+        help: "Say on stderr what happens: the address bound or joined, and each datagram's size, sender, destination and interface.")
+
     /// How received datagrams are shown: udp-recv, join-group and the replies of udp-send.
     static let datagramOutput: [OptionSpec] = [
         OptionSpec("format", short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
@@ -32,7 +35,7 @@ extension OptionTable {
             each datagram has had one or the wait runs out.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + [
+        options: [help, datagramVerbose] + family + [
             OptionSpec("message", short: "m", value: .text, valueName: "TEXT", repeatable: true,
                 help: "Send TEXT as one datagram instead of reading stdin; escapes \\n \\r \\t \\0 \\\\ and \\xHH are understood. Repeat for several."),
             OptionSpec("lines", help: "One datagram per line of stdin, the newline not included (the default)."),
@@ -72,7 +75,7 @@ extension OptionTable {
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v).", optional: false),
         ],
-        options: [help, verbose] + family + datagramOutput + receiving,
+        options: [help, datagramVerbose] + family + datagramOutput + receiving,
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),
@@ -94,7 +97,7 @@ extension OptionTable {
             PositionalSpec(name: "GROUP", help: "A multicast address, optionally %INTERFACE for IPv6; several may be given.", optional: false),
             PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
         ],
-        options: [help, verbose] + [
+        options: [help, datagramVerbose] + [
             OptionSpec("interface", value: .interface, valueName: "IF",
                 help: "Join on this interface (default: the group's %scope, else the route for the group)."),
             OptionSpec("source", value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
