@@ -15,6 +15,7 @@ final class UDPNamespaceTests: XCTestCase {
             try scenarios.leavingAGroupStopsItsDatagrams()
             try scenarios.broadcastNeedsPermission()
             try scenarios.ipv6GroupOverVeth()
+            try scenarios.loopbackOffHidesOwnMulticastAndTTLIsSet()
             return
         }
         try Namespace.run(
@@ -132,5 +133,24 @@ struct MulticastScenarios {
             XCTAssertEqual(datagram.destination?.description, "[ff12::1234%va]:\(port)")
         }
         for socket in [first, second, sender] { socket.close() }
+    }
+
+    func loopbackOffHidesOwnMulticastAndTTLIsSet() throws {
+        let port: UInt16 = 45_006
+        // Over the veth (on lo every datagram comes back through the device itself).
+        let (socket, events) = try receiver(port: port, group: "ff12::6666", interface: "va")
+        let group = try SocketAddress(ip: "ff12::6666%va", port: port)
+        let (quiet, quietEvents) = try sender(interface: "va")
+        try quiet.setMulticastLoopback(false)
+        try quiet.setMulticastTTL(7)
+        quiet.send(Array("hidden".utf8), to: group, timeout: nil, tag: 1)
+        quietEvents.wait("sent") { $0.contains(.sent(tag: 1)) }
+        let hops = quiet.perform { try? Syscall.getOption(quiet.socket6FD, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, as: Int32.self, name: "IPV6_MULTICAST_HOPS") }
+        XCTAssertEqual(hops, 7)
+        let (loud, _) = try sender(interface: "va")
+        loud.send(Array("visible".utf8), to: group, timeout: nil, tag: 1)
+        events.waitForDatagrams(1)
+        XCTAssertEqual(events.texts, ["visible"], "with loopback off, this host's receivers do not get the datagram")
+        for s in [socket, quiet, loud] { s.close() }
     }
 }

@@ -307,4 +307,24 @@ final class UDPSocketTests: XCTestCase {
         XCTAssertTrue(state.inOrder)
         receiver.close()
     }
+
+    func testASendThatWaitsPastItsTimeoutFailsAndTheNextOneGoesOut() throws {
+        let (receiver, received) = udpSocket()
+        try receiver.bind(to: .loopbackIPv4(port: 0))
+        try receiver.beginReceiving()
+        let (sender, sent) = udpSocket()
+        let release = DispatchSemaphore(value: 0)
+        // The filter holds the first datagram until its 50 ms timeout has fired.
+        sender.setSendFilter({ _, _, tag in
+            if tag == 1 { _ = release.wait(timeout: .now() + 10) }
+            return true
+        })
+        sender.send([1], to: .loopbackIPv4(port: receiver.localPort), timeout: .milliseconds(50), tag: 1)
+        sender.send([2], to: .loopbackIPv4(port: receiver.localPort), timeout: .seconds(5), tag: 2)
+        sent.wait("timed out") { $0.contains(.notSent(tag: 1, .sendTimeout(after: .milliseconds(50)))) }
+        release.signal()
+        sent.wait("second sent") { $0.contains(.sent(tag: 2)) }
+        XCTAssertEqual(received.waitForDatagrams(1).map(\.data), [[2]])
+        XCTAssertEqual(UDPSocketError.sendTimeout(after: .milliseconds(50)).description, "send timed out after 50 ms")
+    }
 }
