@@ -20,8 +20,8 @@ public final class AsyncSocket: @unchecked Sendable {
     // (checked with `assertOnQueue()` at the entry points that rely on it).
 
     /// The serial queue that owns this socket's state.
-    public let socketQueue: DispatchQueue
-    let queueKey = DispatchSpecificKey<Bool>()
+    public var socketQueue: DispatchQueue { queue.queue }
+    let queue: SocketQueue
 
     weak var delegateStorage: (any AsyncSocketDelegate)?
     var delegateQueueStorage: DispatchQueue?
@@ -116,10 +116,9 @@ public final class AsyncSocket: @unchecked Sendable {
         delegate: (any AsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil
     ) {
-        self.socketQueue = socketQueue ?? DispatchQueue(label: "tincan.AsyncSocket")
+        queue = SocketQueue(socketQueue ?? DispatchQueue(label: "tincan.AsyncSocket"))
         self.delegateStorage = delegate
         self.delegateQueueStorage = delegateQueue
-        self.socketQueue.setSpecific(key: queueKey, value: true)
     }
 
     deinit {
@@ -133,7 +132,7 @@ public final class AsyncSocket: @unchecked Sendable {
 
     // MARK: Queue helpers
 
-    var isOnSocketQueue: Bool { DispatchQueue.getSpecific(key: queueKey) == true }
+    var isOnSocketQueue: Bool { queue.isCurrent }
 
     @inline(__always)
     func assertOnQueue() {
@@ -141,16 +140,10 @@ public final class AsyncSocket: @unchecked Sendable {
     }
 
     /// Runs `body` on the socket queue and returns its result (at once if already there).
-    func sync<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        if isOnSocketQueue { return try body() }
-        let result: Result<R, E> = socketQueue.sync { Result { () throws(E) -> R in try body() } }
-        return try result.get()
-    }
+    func sync<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R { try queue.sync(body) }
 
     /// Runs `body` on the socket queue, later unless already there.
-    func async(_ body: @escaping @Sendable () -> Void) {
-        if isOnSocketQueue { body() } else { socketQueue.async(execute: body) }
-    }
+    func async(_ body: @escaping @Sendable () -> Void) { queue.async(body) }
 
     /// Calls the delegate on its queue, if there is one.
     func notify(_ body: @escaping @Sendable (any AsyncSocketDelegate) -> Void) {
