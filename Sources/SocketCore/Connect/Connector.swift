@@ -21,6 +21,7 @@ final class Connector: @unchecked Sendable {
     private let resolver: any HostResolving
     private let started = ContinuousClock.now
     private let onEvent: @Sendable (ConnectAttemptEvent) -> Void
+    private let onLookup: @Sendable (LookupEvent) -> Void
     private let onDone: @Sendable (Outcome) -> Void
 
     private var attempts: [HappyEyeballs.AttemptID: Attempt] = [:]
@@ -36,6 +37,7 @@ final class Connector: @unchecked Sendable {
         queue: DispatchQueue, host: String, port: UInt16, configuration: HappyEyeballs.Configuration,
         binding: Binding, resolver: any HostResolving,
         onEvent: @escaping @Sendable (ConnectAttemptEvent) -> Void,
+        onLookup: @escaping @Sendable (LookupEvent) -> Void = { _ in },
         onDone: @escaping @Sendable (Outcome) -> Void
     ) {
         self.queue = queue
@@ -44,6 +46,7 @@ final class Connector: @unchecked Sendable {
         self.binding = binding
         self.resolver = resolver
         self.onEvent = onEvent
+        self.onLookup = onLookup
         self.onDone = onDone
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         machine = HappyEyeballs(target: target, configuration: configuration)
@@ -72,8 +75,14 @@ final class Connector: @unchecked Sendable {
     private func perform(_ action: HappyEyeballs.Action) {
         switch action {
         case .resolve(let family):
+            let asked = ContinuousClock.now
+            let host = self.host
             resolver.resolve(host: host, port: port, family: family, queue: queue) { [weak self] result in
-                self?.feed(.resolved(family, result))
+                guard let self else { return }
+                let addresses = (try? result.get()) ?? []
+                let error: ResolveError? = if case .failure(let e) = result { e } else { nil }
+                onLookup(LookupEvent(host: host, family: family, addresses: addresses, error: error, elapsed: .now - asked))
+                feed(.resolved(family, result))
             }
         case .scheduleResolutionDelay(let delay):
             resolutionTimer?.cancel()

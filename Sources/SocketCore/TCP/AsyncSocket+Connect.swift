@@ -98,6 +98,10 @@ extension AsyncSocket {
                     guard let self else { return }
                     notify { [self] in $0.socket(self, connectAttempt: event) }
                 },
+                onLookup: { [weak self] (event: LookupEvent) in
+                    guard let self else { return }
+                    notify { [self] in $0.socket(self, lookup: event) }
+                },
                 onDone: { [weak self] (outcome: Connector.Outcome) in self?.connectFinished(outcome) })
             self.connector = connector
             if let timeout {

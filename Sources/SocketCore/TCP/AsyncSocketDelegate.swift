@@ -31,6 +31,9 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// One connection attempt started or ended (Happy Eyeballs trace, e.g. for verbose output).
     func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent)
 
+    /// A lookup of the host being connected to answered (one per address family).
+    func socket(_ sock: AsyncSocket, lookup event: LookupEvent)
+
     /// A queued read completed. `data` is a view of the read's buffer: with a caller's buffer,
     /// `data.startIndex` is the offset given.
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int)
@@ -69,6 +72,7 @@ extension AsyncSocketDelegate {
     public func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) {}
     public func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) {}
     public func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {}
+    public func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {}
     public func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {}
     public func socket(_ sock: AsyncSocket, didReadPartialDataOfLength partialLength: Int, tag: Int) {}
     public func socket(_ sock: AsyncSocket, didWriteDataWithTag tag: Int) {}
@@ -114,6 +118,33 @@ public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible 
         case .failed(let error): return "\(address) \(error.lowercaseReason) (\(time) ms)"
         case .abandoned: return "\(address) abandoned (\(time) ms)"
         }
+    }
+}
+
+/// A lookup made while connecting: which name, which family, the answer and how long it took.
+public struct LookupEvent: Sendable, Equatable, CustomStringConvertible {
+    public let host: String
+    public let family: SocketAddress.Family
+    /// The addresses found (empty when the lookup failed).
+    public let addresses: [SocketAddress]
+    /// Why it failed, if it did.
+    public let error: ResolveError?
+    public let elapsed: Duration
+
+    public init(host: String, family: SocketAddress.Family, addresses: [SocketAddress], error: ResolveError?, elapsed: Duration) {
+        self.host = host
+        self.family = family
+        self.addresses = addresses
+        self.error = error
+        self.elapsed = elapsed
+    }
+
+    /// `A example.test: 198.18.0.1 (0.4 ms)`, `AAAA example.test: no address (3 ms)`.
+    public var description: String {
+        let ms = elapsed.milliseconds
+        let time = ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
+        let answer = error.map { $0.reason } ?? (addresses.isEmpty ? "no address" : addresses.map(\.host).joined(separator: ", "))
+        return "\(family == .ipv6 ? "AAAA" : "A") \(host): \(answer) (\(time) ms)"
     }
 }
 

@@ -12,6 +12,8 @@ public enum CLI {
             Console.error(error.description)
             return ExitCode.usage.rawValue
         }
+        let code: ExitCode
+        var message: String?
         do {
             switch invocation {
             case .help(nil):
@@ -23,7 +25,9 @@ public enum CLI {
             case .generateDocs(let directory):
                 try Docs.write(to: directory)
             case .run(let parsed):
+                EventLog.start(parsed)
                 switch parsed.command.name {
+                case "connect" where parsed.has("zero-io"): try PortScan(parsed, settings: StreamSettings(parsed)).run()
                 case "connect", "tls": try ConnectCommand(parsed).run()
                 case "listen": try ListenCommand(parsed).run()
                 case "udp-send": try UDPSendCommand(parsed).run()
@@ -32,17 +36,22 @@ public enum CLI {
                 default: throw CommandError("'\(parsed.command.name)' is not available yet", code: .usage)
                 }
             }
-            return ExitCode.success.rawValue
+            code = .success
         } catch let error as UsageError {
             Console.error(error.description)
             return ExitCode.usage.rawValue
         } catch let error as CommandError {
-            Console.error("tincan: " + error.message)
-            return error.code.rawValue
+            code = error.code
+            message = error.message
         } catch {
-            Console.error("tincan: \(error)")
-            return ExitCode.failure.rawValue
+            code = .failure
+            message = "\(error)"
         }
+        let log = EventLog.current.withLock { $0 }
+        // With --json the error is an event, so stderr stays one JSON object per line.
+        if let message, log?.json != true { Console.error("tincan: " + message) }
+        log?.finish(exitCode: code.rawValue, error: message)
+        return code.rawValue
     }
 }
 

@@ -26,6 +26,7 @@ struct ConnectCommand {
             default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
             }
         }
+        if args.has("parallel") { throw UsageError("--parallel needs -z", command: name) }
         if let device = args.value("interface"), Interfaces.index(of: device) == nil {
             throw UsageError("no network interface named '\(device)'", command: name)
         }
@@ -60,8 +61,10 @@ struct ConnectCommand {
         if let tls {
             defer { if args.has("show-cert") { socket.disconnect() } }
             let budget = args.duration("connect-timeout").map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
+            let handshakeStarted = ContinuousClock.now
             let info = try TLSOptions.handshake(socket, tls, starttls: args.value("starttls").flatMap(StartTLSDialogue.Kind.init),
                                                 timeout: budget, peer: target.description)
+            EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
             if args.command.name == "tls" || settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: tls) { Console.error("tincan: " + line) }
             }
@@ -73,10 +76,7 @@ struct ConnectCommand {
         } else {
             transport = DescriptorTransport(fd: try dialer.takeDescriptor(socket, peer: target.description))
         }
-        defer { transport.abort() }
-        let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
-        let outcome = relay.run()
-        try settings.conclude(outcome, relay: relay, peer: target.description, started: started)
+        try settings.serve(transport, peer: target.description, started: started)
     }
 }
 
@@ -111,8 +111,10 @@ struct Dialer {
             default: throw CommandError("connect to \(target.description) failed: \(error)")
             }
         }
-        settings.say("connected to \(socket.connectedAddress?.description ?? target.description)"
-                     + (socket.localAddress.map { " from \($0)" } ?? ""))
+        let remote = socket.connectedAddress?.description ?? target.description
+        let local = socket.connectedAddress == nil ? nil : socket.localAddress?.description
+        settings.say("connected to \(remote)" + (local.map { " from \($0)" } ?? ""))
+        EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
         socket.setDelegate(nil, delegateQueue: nil)
         return socket
     }
@@ -138,6 +140,12 @@ final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
 
     func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {
         settings.say(event.description)
+        EventLog.current.withLock { $0 }?.attempt(event)
+    }
+
+    func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {
+        settings.say(event.description, level: 2)
+        EventLog.current.withLock { $0 }?.lookup(event)
     }
 
     func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) { done.signal() }

@@ -6,6 +6,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case timeout = 3
     case tlsVerification = 4
     case startTLSRefused = 5
+    case expectFailed = 6
 
     public var meaning: String {
         switch self {
@@ -15,6 +16,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .timeout: "timeout: --connect-timeout, --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
+        case .expectFailed: "an --expect did not match within --expect-timeout, or the peer closed first (what arrived is quoted)"
         }
     }
 }

@@ -66,6 +66,9 @@ struct ListenCommand {
     }
 
     func run() throws {
+        if !settings.script.isEmpty && (keepOpen || program != nil) {
+            throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: "listen")
+        }
         // TLS material is loaded (or a certificate made) once, for every connection.
         var context: TLSContext?
         if let tls {
@@ -167,9 +170,12 @@ struct ListenCommand {
         let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "the peer"
         socket.setDelegate(nil, delegateQueue: nil)
         let started = ContinuousClock.now
+        let log = EventLog.current.withLock { $0 }
+        log?.connected(local: socket.localAddress?.description, remote: peer)
         let transport: any Transport
         if let context {
             let info = try TLSOptions.handshake(socket, context.settings, context: context, timeout: .seconds(30), peer: peer)
+            log?.tls(info, took: .now - started)
             if settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: context.settings) { Console.error("tincan: " + line) }
             }
@@ -189,9 +195,7 @@ struct ListenCommand {
             }
             transport = DescriptorTransport(fd: fd)
         }
-        defer { transport.abort() }
-        let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
-        try settings.conclude(relay.run(), relay: relay, peer: peer, started: started)
+        try settings.serve(transport, peer: peer, started: started)
     }
 
     /// Runs `program` with its stdin and stdout on pipes bridged to the (TLS) socket, until

@@ -48,9 +48,12 @@ struct StreamSettings {
     let ipv6Only: Bool
     /// The --idle-timeout as the user wrote it, for messages.
     let idleText: String?
+    /// --send/--expect steps to run before the relay.
+    let script: Script
 
     init(_ args: ParsedArguments) throws(UsageError) {
         idleText = args.value("idle-timeout")
+        script = try Script(args)
         verbosity = args.count("verbose")
         ipv4Only = args.has("ipv4")
         ipv6Only = args.has("ipv6")
@@ -68,6 +71,21 @@ struct StreamSettings {
 
     func say(_ line: @autoclosure () -> String, level: Int = 1) {
         if verbosity >= level { Console.error("tincan: " + line()) }
+    }
+
+    /// Runs the --send/--expect script, then relays stdin/stdout over `transport` until the
+    /// session ends; reports the totals to the event log.
+    func serve(_ transport: any Transport, peer: String, started: ContinuousClock.Instant) throws {
+        defer { transport.abort() }
+        let log = EventLog.current.withLock { $0 }
+        if !script.isEmpty {
+            try StreamScript(script: script, transport: transport, settings: self, log: log).run()
+        }
+        let relay = Relay(transport: transport, input: 0, output: 1, options: relay)
+        let outcome = relay.run()
+        log?.relayed(sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
+                     firstByte: relay.firstByte.withLock { $0 })
+        try conclude(outcome, relay: relay, peer: peer, started: started)
     }
 
     /// Turns a relay's end into success or the error to report.

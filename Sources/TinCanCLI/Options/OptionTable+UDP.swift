@@ -52,9 +52,10 @@ extension OptionTable {
             OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
             OptionSpec("wait-reply", short: "W", value: .duration, valueName: "DURATION",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
-        ] + datagramOutput,
+        ] + datagramOutput + probing,
         examples: [
             ("echo 'deploy.count:1|c' | tincan udp-send 127.0.0.1 8125", "Send a StatsD counter."),
+            ("tincan udp-send --send 'ping' --expect '^pong' 127.0.0.1 7", "A request/response check: exit 6 unless a reply matches."),
             ("tincan udp-send -m 'ping' -W 2s 127.0.0.1 7", "Ask a UDP echo service and print its reply."),
             ("printf '\\x1b%47s' | tr ' ' '\\0' | tincan udp-send --whole -W 2s -f hex ntp.example 123", "Probe an NTP server by hand."),
             ("tincan udp-send --interface eth0 --ttl 2 -m hello 239.1.2.3 5000", "Send to a multicast group through eth0."),

@@ -46,6 +46,17 @@ public enum OptionTable {
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
 
+    /// Scripted probing and machine-readable reports: connect, tls, listen and udp-send.
+    static let probing: [OptionSpec] = [
+        OptionSpec("send", value: .text, valueName: "TEXT", repeatable: true,
+            help: "Send TEXT (escapes \\n \\r \\t \\0 \\\\ \\xHH) before stdin is piped; --send and --expect run in the order given."),
+        OptionSpec("expect", value: .text, valueName: "REGEX", repeatable: true,
+            help: "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."),
+        OptionSpec("expect-timeout", value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
+        OptionSpec("json", help: "Report events on stderr as JSON lines: resolved, attempt, connected, tls, send, expect, port, error, closed (bytes each way, exit code)."),
+        OptionSpec("timing", help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
+    ]
+
     static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
 
     /// How a client reaches its server: connect and tls.
@@ -76,13 +87,19 @@ public enum OptionTable {
             for half a second.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream + [tlsFlag] + tlsClient,
+        options: [help, verbose] + family + dialing + stream + [tlsFlag] + tlsClient + probing + [
+            OptionSpec("zero-io", short: "z", help: "Probe ports instead: HOST PORTS (e.g. 22,80,8000-8100) are connected to without sending data, many at a time; one line per port on stdout (open, closed or filtered, and the time); exit 0 when any is open. -w bounds each attempt (default 2s)."),
+            OptionSpec("parallel", value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
+        ],
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
             ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
             ("tincan connect -v -w 2s db.internal 5432 </dev/null", "Check that a port answers, showing each address tried."),
             ("tincan connect --unix /run/app.sock", "Talk to a Unix domain socket."),
             ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
+            ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
+            ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
+            ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
         ])
 
     public static let listen = CommandSpec(
@@ -119,7 +136,7 @@ public enum OptionTable {
             OptionSpec("ca", value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
             OptionSpec("require-client-cert", help: "Accept only clients with a valid certificate (mutual TLS)."),
             OptionSpec("alpn", value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
-        ],
+        ] + probing,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -140,13 +157,14 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream.filter { $0.long != "unix" } + tlsClient,
+        options: [help, verbose] + family + dialing + stream.filter { $0.long != "unix" } + tlsClient + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
             ("tincan tls --ca ca.pem --cert me.pem --key me.key internal.test 8443", "Mutual TLS with a private CA."),
             ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
             ("tincan tls --starttls smtp mail.example 587", "Upgrade an SMTP session, then type SMTP over TLS."),
+            ("tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null", "Check a page answers 200 over TLS, and time each phase."),
         ])
 
     /// Every subcommand, in the order help lists them.

@@ -15,6 +15,9 @@ public struct ParsedArguments: Sendable {
     var flags: [String: Int] = [:]
     var values: [String: [String]] = [:]
     public internal(set) var positionals: [String] = []
+    /// Every value option in the order given (for options whose relative order matters, such as
+    /// --send and --expect).
+    public internal(set) var sequence: [(option: String, value: String)] = []
 
     init(command: CommandSpec) { self.command = command }
 
@@ -74,6 +77,7 @@ public enum Parser {
             if let kind = option.value {
                 guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
                 try check(value, kind, for: option, in: spec)
+                result.sequence.append((option.long, value))
                 if option.repeatable { result.values[option.long, default: []].append(value) }
                 else { result.values[option.long] = [value] }  // the last one wins, as with GNU tools
             } else {

@@ -60,6 +60,8 @@ final class Relay: @unchecked Sendable {
     /// Set once the relay closed `output` itself (``Options/programSide``).
     let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
+    /// When the first byte arrived from the network, if any did.
+    let firstByte = Mutex<ContinuousClock.Instant?>(nil)
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
     init(transport: any Transport, input: Int32?, output: Int32, options: Options) {
@@ -134,7 +136,7 @@ final class Relay: @unchecked Sendable {
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             options.hex?.dump(chunk, .received)
             options.progress?.add(received: n)
-            bytesReceived.add(n, ordering: .relaxed)
+            if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
             do throws(SystemError) {
                 try Syscall.writeAll(output, chunk, isSocket: false)
             } catch {

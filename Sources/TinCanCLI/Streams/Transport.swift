@@ -7,6 +7,9 @@ import Synchronization
 protocol Transport: Sendable {
     /// Bytes received into `buffer`; 0 when the peer has ended its stream.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int
+    /// Like ``receive(into:)``, but `nil` when nothing came within `timeout` (after which the
+    /// transport may no longer be usable: the caller gives up).
+    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int?
     /// Sends all of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
     /// Ends our direction (half-close), keeping the other open.
@@ -45,6 +48,16 @@ struct DescriptorTransport: Transport {
         }
     }
 
+    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
+        let ready: Bool
+        do throws(SystemError) {
+            ready = try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: Int32(clamping: Int64(timeout.milliseconds.rounded(.up))))
+        } catch {
+            throw .failed("waiting for data failed: \(error.lowercaseReason)")
+        }
+        return ready ? try receive(into: buffer) : nil
+    }
+
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         do throws(SystemError) {
             try Syscall.writeAll(fd, bytes, isSocket: true)
@@ -73,13 +86,23 @@ final class SocketTransport: Transport, @unchecked Sendable {
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
+        try receive(into: buffer, timeout: nil)!
+    }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
+        try receive(into: buffer, timeout: Optional(timeout))
+    }
+
+    private func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws(TransportError) -> Int? {
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<ArraySlice<UInt8>, TransportError>>(.success([]))
-        socket.readData(maxLength: buffer.count) { result in
-            let mapped: Result<ArraySlice<UInt8>, TransportError>
+        let outcome = Mutex<Result<ArraySlice<UInt8>?, TransportError>>(.success([]))
+        socket.readData(maxLength: buffer.count, timeout: timeout) { result in
+            let mapped: Result<ArraySlice<UInt8>?, TransportError>
             switch result {
             case .success(let bytes):
                 mapped = .success(bytes)
+            case .failure(.readTimeout):
+                mapped = .success(nil)
             case .failure(.closedByPeer), .failure(.readStreamClosed), .failure(.disconnected):
                 mapped = .success([])
             case .failure(.tls(.truncated)):
@@ -91,7 +114,7 @@ final class SocketTransport: Transport, @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        let bytes = try outcome.withLock { $0 }.get()
+        guard let bytes = try outcome.withLock({ $0 }).get() else { return nil }
         bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         return bytes.count
     }

@@ -27,6 +27,10 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let limit: Int?
     private let echo: Bool
     private let accept: @Sendable (DatagramView) -> Bool
+    /// Sees a copy of each datagram printed (for --expect), on the socket's queue.
+    var observer: (@Sendable ([UInt8]) -> Void)?
+    /// Told when the socket closes (e.g. on a refusal), on the delegate queue.
+    var onClose: (@Sendable () -> Void)?
     private let state = Mutex(State())
     /// stdout, gathered per batch of datagrams; used only on the socket's queue.
     private let output = OutputBuffer(fd: 1)
@@ -66,6 +70,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             return
         }
         if echo { socket.send(Array(view.bytes), to: view.source, timeout: .seconds(1)) { _ in } }
+        observer?(Array(view.bytes))
         let complete = state.withLock { state -> Bool in
             state.received += 1
             state.lastActivity = .now
@@ -99,6 +104,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             $0.closed = true
             if let error { $0.failure = error }
         }
+        onClose?()
     }
 
     /// Waits for --count datagrams (`complete`), `idle` without any (`timedOut`), or a failure;

@@ -14,6 +14,7 @@ struct UDPSendCommand {
     let interval: Duration?
     let waitReply: Duration?
     let verbosity: Int
+    let script: Script
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -54,6 +55,10 @@ struct UDPSendCommand {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
+        script = try Script(args)
+        if !script.isEmpty, let other = ["message", "lines", "chunk", "whole"].first(where: args.has) {
+            throw UsageError("--send and --expect replace stdin: not with --\(other)", command: name)
+        }
         count = args.integer("count") ?? 1
         interval = args.duration("interval")
         waitReply = args.duration("wait-reply")
@@ -92,10 +97,15 @@ struct UDPSendCommand {
             // Connected to a unicast peer: only its replies are heard, and a closed port is reported.
             if connected { try socket.connect(to: destination) }
         } catch {
-            throw sendFailure(error, target: target)
+            throw UDPSendCommand.failure(error, target: target)
         }
         let receiver = DatagramReceiver(socket: socket, printer: DatagramPrinter(args), limit: nil, echo: false)
         defer { socket.close() }
+        if !script.isEmpty {
+            try DatagramScript(script: script, socket: socket, destination: connected ? nil : destination, target: target,
+                               receiver: receiver, say: { say($0) }).run()
+            return
+        }
         let sent = Atomic<Int>(0)
         let done = DispatchSemaphore(value: 0)
         let failure = Mutex<UDPSocketError?>(nil)
@@ -110,7 +120,7 @@ struct UDPSendCommand {
                     done.signal()
                 }
                 done.wait()
-                if let error = failure.withLock({ $0 }) { throw sendFailure(error, target: target) }
+                if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                 sent.add(1, ordering: .relaxed)
                 say("sent \(datagram.count) bytes to \(target)")
                 if waitReply != nil {
@@ -136,7 +146,7 @@ struct UDPSendCommand {
             }
             say("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams")
         case .failed(let error):
-            throw sendFailure(error, target: target)
+            throw UDPSendCommand.failure(error, target: target)
         }
     }
 
@@ -154,7 +164,7 @@ struct UDPSendCommand {
         throw CommandError("cannot resolve \(host): \(reason)")
     }
 
-    private func sendFailure(_ error: UDPSocketError, target: String) -> CommandError {
+    static func failure(_ error: UDPSocketError, target: String) -> CommandError {
         if case .system(let system) = error {
             switch system.errno {
             case ECONNREFUSED:
