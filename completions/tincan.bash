@@ -19,10 +19,10 @@ _tincan() {
                 -U|--unix|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
-                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
+                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -31,10 +31,10 @@ _tincan() {
             case "$prev" in
                 -U|--unix|--cert|--key|--ca) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof|--alpn) return ;;
+                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof|--alpn|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -44,10 +44,10 @@ _tincan() {
                 --ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
-                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin) return ;;
+                -w|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -56,10 +56,10 @@ _tincan() {
             case "$prev" in
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size) return ;;
+                -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -m --message --lines --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -m --message --lines --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

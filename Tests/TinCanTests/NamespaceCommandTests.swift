@@ -12,11 +12,13 @@ final class NamespaceCommandTests: XCTestCase {
             try connectTimeoutExitsWithCode3()
             try unresolvableNameExitsWithCode1()
             try sourceAndInterfaceBinding()
+            try silentPortProbesAsFiltered()
             return
         }
         try Namespace.run(
             test: "TinCanTests.NamespaceCommandTests/testConnectOnTestHosts",
-            setup: Namespace.testNetwork(extra: ["198.18.0.5"]),
+            setup: Namespace.testNetwork(extra: ["198.18.0.5"])
+                + "\nip neigh add 198.18.0.99 lladdr 02:00:00:00:00:01 dev va nud permanent",
             hosts: """
                 127.0.0.1 localhost
                 198.18.0.1 dual.test
@@ -70,5 +72,19 @@ final class NamespaceCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "bound\n")
         XCTAssertTrue(r.err.contains("from 198.18.0.5:"), r.err)
+    }
+
+    /// 198.18.0.99 swallows SYNs (a neighbour entry for a MAC nobody has): filtered, not closed.
+    func silentPortProbesAsFiltered() throws {
+        let (server, port) = try echoServer()
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "-z", "-w", "300ms", "198.18.0.99", "80,\(port)"])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertEqual(r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+                       ["198.18.0.99 80 filtered", "198.18.0.99 \(port) filtered"])
+        XCTAssertEqual(r.err, "tincan: no open port among 2 on 198.18.0.99\n")
+        let open = try Tool.run(["connect", "-z", "-w", "300ms", "198.18.0.1", String(port)])
+        XCTAssertEqual(open.status, 0, open.err)
+        XCTAssertTrue(open.out.hasPrefix("198.18.0.1 \(port) open "), open.out)
     }
 }

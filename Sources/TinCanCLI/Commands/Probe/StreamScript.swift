@@ -70,6 +70,6 @@ struct StreamScript {
     private func failure(_ expectation: Script.Expectation, _ why: String, _ pending: [UInt8]) -> CommandError {
         log?.emit("expect", [("pattern", .string(expectation.pattern)), ("matched", .bool(false)),
                              ("reason", .string(why)), ("got", .string(Script.quote(pending[...])))])
-        return CommandError("--expect '\(expectation.pattern)' failed: \(why); got \(Script.quote(pending[...]))", code: .expectFailed)
+        return CommandError("--expect '\(expectation.pattern)' failed: \(why); received since the last match: \(Script.quote(pending[...]))", code: .expectFailed)
     }
 }

@@ -1,0 +1,195 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// --send/--expect, connect -z, --json and --timing end to end against python3 and openssl peers.
+final class ProbeCommandTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// A python3 SMTP-like server: a 220 greeting, a multi-line 250 reply to EHLO (or `ehloReply`),
+    /// 221 to QUIT, then it closes.
+    private func smtpServer(ehloReply: String = "250-probe.test hello\\r\\n250-SIZE 1000\\r\\n250 OK\\r\\n") throws -> Python {
+        try Python("""
+            import socket, sys
+            server = socket.socket()
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", int(sys.argv[1])))
+            server.listen(5)
+            while True:
+                conn, _ = server.accept()
+                conn.sendall(b"220 probe.test ESMTP\\r\\n")
+                f = conn.makefile("rb")
+                for line in f:
+                    if line.startswith(b"EHLO"):
+                        conn.sendall(b"\(ehloReply)")
+                    elif line.startswith(b"QUIT"):
+                        conn.sendall(b"221 bye\\r\\n")
+                        break
+                f.close()
+                conn.shutdown(socket.SHUT_RDWR)
+                conn.close()
+            """)
+    }
+
+    func testSMTPDialogueRunsInOrderAndEverythingReceivedReachesStdout() throws {
+        let server = try smtpServer()
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "-v", "127.0.0.1", String(server.port), "--expect", "^220", "--send", "EHLO probe\\r\\n",
+                              "--expect", "^250 ", "--send", "QUIT\\r\\n", "--expect", "^221"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "220 probe.test ESMTP\r\n250-probe.test hello\r\n250-SIZE 1000\r\n250 OK\r\n221 bye\r\n")
+        for line in ["matched --expect '^220'", "sent 12 bytes (--send 'EHLO probe\\r\\n')", "matched --expect '^250 '", "matched --expect '^221'"] {
+            XCTAssertTrue(r.err.contains(line), "\(line) in \(r.err)")
+        }
+    }
+
+    func testAFailedExpectationExitsWith6AndQuotesWhatArrived() throws {
+        let server = try smtpServer(ehloReply: "554 go away\\r\\n")
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "--expect", "^220", "--send", "EHLO probe\\r\\n", "--expect", "^250 ",
+                              "--expect-timeout", "300ms", "127.0.0.1", String(server.port)])
+        XCTAssertEqual(r.status, 6)
+        XCTAssertEqual(r.err, "tincan: --expect '^250 ' failed: nothing matched within 300ms (--expect-timeout); received since the last match: \" probe.test ESMTP\\r\\n554 go away\\r\\n\"\n")
+        XCTAssertEqual(r.out, "220 probe.test ESMTP\r\n554 go away\r\n", "what arrived is on stdout too")
+
+        let closed = try Tool.run(["connect", "--send", "QUIT\\r\\n", "--expect", "^250", "127.0.0.1", String(server.port)])
+        XCTAssertEqual(closed.status, 6)
+        XCTAssertTrue(closed.err.hasPrefix("tincan: --expect '^250' failed: the peer closed the connection first; received since the last match: \"220 probe.test ESMTP\\r\\n221 bye\\r\\n\""), closed.err)
+    }
+
+    func testBadScriptArgumentsAreUsageErrors() throws {
+        for (arguments, message) in [
+            (["connect", "--expect", "([", "127.0.0.1", "9"], "tincan: connect: --expect '([' is not a regular expression"),
+            (["connect", "--send", "\\q", "127.0.0.1", "9"], "tincan: connect: --send: unknown escape '\\q'"),
+            (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send and --expect talk to one connection: not with -k, --exec or --sh-exec"),
+            (["udp-send", "--send", "a", "-m", "b", "127.0.0.1", "9"], "tincan: udp-send: --send and --expect replace stdin: not with --message"),
+            (["connect", "-z", "127.0.0.1", "80-20"], "tincan: connect: bad port range '80-20': it runs backwards; write 20-80"),
+            (["connect", "-z", "127.0.0.1", "22,http"], "tincan: connect: bad port list '22,http': 'http' is not a port (1-65535) or a range such as 8000-8100"),
+            (["connect", "--parallel", "5", "127.0.0.1", "9"], "tincan: connect: --parallel needs -z"),
+        ] {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.hasPrefix(message), "\(arguments): \(r.err)")
+        }
+    }
+
+    func testTLSScriptWithJSONEventsAndTiming() throws {
+        let port = freePort()
+        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                               "-key", certs.path("server.key"), "-www", "-quiet"], program: "/usr/bin/openssl")
+        defer { server.stop() }
+        waitForListener(port: port)
+        let r = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--json", "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
+                              "--expect", "^HTTP/1.0 200", "localhost", String(port)])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("HTTP/1.0 200 ok"), r.out)
+        let lines = r.err.split(separator: "\n")
+        let events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let names = events.compactMap { $0["event"] as? String }
+        XCTAssertEqual(names.filter { $0 != "attempt" && $0 != "resolved" }, ["connected", "tls", "send", "expect", "closed"], r.err)
+        XCTAssertTrue(names.contains("resolved") && names.contains("attempt"), r.err)
+        let tls = try XCTUnwrap(events.first { $0["event"] as? String == "tls" })
+        XCTAssertEqual(tls["protocol"] as? String, "TLSv1.3")
+        XCTAssertEqual(tls["verified"] as? Bool, true)
+        let closed = try XCTUnwrap(events.last)
+        XCTAssertEqual(closed["sent"] as? Int, 18)
+        XCTAssertEqual(closed["received"] as? Int, r.out.utf8.count)
+        XCTAssertEqual(closed["exit"] as? Int, 0)
+        // Only the summary of the tls command and the timing line are prose.
+        let timing = try XCTUnwrap(lines.last)
+        XCTAssertNotNil(timing.wholeMatch(of: #/tincan: timing: dns [0-9.]+ ms, connect [0-9.]+ ms, tls [0-9.]+ ms, first byte [0-9.]+ ms, total [0-9.]+ (ms|s), sent 18 B, received \d+ B/#), String(timing))
+    }
+
+    func testJSONReportsAFailureAsAnEventOnly() throws {
+        let closedPort = freePort()
+        let r = try Tool.run(["connect", "--json", "127.0.0.1", String(closedPort)])
+        XCTAssertEqual(r.status, 1)
+        let events = try r.err.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], String($0)) }
+        let error = try XCTUnwrap(events.first { $0["event"] as? String == "error" })
+        XCTAssertEqual(error["message"] as? String, "connect to 127.0.0.1:\(closedPort) failed: 127.0.0.1:\(closedPort) connection refused")
+        XCTAssertEqual(error["exit"] as? Int, 1)
+        XCTAssertEqual(events.last?["event"] as? String, "closed")
+    }
+
+    func testListenRunsTheScriptOnItsConnection() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "--send", "name?\\n", "--expect", "^name: \\w+$", "--send", "ok\\n", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        listener.closeInput()
+        waitForListener(port: port)
+        let client = try Tool(["python3", "-c", """
+            import socket, sys
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            f = s.makefile("rb")
+            assert f.readline() == b"name?\\n"
+            s.sendall(b"name: bob\\n")
+            assert f.readline() == b"ok\\n"
+            s.close()
+            print("client ok")
+            """, String(port)], program: "/usr/bin/env")
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(client.stdoutText, "client ok\n")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdoutText, "name: bob\n")
+    }
+
+    func testUDPSendExpectsAMatchingReply() throws {
+        let port = freeUDPPort()
+        let server = try Tool(["python3", "-u", "-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", int(sys.argv[1])))
+            while True:
+                data, peer = s.recvfrom(65535)
+                s.sendto(b"noise", peer)
+                s.sendto(b"pong " + data, peer)
+            """, String(port)], program: "/usr/bin/env")
+        defer { server.stop() }
+        waitForUDPReceiver(port: port)
+        let ok = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pong ping$", "--send", "again", "--expect", "again", "127.0.0.1", String(port)])
+        XCTAssertEqual(ok.status, 0, ok.err)
+        XCTAssertEqual(ok.out, "noisepong pingnoisepong again", "every reply is printed, matching or not")
+        let bad = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pang", "--expect-timeout", "300ms", "127.0.0.1", String(port)])
+        XCTAssertEqual(bad.status, 6)
+        XCTAssertEqual(bad.err, "tincan: --expect '^pang' failed: no matching reply from 127.0.0.1:\(port) within 300ms (--expect-timeout); last reply \"pong ping\"\n")
+        let refused = try Tool.run(["udp-send", "--send", "ping", "--expect", "x", "127.0.0.1", String(freeUDPPort())])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("refused the datagrams"), refused.err)
+    }
+
+    func testPortProbesReportOpenAndClosedInOrder() throws {
+        let open = try Python("""
+            import socket, sys
+            s = socket.socket()
+            s.bind(("127.0.0.1", int(sys.argv[1])))
+            s.listen(50)
+            while True:
+                c, _ = s.accept()
+                c.close()
+            """)
+        defer { open.stop() }
+        let closed = freePort()
+        let r = try Tool.run(["connect", "-z", "-4", "127.0.0.1", "\(closed),\(open.port)"])
+        XCTAssertEqual(r.status, 0, r.err)
+        let lines = r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") }
+        XCTAssertEqual(lines, ["127.0.0.1 \(closed) closed", "127.0.0.1 \(open.port) open"], r.out)
+        XCTAssertNotNil(r.out.split(separator: "\n").first?.wholeMatch(of: #/127\.0\.0\.1 \d+ closed [0-9.]+ ms/#))
+
+        let none = try Tool.run(["connect", "-z", "--json", "127.0.0.1", "\(closed)"])
+        XCTAssertEqual(none.status, 1)
+        let events = none.err.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let port = try XCTUnwrap(events.first { $0["event"] as? String == "port" })
+        XCTAssertEqual(port["state"] as? String, "closed")
+        XCTAssertEqual(port["port"] as? Int, Int(closed))
+        XCTAssertEqual(events.first { $0["event"] as? String == "error" }?["message"] as? String, "no open port among 1 on 127.0.0.1")
+
+        // A range, probed concurrently, one line each in order.
+        let base = Int(closed)
+        let range = "\(max(1, base - 20))-\(base)"
+        let many = try Tool.run(["connect", "-z", "--parallel", "8", "127.0.0.1", range + ",\(open.port)"])
+        XCTAssertEqual(many.status, 0, many.err)
+        let ports = many.out.split(separator: "\n").compactMap { Int($0.split(separator: " ")[1]) }
+        XCTAssertEqual(ports, Array(max(1, base - 20)...base) + [Int(open.port)])
+    }
+}
