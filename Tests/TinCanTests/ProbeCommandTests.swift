@@ -95,6 +95,9 @@ final class ProbeCommandTests: XCTestCase {
         XCTAssertEqual(closed["sent"] as? Int, 18)
         XCTAssertEqual(closed["received"] as? Int, r.out.utf8.count)
         XCTAssertEqual(closed["exit"] as? Int, 0)
+        for phase in ["dns_ms", "connect_ms", "tls_ms", "first_byte_ms", "total_ms"] {
+            XCTAssertNotNil(closed[phase] as? Double, "\(phase) in \(closed)")
+        }
         // Only the summary of the tls command and the timing line are prose.
         let timing = try XCTUnwrap(lines.last)
         XCTAssertNotNil(timing.wholeMatch(of: #/tincan: timing: dns [0-9.]+ ms, connect [0-9.]+ ms, tls [0-9.]+ ms, first byte [0-9.]+ ms, total [0-9.]+ (ms|s), sent 18 B, received \d+ B/#), String(timing))
@@ -135,18 +138,11 @@ final class ProbeCommandTests: XCTestCase {
     }
 
     func testUDPSendExpectsAMatchingReply() throws {
-        let port = freeUDPPort()
-        let server = try Tool(["python3", "-u", "-c", """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", int(sys.argv[1])))
-            while True:
-                data, peer = s.recvfrom(65535)
-                s.sendto(b"noise", peer)
-                s.sendto(b"pong " + data, peer)
-            """, String(port)], program: "/usr/bin/env")
+        let (server, port) = try pythonUDPServer(reply: """
+            s.sendto(b"noise", peer)
+            s.sendto(b"pong " + data, peer)
+            """)
         defer { server.stop() }
-        waitForUDPReceiver(port: port)
         let ok = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pong ping$", "--send", "again", "--expect", "again", "127.0.0.1", String(port)])
         XCTAssertEqual(ok.status, 0, ok.err)
         XCTAssertEqual(ok.out, "noisepong pingnoisepong again", "every reply is printed, matching or not")

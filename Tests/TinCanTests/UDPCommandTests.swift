@@ -51,17 +51,8 @@ final class UDPCommandTests: XCTestCase {
     }
 
     func testWaitReplyPrintsAPythonServersRepliesAndStopsWhenEachWasAnswered() throws {
-        let port = freeUDPPort()
-        let server = try Tool(["python3", "-u", "-c", """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind(("127.0.0.1", int(sys.argv[1])))
-            while True:
-                data, peer = s.recvfrom(65535)
-                s.sendto(data.upper(), peer)
-            """, String(port)], program: "/usr/bin/env")
+        let (server, port) = try pythonUDPServer(reply: "s.sendto(data.upper(), peer)")
         defer { server.stop() }
-        waitForUDPReceiver(port: port)
         let r = try Tool.run(["udp-send", "-m", "hello\\n", "--count", "3", "-i", "5ms", "-W", "20s", "127.0.0.1", String(port)])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "HELLO\nHELLO\nHELLO\n")

@@ -110,8 +110,7 @@ public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible 
 
     /// `trying [::1]:8080`, `[::1]:8080 refused (0.1 ms)`, `127.0.0.1:8080 connected (0.3 ms)`.
     public var description: String {
-        let ms = elapsed.milliseconds
-        let time = ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
+        let time = elapsed.briefMilliseconds
         switch kind {
         case .started: return "trying \(address)"
         case .connected: return "\(address) connected (\(time) ms)"
@@ -141,14 +140,19 @@ public struct LookupEvent: Sendable, Equatable, CustomStringConvertible {
 
     /// `A example.test: 198.18.0.1 (0.4 ms)`, `AAAA example.test: no address (3 ms)`.
     public var description: String {
-        let ms = elapsed.milliseconds
-        let time = ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
+        let time = elapsed.briefMilliseconds
         let answer = error.map { $0.reason } ?? (addresses.isEmpty ? "no address" : addresses.map(\.host).joined(separator: ", "))
         return "\(family == .ipv6 ? "AAAA" : "A") \(host): \(answer) (\(time) ms)"
     }
 }
 
 extension Duration {
+    /// Milliseconds for a trace line: one decimal under 10 ms (`0.4`), whole above (`250`).
+    var briefMilliseconds: String {
+        let ms = milliseconds
+        return ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
+    }
+
     /// This duration in (fractional) milliseconds.
     public var milliseconds: Double {
         let (seconds, attoseconds) = components

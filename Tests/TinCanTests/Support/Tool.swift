@@ -230,3 +230,20 @@ func freeUDPPort() -> UInt16 {
     _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
     return UInt16(bigEndian: a.sin6_port)
 }
+
+/// A python3 UDP server on 127.0.0.1 that answers each datagram `data` from `peer` with the
+/// statements in `reply` (python, indented by the caller's text); ready when bound.
+func pythonUDPServer(reply: String) throws -> (Tool, UInt16) {
+    let port = freeUDPPort()
+    let body = reply.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
+    let server = try Tool(["python3", "-u", "-c", """
+        import socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", int(sys.argv[1])))
+        while True:
+            data, peer = s.recvfrom(65535)
+        \(body)
+        """, String(port)], program: "/usr/bin/env")
+    waitForUDPReceiver(port: port)
+    return (server, port)
+}

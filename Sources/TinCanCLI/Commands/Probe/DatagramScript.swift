@@ -18,7 +18,6 @@ struct DatagramScript {
         let inbox = Mutex<[[UInt8]]>([])
         let arrived = DispatchSemaphore(value: 0)
         receiver.observer = { bytes in
-            log?.received(bytes.count)
             inbox.withLock { $0.append(bytes) }
             arrived.signal()
         }

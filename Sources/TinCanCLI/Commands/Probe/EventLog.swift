@@ -123,22 +123,22 @@ final class EventLog: Sendable {
         }
         guard !m.closed else { return }
         if let error { emit("error", [("message", .string(error)), ("exit", .number(Double(exitCode)))]) }
-        emit("closed", [("sent", .number(Double(m.sent))), ("received", .number(Double(m.received))),
-                        ("exit", .number(Double(exitCode)))])
-        guard timing else { return }
-        func span(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> String {
-            guard let from, let to else { return "-" }
-            return EventLog.format(to - from)
+        func span(_ from: ContinuousClock.Instant?, _ to: ContinuousClock.Instant?) -> Duration? {
+            guard let from, let to else { return nil }
+            return to - from
         }
-        let parts = [
-            "dns \(span(m.lookupStart, m.lookupEnd))",
-            "connect \(span(m.connectStart, m.connected))",
-            "tls \(m.tls.map(EventLog.format) ?? "-")",
-            "first byte \(span(started, m.firstByte))",
-            "total \(EventLog.format(.now - started))",
-            "sent \(m.sent) B",
-            "received \(m.received) B",
+        let phases: [(name: String, json: String, value: Duration?)] = [
+            ("dns", "dns_ms", span(m.lookupStart, m.lookupEnd)),
+            ("connect", "connect_ms", span(m.connectStart, m.connected)),
+            ("tls", "tls_ms", m.tls),
+            ("first byte", "first_byte_ms", span(started, m.firstByte)),
+            ("total", "total_ms", .now - started),
         ]
+        emit("closed", [("sent", .number(Double(m.sent))), ("received", .number(Double(m.received)))]
+             + phases.map { ($0.json, $0.value.map { JSONValue.number($0.milliseconds.rounded(toPlaces: 3)) } ?? .null) }
+             + [("exit", .number(Double(exitCode)))])
+        guard timing else { return }
+        let parts = phases.map { "\($0.name) \($0.value.map(EventLog.format) ?? "-")" } + ["sent \(m.sent) B", "received \(m.received) B"]
         Console.error("tincan: timing: " + parts.joined(separator: ", "))
     }
 

@@ -35,6 +35,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     /// stdout, gathered per batch of datagrams; used only on the socket's queue.
     private let output = OutputBuffer(fd: 1)
     private let wake = DispatchSemaphore(value: 0)
+    private let log = EventLog.current.withLock { $0 }
 
     init(socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
          accept: @escaping @Sendable (DatagramView) -> Bool = { _ in true }) {
@@ -70,6 +71,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             return
         }
         if echo { socket.send(Array(view.bytes), to: view.source, timeout: .seconds(1)) { _ in } }
+        log?.received(view.bytes.count)
         observer?(Array(view.bytes))
         let complete = state.withLock { state -> Bool in
             state.received += 1

@@ -107,6 +107,7 @@ struct UDPSendCommand {
             return
         }
         let sent = Atomic<Int>(0)
+        let log = EventLog.current.withLock { $0 }
         let done = DispatchSemaphore(value: 0)
         let failure = Mutex<UDPSocketError?>(nil)
         var started = false
@@ -122,6 +123,7 @@ struct UDPSendCommand {
                 done.wait()
                 if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                 sent.add(1, ordering: .relaxed)
+                log?.sent(datagram.count)
                 say("sent \(datagram.count) bytes to \(target)")
                 if waitReply != nil {
                     // After the first send, when the socket surely has its port; replies wait in
