@@ -13,6 +13,14 @@ int csystem_pipe(int fds[2], int nonblocking) {
     return pipe2(fds, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0));
 }
 
+long csystem_splice(int in, int out, unsigned long length) {
+    return (long)splice(in, NULL, out, NULL, length, SPLICE_F_MOVE);
+}
+
+int csystem_set_pipe_size(int fd, int size) {
+    return fcntl(fd, F_SETPIPE_SZ, size);
+}
+
 
 #include <errno.h>
 #include <net/if.h>

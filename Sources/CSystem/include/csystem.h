@@ -11,6 +11,13 @@ int csystem_accept_nonblocking(int fd, void *address, unsigned int *length);
 /// pipe2(2) with O_NONBLOCK (when `nonblocking` is non-zero) and O_CLOEXEC.
 int csystem_pipe(int fds[2], int nonblocking);
 
+/// splice(2): moves up to `length` bytes from `in` to `out` (one must be a pipe) inside the
+/// kernel, with SPLICE_F_MOVE (not SPLICE_F_MORE, which would cork the last bytes). Returns bytes moved, 0 at end of input, or -1.
+long csystem_splice(int in, int out, unsigned long length);
+
+/// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
+int csystem_set_pipe_size(int fd, int size);
+
 /// One datagram slot for csystem_receive_datagrams: the caller fills `buffer` and `capacity`.
 struct csystem_datagram {
     /// In: where the payload goes, and how many bytes fit.

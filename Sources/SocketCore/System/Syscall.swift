@@ -74,3 +74,19 @@ public enum Syscall {
         try retryingUnlessWouldBlock("write") { Glibc.write(fd, buffer.baseAddress, buffer.count) }
     }
 }
+
+extension Syscall {
+    /// splice(2) from `input` to `output` (one of them a pipe): bytes moved (0 at end of
+    /// input), or `nil` when it would block. `EINVAL` means these descriptors cannot be spliced.
+    @inline(__always)
+    public static func splice(from input: Int32, to output: Int32, count: Int) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("splice") { csystem_splice(input, output, UInt(count)) }
+    }
+
+    /// Asks for a pipe buffer of `bytes`; returns what the kernel granted (or nil).
+    @discardableResult
+    public static func setPipeSize(_ fd: Int32, _ bytes: Int) -> Int? {
+        let granted = csystem_set_pipe_size(fd, Int32(clamping: bytes))
+        return granted > 0 ? Int(granted) : nil
+    }
+}

@@ -107,8 +107,15 @@ final class Relay: @unchecked Sendable {
         lastActivity.store(nowMilliseconds, ordering: .relaxed)
     }
 
+    /// Splice when the data is not transformed or shown on the way and the network side is a
+    /// plain descriptor.
+    private var splicing: Bool { options.hex == nil && !options.crlf && transport.descriptor != nil }
+
     private func networkToOutput() {
         defer { networkLoopDone.signal() }
+        if splicing, let fd = transport.descriptor, let splicer = Splicer() {
+            if !spliceNetworkToOutput(fd, splicer) { return }
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
@@ -120,23 +127,12 @@ final class Relay: @unchecked Sendable {
                 return
             }
             if n == 0 {
-                options.trace?("the peer ended its stream (received \(bytesReceived.load(ordering: .relaxed)) bytes)")
-                let inputDone = done.withLock { state -> Bool in
-                    state.peer = true
-                    return state.input
-                }
-                if options.programSide {
-                    Syscall.close(output)
-                    closedOutput.store(true, ordering: .releasing)
-                }
-                if inputDone { finish(.peerClosed) } else if !options.programSide { watchQuietInput() }
+                peerEnded()
                 return
             }
-            touch()
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             options.hex?.dump(chunk, .received)
-            options.progress?.add(received: n)
-            if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
+            received(n)
             do throws(SystemError) {
                 try Syscall.writeAll(output, chunk, isSocket: false)
             } catch {
@@ -147,6 +143,9 @@ final class Relay: @unchecked Sendable {
     }
 
     private func inputToNetwork(_ input: Int32) {
+        if splicing, let fd = transport.descriptor, let splicer = Splicer() {
+            if !spliceInputToNetwork(input, fd, splicer) { return }
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
@@ -164,12 +163,10 @@ final class Relay: @unchecked Sendable {
                 endOfInput()
                 return
             }
-            touch()
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
             options.hex?.dump(chunk, .sent)
-            options.progress?.add(sent: chunk.count)
-            bytesSent.add(chunk.count, ordering: .relaxed)
+            sent(chunk.count)
             do throws(TransportError) {
                 try transport.send(chunk)
             } catch {
@@ -177,6 +174,93 @@ final class Relay: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// The network to stdout in the kernel. Returns true to go on with the copy loop (splicing
+    /// is not possible here), false when this direction is done.
+    private func spliceNetworkToOutput(_ fd: Int32, _ splicer: Splicer) -> Bool {
+        while true {
+            let outcome: Splicer.Outcome
+            do throws(SystemError) {
+                outcome = try splicer.move(from: fd, to: output)
+            } catch {
+                // EPIPE here comes from stdout (its reader left); the socket says ECONNRESET.
+                switch error.errno {
+                case EPIPE: finish(.outputClosed)
+                case ECONNRESET: finish(.failed("connection reset by peer"))
+                default: finish(.failed("receiving failed: \(error.lowercaseReason)"))
+                }
+                return false
+            }
+            let n: Int
+            switch outcome {
+            case .moved(let count): n = count
+            case .unsupported(let count):
+                received(count)
+                return true
+            }
+            if n == 0 {
+                peerEnded()
+                return false
+            }
+            received(n)
+        }
+    }
+
+    /// stdin to the network in the kernel; like ``spliceNetworkToOutput(_:_:)``.
+    private func spliceInputToNetwork(_ input: Int32, _ fd: Int32, _ splicer: Splicer) -> Bool {
+        while true {
+            inputWaitingSince.store(nowMilliseconds, ordering: .relaxed)
+            let outcome: Splicer.Outcome
+            do throws(SystemError) {
+                outcome = try splicer.move(from: input, to: fd)
+            } catch {
+                finish(.failed(error.errno == EPIPE || error.errno == ECONNRESET
+                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.lowercaseReason)"))
+                return false
+            }
+            inputWaitingSince.store(-1, ordering: .relaxed)
+            let n: Int
+            switch outcome {
+            case .moved(let count): n = count
+            case .unsupported(let count):
+                sent(count)
+                return true
+            }
+            if n == 0 {
+                endOfInput()
+                return false
+            }
+            sent(n)
+        }
+    }
+
+    /// The peer ended its stream: this direction is done; the session ends when input is too.
+    private func peerEnded() {
+        options.trace?("the peer ended its stream (received \(bytesReceived.load(ordering: .relaxed)) bytes)")
+        let inputDone = done.withLock { state -> Bool in
+            state.peer = true
+            return state.input
+        }
+        if options.programSide {
+            Syscall.close(output)
+            closedOutput.store(true, ordering: .releasing)
+        }
+        if inputDone { finish(.peerClosed) } else if !options.programSide { watchQuietInput() }
+    }
+
+    private func received(_ n: Int) {
+        guard n > 0 else { return }
+        touch()
+        options.progress?.add(received: n)
+        if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
+    }
+
+    private func sent(_ n: Int) {
+        guard n > 0 else { return }
+        touch()
+        options.progress?.add(sent: n)
+        bytesSent.add(n, ordering: .relaxed)
     }
 
     private func endOfInput() {

@@ -16,6 +16,12 @@ protocol Transport: Sendable {
     func closeWrite()
     /// Ends both directions at once, waking any blocked call.
     func abort()
+    /// The plain descriptor, when bytes can be spliced to and from it directly.
+    var descriptor: Int32? { get }
+}
+
+extension Transport {
+    var descriptor: Int32? { nil }
 }
 
 enum TransportError: Error {
@@ -33,6 +39,7 @@ enum TransportError: Error {
 /// A connected socket descriptor used with blocking calls: the fast path for plain TCP/Unix.
 struct DescriptorTransport: Transport {
     let fd: Int32
+    var descriptor: Int32? { fd }
 
     init(fd: Int32) {
         self.fd = fd
