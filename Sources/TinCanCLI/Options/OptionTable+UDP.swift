@@ -18,7 +18,7 @@ extension OptionTable {
         OptionSpec("timeout", short: "t", value: .duration, valueName: "DURATION",
             help: "Exit when no datagram came for this long; exit code 3 if that ends the run before --count datagrams (or before any)."),
         OptionSpec("echo", help: "Send each datagram back to its sender."),
-        OptionSpec("rcvbuf", value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "8388608",
+        OptionSpec("rcvbuf", value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
             help: "The kernel receive buffer to ask for, so bursts are not dropped (past the system limit when run as root)."),
     ]
 

@@ -18,7 +18,7 @@ struct ReceiveSettings {
         timeoutText = args.value("timeout")
         echo = args.has("echo")
         maxSize = args.integer("max-size") ?? 65535
-        receiveBuffer = args.integer("rcvbuf") ?? 8 << 20
+        receiveBuffer = args.integer("rcvbuf") ?? 32 << 20
         verbosity = args.count("verbose")
     }
 
