@@ -1,7 +1,6 @@
 import Dispatch
 import Glibc
 import SocketCore
-import Synchronization
 import XCTest
 
 /// AsyncUDPSocket on loopback: unicast both families, connect, lookups, destination addresses,
@@ -180,7 +179,7 @@ final class UDPSocketTests: XCTestCase {
         XCTAssertThrowsError(try socket.bind(port: 0)) { error in
             XCTAssertEqual(error as? UDPSocketError, .badConfig("the socket is already bound; close it first"))
         }
-        let failed = Mutex<UDPSocketError?>(nil)
+        let failed = Locked<UDPSocketError?>(nil)
         let gate = DispatchSemaphore(value: 0)
         // Held in the filter, so the close finds it in flight.
         socket.setSendFilter({ _, _, _ in gate.wait(); return true }, async: true)
@@ -282,7 +281,7 @@ final class UDPSocketTests: XCTestCase {
         let (receiver, _) = udpSocket()
         try receiver.bind(to: .loopbackIPv4(port: 0))
         receiver.setReceiveBufferSize(8 << 20)
-        let count = Mutex((datagrams: 0, bytes: 0, inOrder: true))
+        let count = Locked((datagrams: 0, bytes: 0, inOrder: true))
         let done = DispatchSemaphore(value: 0)
         try receiver.beginReceivingInPlace { view in
             let value = view.bytes.loadUnaligned(as: UInt32.self)

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Items a socket produced, waiting for the async face's single iterator: accepted connections,
 /// received datagrams. Bounded: when `limit` are waiting the producer stops (``isFull``), and
@@ -26,7 +25,7 @@ final class BoundedSink<Element: Sendable>: Sendable {
 
     private enum Now { case item(Element, wasFull: Bool), end((any Error)?), wait }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let limit: Int
     private let onRoom: @Sendable () -> Void
 

@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 
 /// `tincan connect HOST PORT | --unix PATH` and `tincan tls HOST PORT`: connect (Happy
 /// Eyeballs), optionally secure the connection, then relay stdin/stdout.
@@ -134,7 +133,7 @@ struct Dialer {
 final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
     let settings: StreamSettings
     let done = DispatchSemaphore(value: 0)
-    let failure = Mutex<AsyncSocketError?>(nil)
+    let failure = Locked<AsyncSocketError?>(nil)
 
     init(settings: StreamSettings) { self.settings = settings }
 

@@ -32,7 +32,7 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     let filter: PeerFilter
     let limit: Int
     private let active = Atomic<Int>(0)
-    private let handler = Mutex<(@Sendable (AsyncSocket) -> Void)?>(nil)
+    private let handler = Locked<(@Sendable (AsyncSocket) -> Void)?>(nil)
 
     init(settings: StreamSettings, filter: PeerFilter, limit: Int) {
         self.settings = settings

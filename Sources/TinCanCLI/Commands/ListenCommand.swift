@@ -1,7 +1,6 @@
 import Dispatch
 import Glibc
 import SocketCore
-import Synchronization
 
 /// `tincan listen [ADDR] PORT | --unix PATH`: accept one connection and relay it (default), many
 /// into one stdin/stdout (`-k`), or hand each to a program (`--exec`, `--sh-exec`).
@@ -84,7 +83,7 @@ struct ListenCommand {
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
         // How connections are served is decided before the first one can arrive.
         let first = DispatchSemaphore(value: 0)
-        let accepted = Mutex<AsyncSocket?>(nil)
+        let accepted = Locked<AsyncSocket?>(nil)
         var broker: Broker?
         if keepOpen, let program, let context {
             // Each connection: TLS, then its program on pipes, on a thread of its own.

@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 
 /// `--exec`/`--sh-exec` under `-k`: a program per connection, its stdin and stdout on the
 /// socket, and one thread that waits for the programs to end (freeing room under --max-conns).
@@ -8,7 +7,7 @@ final class Reaper: @unchecked Sendable {
     private let gate: Gate
     private let settings: StreamSettings
     private let children = DispatchSemaphore(value: 0)
-    private let running = Mutex<[Int32: String]>([:])
+    private let running = Locked<[Int32: String]>([:])
 
     init(gate: Gate, settings: StreamSettings) {
         self.gate = gate

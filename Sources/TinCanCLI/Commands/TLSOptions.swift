@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 
 /// The command line's TLS options, the handshake, and how its outcome is told.
 enum TLSOptions {
@@ -59,7 +58,7 @@ enum TLSOptions {
     static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
                           starttls: StartTLSDialogue.Kind? = nil, timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<TLSInfo, AsyncSocketError>?>(nil)
+        let outcome = Locked<Result<TLSInfo, AsyncSocketError>?>(nil)
         let finished: @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void = { result in
             outcome.withLock { $0 = result }
             done.signal()

@@ -1,7 +1,6 @@
 import Dispatch
 import Glibc
 import SocketCore
-import Synchronization
 
 /// `listen -k` without a program: stdin goes to every client, every client goes to stdout
 /// (ncat's keep-open semantics). Bounded: one stdin chunk is in flight until every client has

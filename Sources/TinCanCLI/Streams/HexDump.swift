@@ -1,5 +1,4 @@
 import SocketCore
-import Synchronization
 
 /// Dumps traffic to stderr in `hexdump -C` style, one line per 16 bytes, each line marked with
 /// its direction (`>` sent, `<` received) and the offset within that direction.
@@ -15,7 +14,7 @@ final class HexDump: Sendable {
         var receivedOffset = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let output: Int32
 
     init(output: Int32 = 2) { self.output = output }

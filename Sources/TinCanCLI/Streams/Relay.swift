@@ -46,13 +46,13 @@ final class Relay: @unchecked Sendable {
     private let input: Int32?
     private let output: Int32
     private let options: Options
-    private let outcome = Mutex<Outcome?>(nil)
+    private let outcome = Locked<Outcome?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     private let networkLoopDone = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
     private let lastActivity = Atomic<Int64>(0)
     /// Which directions are done: (our input ended, the peer's stream ended).
-    private let done = Mutex((input: false, peer: false))
+    private let done = Locked((input: false, peer: false))
     /// When the input loop started waiting on stdin (ms since start), or -1 while it is busy
     /// sending: stdin is "quiet" only while we wait on it.
     private let inputWaitingSince = Atomic<Int64>(-1)
@@ -61,7 +61,7 @@ final class Relay: @unchecked Sendable {
     let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
     /// When the first byte arrived from the network, if any did.
-    let firstByte = Mutex<ContinuousClock.Instant?>(nil)
+    let firstByte = Locked<ContinuousClock.Instant?>(nil)
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
     init(transport: any Transport, input: Int32?, output: Int32, options: Options) {

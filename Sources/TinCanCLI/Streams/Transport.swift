@@ -1,7 +1,6 @@
 import Dispatch
 import Glibc
 import SocketCore
-import Synchronization
 
 /// The network side of a ``Relay``: blocking calls, each direction used by one thread.
 protocol Transport: Sendable {
@@ -102,7 +101,7 @@ final class SocketTransport: Transport, @unchecked Sendable {
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws(TransportError) -> Int? {
         let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<ArraySlice<UInt8>?, TransportError>>(.success([]))
+        let outcome = Locked<Result<ArraySlice<UInt8>?, TransportError>>(.success([]))
         socket.readData(maxLength: buffer.count, timeout: timeout) { result in
             let mapped: Result<ArraySlice<UInt8>?, TransportError>
             switch result {
@@ -128,7 +127,7 @@ final class SocketTransport: Transport, @unchecked Sendable {
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         let done = DispatchSemaphore(value: 0)
-        let failure = Mutex<AsyncSocketError?>(nil)
+        let failure = Locked<AsyncSocketError?>(nil)
         socket.write(Array(bytes)) { result in
             if case .failure(let error) = result { failure.withLock { $0 = error } }
             done.signal()

@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 import XCTest
 
 /// A delegate that records every callback, so tests wait for events instead of sleeping.
@@ -20,14 +19,14 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         case disconnected(AsyncSocketError?)
     }
 
-    private let events = Mutex<[Event]>([])
-    private let accepted = Mutex<[AsyncSocket]>([])
+    private let events = Locked<[Event]>([])
+    private let accepted = Locked<[AsyncSocket]>([])
     private let signal = DispatchSemaphore(value: 0)
     /// What `shouldTimeoutRead`/`Write` answer (once); `onReadTimeout` runs first.
-    let readTimeoutExtension = Mutex<Duration?>(nil)
-    let writeTimeoutExtension = Mutex<Duration?>(nil)
-    let onReadTimeout = Mutex<(@Sendable () -> Void)?>(nil)
-    let newSocketQueue = Mutex<DispatchQueue?>(nil)
+    let readTimeoutExtension = Locked<Duration?>(nil)
+    let writeTimeoutExtension = Locked<Duration?>(nil)
+    let onReadTimeout = Locked<(@Sendable () -> Void)?>(nil)
+    let newSocketQueue = Locked<DispatchQueue?>(nil)
 
     var all: [Event] { events.withLock { $0 } }
     var acceptedSockets: [AsyncSocket] { accepted.withLock { $0 } }

@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 import XCTest
 
 /// An AsyncUDPSocket delegate that records every callback, so tests wait for events.
@@ -14,7 +13,7 @@ final class UDPRecorder: AsyncUDPSocketDelegate, @unchecked Sendable {
         case closed(UDPSocketError?)
     }
 
-    private let events = Mutex<[Event]>([])
+    private let events = Locked<[Event]>([])
     private let signal = DispatchSemaphore(value: 0)
 
     var all: [Event] { events.withLock { $0 } }

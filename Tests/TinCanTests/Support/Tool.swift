@@ -1,5 +1,5 @@
+import SocketCore
 import Foundation
-import Synchronization
 import XCTest
 
 /// Runs the built `tincan` binary (or any program) with bounded waits.
@@ -14,8 +14,8 @@ final class Tool: @unchecked Sendable {
     private let stdoutPipe = Pipe()
     private let stderrPipe = Pipe()
     private let stdinPipe: Pipe?
-    private let outData = Mutex(Data())
-    private let errData = Mutex(Data())
+    private let outData = Locked(Data())
+    private let errData = Locked(Data())
     private let collected = DispatchGroup()
 
     /// Starts `arguments` (the tincan binary unless `program` is given). `stdin`: a file path,

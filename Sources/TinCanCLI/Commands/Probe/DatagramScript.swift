@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 
 /// Runs a ``Script`` over a UDP socket: each --send is one datagram, each --expect waits for a
 /// reply datagram that matches (replies that do not are printed and passed over).
@@ -15,7 +14,7 @@ struct DatagramScript {
 
     func run() throws {
         let log = EventLog.current.withLock { $0 }
-        let inbox = Mutex<[[UInt8]]>([])
+        let inbox = Locked<[[UInt8]]>([])
         let arrived = DispatchSemaphore(value: 0)
         receiver.observer = { bytes in
             inbox.withLock { $0.append(bytes) }
@@ -27,7 +26,7 @@ struct DatagramScript {
             switch step {
             case .send(let bytes, let text):
                 let done = DispatchSemaphore(value: 0)
-                let failure = Mutex<UDPSocketError?>(nil)
+                let failure = Locked<UDPSocketError?>(nil)
                 socket.send(bytes, to: destination, timeout: .seconds(5)) { result in
                     if case .failure(let error) = result { failure.withLock { $0 = error } }
                     done.signal()

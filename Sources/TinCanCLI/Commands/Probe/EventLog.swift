@@ -1,11 +1,10 @@
 import SocketCore
-import Synchronization
 
 /// What happened during a run, for `--json` (newline-delimited JSON events on stderr) and
 /// `--timing` (a one-line summary on exit). One per process; commands report into it.
 final class EventLog: Sendable {
     /// The run's log, once a command asked for --json or --timing.
-    static let current = Mutex<EventLog?>(nil)
+    static let current = Locked<EventLog?>(nil)
 
     private struct Marks {
         var lookupStart: ContinuousClock.Instant?
@@ -22,7 +21,7 @@ final class EventLog: Sendable {
     let json: Bool
     let timing: Bool
     let started = ContinuousClock.now
-    private let marks = Mutex(Marks())
+    private let marks = Locked(Marks())
 
     private init(json: Bool, timing: Bool) {
         self.json = json

@@ -42,8 +42,8 @@ struct PortScan {
     func run() throws {
         let addresses = try resolve()
         let log = EventLog.current.withLock { $0 }
-        let results = Mutex<[UInt16: Result]>([:])
-        let printed = Mutex(0)
+        let results = Locked<[UInt16: Result]>([:])
+        let printed = Locked(0)
         let ports = self.ports
         let anyOpen = Atomic<Bool>(false)
         // Prints, in the order given, every result that is ready.

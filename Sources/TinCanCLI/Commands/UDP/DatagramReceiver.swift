@@ -1,6 +1,5 @@
 import Dispatch
 import SocketCore
-import Synchronization
 
 /// Prints the datagrams of an ``AsyncUDPSocket`` as they arrive (in place, on the socket's
 /// queue), optionally echoes them, and lets the command wait for --count, --timeout or a failure.
@@ -31,7 +30,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     var observer: (@Sendable ([UInt8]) -> Void)?
     /// Told when the socket closes (e.g. on a refusal), on the delegate queue.
     var onClose: (@Sendable () -> Void)?
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// stdout, gathered per batch of datagrams; used only on the socket's queue.
     private let output = OutputBuffer(fd: 1)
     private let wake = DispatchSemaphore(value: 0)

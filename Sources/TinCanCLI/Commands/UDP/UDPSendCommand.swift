@@ -109,7 +109,7 @@ struct UDPSendCommand {
         let sent = Atomic<Int>(0)
         let log = EventLog.current.withLock { $0 }
         let done = DispatchSemaphore(value: 0)
-        let failure = Mutex<UDPSocketError?>(nil)
+        let failure = Locked<UDPSocketError?>(nil)
         var started = false
         var listening = false
         try source.forEach(limit: destination.maximumDatagramPayload) { datagram in

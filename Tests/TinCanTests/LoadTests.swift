@@ -1,0 +1,78 @@
+import Foundation
+import XCTest
+
+/// tincan under load: many concurrent clients, every byte checked, nothing leaked afterwards.
+final class LoadTests: XCTestCase {
+    /// Open descriptors of a process.
+    private func descriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// Resident set of a process in KiB.
+    private func residentKiB(_ pid: Int32) -> Int {
+        procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { Int($0.split(separator: " ")[1]) } ?? -1
+    }
+
+    func testAThousandConcurrentClientsEachEchoedOneMebibyteThroughExecCat() throws {
+        let port = freePort()
+        let server = try Tool(["listen", "-k", "--exec", "/bin/cat", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let pid = server.process.processIdentifier
+        let fdsBefore = descriptors(pid)
+        let rssBefore = residentKiB(pid)
+        let client = try Tool(["python3", "-c", """
+            import resource, selectors, socket, sys, os
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            port, clients, size = int(sys.argv[1]), 1000, 1 << 20
+            base = os.urandom(size)
+            sel = selectors.DefaultSelector()
+            state = {}
+            for i in range(clients):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(("127.0.0.1", port))
+                payload = i.to_bytes(8, "big") + base[8:]
+                state[s] = {"payload": memoryview(payload), "sent": 0, "got": 0, "ok": True}
+                sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
+            done = 0
+            while done < clients:
+                for key, events in sel.select(timeout=60):
+                    s, st = key.fileobj, state[key.fileobj]
+                    if events & selectors.EVENT_WRITE and st["sent"] < size:
+                        try:
+                            st["sent"] += s.send(st["payload"][st["sent"]:st["sent"] + 262144])
+                        except BlockingIOError:
+                            pass
+                        if st["sent"] == size:
+                            s.shutdown(socket.SHUT_WR)
+                            sel.modify(s, selectors.EVENT_READ)
+                    if events & selectors.EVENT_READ:
+                        try:
+                            data = s.recv(262144)
+                        except BlockingIOError:
+                            continue
+                        if not data:
+                            if st["got"] != size: sys.exit(f"client {st['payload'][:8].tobytes()} got {st['got']} bytes")
+                            sel.unregister(s); s.close(); done += 1
+                            continue
+                        if data != st["payload"][st["got"]:st["got"] + len(data)]:
+                            sys.exit(f"client got wrong bytes at {st['got']}")
+                        st["got"] += len(data)
+                if not sel.get_map() and done < clients: sys.exit("stalled")
+            print("echoed", clients, "x", size)
+            """, String(port)], program: "/usr/bin/env")
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(timeout: .seconds(240)), 0, client.stderrText)
+        XCTAssertEqual(client.stdoutText, "echoed 1000 x 1048576\n")
+        // Every connection's program has exited and been reaped, every descriptor closed.
+        waitUntil("tincan's descriptors back to \(fdsBefore)", timeout: .seconds(30)) { descriptors(pid) == fdsBefore }
+        let children = procText("/proc/\(pid)/task/\(pid)/children").split(separator: " ").count
+        XCTAssertEqual(children, 0, "no program left running or unreaped")
+        let rssAfter = residentKiB(pid)
+        print("listen -k --exec: 1000 clients x 1 MiB echoed; fds \(fdsBefore) -> \(descriptors(pid)); RSS \(rssBefore) KiB -> \(rssAfter) KiB")
+        XCTAssertLessThan(rssAfter, rssBefore + 16 * 1024, "memory back near its starting level")
+    }
+}
