@@ -73,6 +73,9 @@ final class LoadTests: XCTestCase {
         XCTAssertEqual(children, 0, "no program left running or unreaped")
         let rssAfter = residentKiB(pid)
         print("listen -k --exec: 1000 clients x 1 MiB echoed; fds \(fdsBefore) -> \(descriptors(pid)); RSS \(rssBefore) KiB -> \(rssAfter) KiB")
-        XCTAssertLessThan(rssAfter, rssBefore + 16 * 1024, "memory back near its starting level")
+        // A sanitizer's shadow memory grows with the work done: the bound holds for real builds.
+        if ProcessInfo.processInfo.environment["TINCAN_SANITIZER"] == nil {
+            XCTAssertLessThan(rssAfter, rssBefore + 16 * 1024, "memory back near its starting level")
+        }
     }
 }
