@@ -87,6 +87,13 @@ enum TLSOptions {
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeFailed(let reason)) where reason.hasPrefix("timed out"):
             return CommandError("TLS with \(peer): handshake \(reason)", code: .timeout)
+        case .readTimeout, .writeTimeout:
+            // The STARTTLS dialogue's reads and writes share the connect timeout (-w).
+            return CommandError("STARTTLS with \(peer): the server's reply did not complete in time (-w); nothing was sent in plaintext", code: .timeout)
+        case .system(let system):
+            return CommandError("TLS handshake with \(peer) failed: the connection broke (\(system.lowercaseReason))")
+        case .closedByPeer, .readStreamClosed, .tls(.truncated):
+            return CommandError("TLS handshake with \(peer) failed: the server closed the connection")
         default:
             return CommandError("TLS with \(peer): \(error)")
         }
