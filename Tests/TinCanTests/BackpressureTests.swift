@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// A slow reader slows the sender: tincan's peak RSS stays under a fixed bound while 100 MB go
+/// into a reader limited to 20 MB/s, plain and TLS.
+final class BackpressureTests: XCTestCase {
+    /// The bound tincan promises on every data path.
+    private let boundKiB = 32 * 1024
+
+    private func transfer(listen: [String], send: [String]) throws -> (received: Int, listenKiB: Int, sendKiB: Int) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-bp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = freePort()
+        let t = Tool.tincan
+        let slowReader = """
+            import sys, time
+            total, start, rate = 0, time.monotonic(), 20e6
+            while True:
+                chunk = sys.stdin.buffer.read1(65536)
+                if not chunk: break
+                total += len(chunk)
+                ahead = total / rate - (time.monotonic() - start)
+                if ahead > 0: time.sleep(ahead)
+            print(total)
+            """
+        let script = """
+            set -e
+            /usr/bin/time -f %M -o \(dir)/listen.rss "\(t)" \(listen.joined(separator: " ")) 127.0.0.1 \(port) < /dev/null 2>/dev/null | python3 -c '\(slowReader)' > \(dir)/received &
+            reader=$!
+            for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
+            head -c 100000000 /dev/zero | /usr/bin/time -f %M -o \(dir)/send.rss "\(t)" \(send.joined(separator: " ")) 127.0.0.1 \(port) 2>/dev/null
+            wait $reader
+            """
+        let run = try Tool(["-c", script], program: "/bin/sh")
+        defer { run.stop() }
+        XCTAssertEqual(run.wait(timeout: .seconds(60)), 0, run.stderrText)
+        func number(_ file: String) -> Int { Int(fileText("\(dir)/\(file)").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+        return (number("received"), number("listen.rss"), number("send.rss"))
+    }
+
+    func testPlainTCPIntoASlowReaderStaysUnderTheBound() throws {
+        let r = try transfer(listen: ["listen"], send: ["connect"])
+        print("plain TCP, 100 MB at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, connect \(r.sendKiB) KiB")
+        XCTAssertEqual(r.received, 100_000_000)
+        XCTAssertGreaterThan(r.listenKiB, 0)
+        XCTAssertLessThan(r.listenKiB, boundKiB)
+        XCTAssertLessThan(r.sendKiB, boundKiB)
+    }
+
+    func testTLSIntoASlowReaderStaysUnderTheBound() throws {
+        let certs = TLSFixtures.shared
+        let r = try transfer(listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")],
+                             send: ["tls", "--ca", certs.path("ca.pem"), "--servername", "localhost"])
+        print("TLS, 100 MB at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, tls \(r.sendKiB) KiB")
+        XCTAssertEqual(r.received, 100_000_000)
+        XCTAssertGreaterThan(r.listenKiB, 0)
+        XCTAssertLessThan(r.listenKiB, boundKiB)
+        XCTAssertLessThan(r.sendKiB, boundKiB)
+    }
+}
