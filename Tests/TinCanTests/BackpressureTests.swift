@@ -59,4 +59,46 @@ final class BackpressureTests: XCTestCase {
         XCTAssertLessThan(r.listenKiB, boundKiB)
         XCTAssertLessThan(r.sendKiB, boundKiB)
     }
+
+    func testKeepOpenFanOutWithOneSlowClientStaysUnderTheBound() throws {
+        let port = freePort()
+        let server = try Tool(["listen", "-k", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let pid = server.process.processIdentifier
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
+        let before = descriptors()
+        let total = 50 * 1_048_576
+        let clients = try Tool(["python3", "-c", """
+            import socket, sys, threading, time
+            port, total = int(sys.argv[1]), int(sys.argv[2])
+            got = {}
+            def reader(name, rate):
+                s = socket.create_connection(("127.0.0.1", port))
+                n, start = 0, time.monotonic()
+                while n < total:
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    n += len(chunk)
+                    if rate:
+                        ahead = n / rate - (time.monotonic() - start)
+                        if ahead > 0: time.sleep(ahead)
+                got[name] = n
+            threads = [threading.Thread(target=reader, args=("fast", 0)), threading.Thread(target=reader, args=("slow", 10e6))]
+            for t in threads: t.start()
+            for t in threads: t.join()
+            print(got["fast"], got["slow"])
+            """, String(port), String(total)], program: "/usr/bin/env")
+        defer { clients.stop() }
+        waitUntil("both clients connected") { descriptors() >= before + 2 }
+        let chunk = Data(repeating: 0x2A, count: 1_048_576)
+        for _ in 0..<50 { server.send(chunk) }
+        XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
+        XCTAssertEqual(clients.stdoutText, "\(total) \(total)\n", "both clients got every byte")
+        let peak = procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { Int($0.split(separator: " ")[1]) } ?? -1
+        print("listen -k fan-out, 50 MiB to a fast and a 10 MB/s client: peak RSS \(peak) KiB")
+        XCTAssertGreaterThan(peak, 0)
+        XCTAssertLessThan(peak, boundKiB)
+    }
 }
