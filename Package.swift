@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "tincan", targets: ["tincan"]),
         .library(name: "SocketCore", targets: ["SocketCore"]),
+        .library(name: "TinCanCLI", targets: ["TinCanCLI"]),
     ],
     targets: [
         // The system OpenSSL (libssl-dev), plus static inline wrappers for its macros.
