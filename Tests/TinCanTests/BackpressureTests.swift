@@ -7,6 +7,10 @@ import XCTest
 final class BackpressureTests: XCTestCase {
     /// The bound tincan promises on every data path.
     private let boundKiB = 32 * 1024
+    /// Bytes per transfer: 100 MB in the suite; `Tests/soak` sets TINCAN_BACKPRESSURE_BYTES=2147483648.
+    private let bytes = Int(ProcessInfo.processInfo.environment["TINCAN_BACKPRESSURE_BYTES"] ?? "") ?? 100_000_000
+    /// Long enough for `bytes` at 10 MB/s, plus slack.
+    private var timeout: Duration { .seconds(bytes / 10_000_000 + 60) }
 
     private func transfer(listen: [String], send: [String]) throws -> (received: Int, listenKiB: Int, sendKiB: Int) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-bp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
@@ -30,20 +34,20 @@ final class BackpressureTests: XCTestCase {
             /usr/bin/time -f %M -o \(dir)/listen.rss "\(t)" \(listen.joined(separator: " ")) 127.0.0.1 \(port) < /dev/null 2>/dev/null | python3 -c '\(slowReader)' > \(dir)/received &
             reader=$!
             for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
-            head -c 100000000 /dev/zero | /usr/bin/time -f %M -o \(dir)/send.rss "\(t)" \(send.joined(separator: " ")) 127.0.0.1 \(port) 2>/dev/null
+            head -c \(bytes) /dev/zero | /usr/bin/time -f %M -o \(dir)/send.rss "\(t)" \(send.joined(separator: " ")) 127.0.0.1 \(port) 2>/dev/null
             wait $reader
             """
         let run = try Tool(["-c", script], program: "/bin/sh")
         defer { run.stop() }
-        XCTAssertEqual(run.wait(timeout: .seconds(60)), 0, run.stderrText)
+        XCTAssertEqual(run.wait(timeout: timeout), 0, run.stderrText)
         func number(_ file: String) -> Int { Int(fileText("\(dir)/\(file)").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
         return (number("received"), number("listen.rss"), number("send.rss"))
     }
 
     func testPlainTCPIntoASlowReaderStaysUnderTheBound() throws {
         let r = try transfer(listen: ["listen"], send: ["connect"])
-        print("plain TCP, 100 MB at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, connect \(r.sendKiB) KiB")
-        XCTAssertEqual(r.received, 100_000_000)
+        print("plain TCP, \(bytes) bytes at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, connect \(r.sendKiB) KiB")
+        XCTAssertEqual(r.received, bytes)
         XCTAssertGreaterThan(r.listenKiB, 0)
         XCTAssertLessThan(r.listenKiB, boundKiB)
         XCTAssertLessThan(r.sendKiB, boundKiB)
@@ -53,8 +57,8 @@ final class BackpressureTests: XCTestCase {
         let certs = TLSFixtures.shared
         let r = try transfer(listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")],
                              send: ["tls", "--ca", certs.path("ca.pem"), "--servername", "localhost"])
-        print("TLS, 100 MB at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, tls \(r.sendKiB) KiB")
-        XCTAssertEqual(r.received, 100_000_000)
+        print("TLS, \(bytes) bytes at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, tls \(r.sendKiB) KiB")
+        XCTAssertEqual(r.received, bytes)
         XCTAssertGreaterThan(r.listenKiB, 0)
         XCTAssertLessThan(r.listenKiB, boundKiB)
         XCTAssertLessThan(r.sendKiB, boundKiB)
@@ -68,7 +72,7 @@ final class BackpressureTests: XCTestCase {
         let pid = server.process.processIdentifier
         func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
         let before = descriptors()
-        let total = 50 * 1_048_576
+        let total = bytes / 2 / 1_048_576 * 1_048_576
         let clients = try Tool(["python3", "-c", """
             import socket, sys, threading, time
             port, total = int(sys.argv[1]), int(sys.argv[2])
@@ -92,12 +96,12 @@ final class BackpressureTests: XCTestCase {
         defer { clients.stop() }
         waitUntil("both clients connected") { descriptors() >= before + 2 }
         let chunk = Data(repeating: 0x2A, count: 1_048_576)
-        for _ in 0..<50 { server.send(chunk) }
-        XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
+        for _ in 0..<(total / 1_048_576) { server.send(chunk) }
+        XCTAssertEqual(clients.wait(timeout: timeout), 0, clients.stderrText)
         XCTAssertEqual(clients.stdoutText, "\(total) \(total)\n", "both clients got every byte")
         let peak = procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
             .flatMap { Int($0.split(separator: " ")[1]) } ?? -1
-        print("listen -k fan-out, 50 MiB to a fast and a 10 MB/s client: peak RSS \(peak) KiB")
+        print("listen -k fan-out, \(total) bytes to a fast and a 10 MB/s client: peak RSS \(peak) KiB")
         XCTAssertGreaterThan(peak, 0)
         XCTAssertLessThan(peak, boundKiB)
     }
