@@ -35,6 +35,16 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         context.isEmpty ? "\(call): \(reason)" : "\(call)(\(context)): \(reason)"
     }
 
+    /// The `errno` a C library left after a call made on our descriptor behind our back (OpenSSL's
+    /// socket BIO calls read(2) and write(2) itself); nil when it is 0.
+    static func left(by call: String) -> SystemError? {
+        let code = Glibc.errno
+        return code == 0 ? nil : SystemError(errno: code, call: call)
+    }
+
+    /// Clears `errno` before such a call, so ``left(by:)`` reports only what the call set.
+    static func clearErrno() { Glibc.errno = 0 }
+
     /// The C library's text for an errno value.
     public static func describe(errno code: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)

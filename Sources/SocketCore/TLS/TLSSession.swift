@@ -13,9 +13,12 @@ final class TLSSession {
     }
 
     private let ssl: OpaquePointer
-    private let input: OpaquePointer
+    /// The memory BIO bytes are fed into; nil once the session reads from its descriptor.
+    private var input: OpaquePointer?
     private let context: TLSContext
     private var closeNotifySent = false
+    /// The descriptor given by ``move(to:)``, read directly once `input` is used up.
+    private var descriptor: Int32?
 
     init(context: TLSContext, fd: Int32) throws(TLSError) {
         self.context = context
@@ -50,13 +53,36 @@ final class TLSSession {
 
     /// Hands bytes read from the socket to OpenSSL.
     func feed(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
+        guard !bytes.isEmpty, let input else { return }
         _ = BIO_write(input, bytes.baseAddress, Int32(bytes.count))
     }
 
     /// The socket reached end of stream: OpenSSL sees EOF once the fed bytes are used up.
     func feedEndOfStream() {
+        guard let input else { return }
         _ = BIO_ctrl(input, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+    }
+
+    /// Moves the session onto `fd` (a duplicate of its socket, non-blocking): records go out
+    /// through it from now on, and once the bytes already fed are used up, ``read(into:)``
+    /// reads records from it itself, several per read(2) (read-ahead), instead of being fed.
+    func move(to fd: Int32) throws(TLSError) {
+        guard let output = BIO_new_socket(fd, BIO_NOCLOSE) else { throw .configuration("BIO_new_socket failed") }
+        SSL_set0_wbio(ssl, output)  // frees the BIO on the old descriptor
+        descriptor = fd
+        SSL_set_read_ahead(ssl, 1)
+    }
+
+    /// After ``move(to:)``: swaps the memory BIO for the descriptor once OpenSSL has taken
+    /// every byte fed to it (a partial record it took stays in its own buffer). True if swapped.
+    private func readFromDescriptorIfFedBytesAreUsed() -> Bool {
+        guard let fd = descriptor, let input, BIO_ctrl_pending(input) == 0,
+              let bio = BIO_new_socket(fd, BIO_NOCLOSE) else { return false }
+        BIO_up_ref(bio)  // SSL_set0_rbio takes one reference; the wbio slot keeps its own BIO
+        SSL_set0_rbio(ssl, bio)  // frees the memory BIO
+        BIO_free(bio)
+        self.input = nil
+        return true
     }
 
     /// Advances the handshake.
@@ -84,13 +110,26 @@ final class TLSSession {
     /// Decrypts into `buffer`: bytes read, 0 at the peer's close_notify, or `nil` when it needs
     /// more bytes from the socket (or must wait to write, during a renegotiation).
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
-        let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
-        if n > 0 { return Int(n) }
-        switch SSL_get_error(ssl, n) {
+        while true {
+            SystemError.clearErrno()
+            let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+            if n > 0 { return Int(n) }
+            let code = SSL_get_error(ssl, n)
+            if code == SSL_ERROR_WANT_READ && readFromDescriptorIfFedBytesAreUsed() { continue }
+            return try readOutcome(code)
+        }
+    }
+
+    private func readOutcome(_ code: Int32) throws(TLSError) -> Int? {
+        switch code {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
         case SSL_ERROR_ZERO_RETURN: return 0
         case SSL_ERROR_SYSCALL, SSL_ERROR_SSL:
+            let system = SystemError.left(by: "read")
             let errors = TLSContext.drainErrors()
+            if code == SSL_ERROR_SYSCALL && errors == "unknown error", input == nil, let system {
+                throw .failed(system.lowercaseReason)  // read(2) on the descriptor failed, e.g. a reset
+            }
             if errors.contains("unexpected eof") || errors == "unknown error" { throw .truncated }
             throw .failed(errors)
         default:
@@ -100,11 +139,17 @@ final class TLSSession {
 
     /// Encrypts and sends from `buffer`: bytes taken, or `nil` when the socket is full.
     func write(from buffer: UnsafeRawBufferPointer) throws(TLSError) -> Int? {
+        SystemError.clearErrno()
         let n = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return Int(n) }
-        switch SSL_get_error(ssl, n) {
+        let code = SSL_get_error(ssl, n)
+        switch code {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
-        default: throw .failed(TLSContext.drainErrors())
+        default:
+            let system = SystemError.left(by: "write")
+            let errors = TLSContext.drainErrors()
+            if code == SSL_ERROR_SYSCALL, errors == "unknown error", let system { throw .failed(system.lowercaseReason) }
+            throw .failed(errors)
         }
     }
 
@@ -115,6 +160,21 @@ final class TLSSession {
         _ = SSL_shutdown(ssl)
         _ = TLSContext.drainErrors()
     }
+
+    /// Sends close_notify, as far as the socket takes it: false when it must wait until the
+    /// socket is writable and call again (true once sent, or when sending failed).
+    func closeNotifyStep() -> Bool {
+        guard !closeNotifySent else { return true }
+        let result = SSL_shutdown(ssl)
+        if result < 0 && SSL_get_error(ssl, result) == SSL_ERROR_WANT_WRITE { return false }
+        closeNotifySent = true
+        _ = TLSContext.drainErrors()
+        return true
+    }
+
+    /// True when OpenSSL holds bytes not yet returned by ``read(into:)``: decrypted data or
+    /// records read ahead.
+    var hasPendingInput: Bool { SSL_has_pending(ssl) == 1 }
 
     /// What the handshake agreed on and the peer's chain.
     var info: TLSInfo {

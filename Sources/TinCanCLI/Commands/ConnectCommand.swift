@@ -71,7 +71,7 @@ struct ConnectCommand {
                 Console.out(info.peerChain.map(\.pem).joined())
                 return
             }
-            transport = SocketTransport(socket)
+            transport = try TLSTransport(socket, peer: target.description)
         } else {
             transport = DescriptorTransport(fd: try dialer.takeDescriptor(socket, peer: target.description))
         }

@@ -182,7 +182,7 @@ struct ListenCommand {
                 try ListenCommand.serveProgram(program, over: socket, settings: settings, peer: peer)
                 return
             }
-            transport = SocketTransport(socket)
+            transport = try TLSTransport(socket, peer: peer)
         } else {
             let fd = try Dialer(settings: settings).takeDescriptor(socket, peer: peer)
             if let program {
@@ -221,7 +221,7 @@ struct ListenCommand {
         Syscall.close(fromProgram.write)
         var options = Relay.Options()
         options.programSide = true
-        let transport = SocketTransport(socket)
+        let transport = try TLSTransport(socket, peer: peer)
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         _ = relay.run()
         transport.abort()

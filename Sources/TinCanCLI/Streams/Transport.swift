@@ -79,16 +79,20 @@ struct DescriptorTransport: Transport {
     func abort() { try? Syscall.shutdown(fd, .both) }
 }
 
-/// An ``AsyncSocket`` (e.g. after startTLS) behind blocking calls: every TLS operation stays on
-/// the socket's queue, since an OpenSSL session must not be used from two threads at once.
-/// One chunk is in flight each way, so memory stays bounded.
-final class SocketTransport: Transport, @unchecked Sendable {
-    private let socket: AsyncSocket
+/// A TLS connection (``TLSStream``) behind the relay's blocking calls: the session is used
+/// from the two relay threads under the stream's lock, records move straight between the
+/// socket and the relay's buffers.
+struct TLSTransport: Transport {
+    let stream: TLSStream
 
-    init(_ socket: AsyncSocket) {
-        self.socket = socket
-        // The relay decides when to stop; an end of stream must not close the socket under it.
-        socket.autoDisconnectOnClosedReadStream = false
+    /// Takes the connection out of `socket` (TLS up, nothing queued); the socket is closed.
+    init(_ socket: AsyncSocket, peer: String) throws(CommandError) {
+        do throws(AsyncSocketError) {
+            stream = try socket.takeTLSStream()
+        } catch {
+            socket.disconnect()
+            throw CommandError("connected to \(peer), but: \(error)")
+        }
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
@@ -100,44 +104,23 @@ final class SocketTransport: Transport, @unchecked Sendable {
     }
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws(TransportError) -> Int? {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Locked<Result<ArraySlice<UInt8>?, TransportError>>(.success([]))
-        socket.readData(maxLength: buffer.count, timeout: timeout) { result in
-            let mapped: Result<ArraySlice<UInt8>?, TransportError>
-            switch result {
-            case .success(let bytes):
-                mapped = .success(bytes)
-            case .failure(.readTimeout):
-                mapped = .success(nil)
-            case .failure(.closedByPeer), .failure(.readStreamClosed), .failure(.disconnected):
-                mapped = .success([])
-            case .failure(.tls(.truncated)):
-                mapped = .failure(.peerGone("the peer ended TLS without close_notify: data may be truncated"))
-            case .failure(let error):
-                mapped = .failure(.failed("\(error)"))
-            }
-            outcome.withLock { $0 = mapped }
-            done.signal()
+        do throws(TLSError) {
+            return try stream.read(into: buffer, timeout: timeout)
+        } catch .truncated {
+            throw .peerGone("the peer ended TLS without close_notify: data may be truncated")
+        } catch {
+            throw .failed("\(error)")
         }
-        done.wait()
-        guard let bytes = try outcome.withLock({ $0 }).get() else { return nil }
-        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        return bytes.count
     }
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
-        let done = DispatchSemaphore(value: 0)
-        let failure = Locked<AsyncSocketError?>(nil)
-        socket.write(Array(bytes)) { result in
-            if case .failure(let error) = result { failure.withLock { $0 = error } }
-            done.signal()
-        }
-        done.wait()
-        if let error = failure.withLock({ $0 }) {
+        do throws(TLSError) {
+            try stream.write(bytes)
+        } catch {
             throw .peerGone("sending failed: \(error)")
         }
     }
 
-    func closeWrite() { socket.shutdownWrite() }
-    func abort() { socket.disconnect() }
+    func closeWrite() { stream.shutdownWrite() }
+    func abort() { stream.abort() }
 }

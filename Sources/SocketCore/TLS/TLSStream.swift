@@ -1,0 +1,131 @@
+import Glibc
+
+/// A secured connection taken out of an ``AsyncSocket`` (``AsyncSocket/takeTLSStream()``) for
+/// blocking use: one thread may read while another writes, which is how a relay moves bulk
+/// data without a queue hop, a copy or an allocation per chunk.
+///
+/// OpenSSL must not use one session from two threads at once, so every call into it runs
+/// under a lock, and a thread that has to wait for the socket waits outside it (poll(2)).
+///
+/// ```swift
+/// _ = try await socket.secure(TLSSettings(peerName: "example.org"))
+/// let stream = try socket.takeTLSStream()
+/// try stream.write(request)                       // all of it, waiting as needed
+/// let n = try stream.read(into: buffer, timeout: .seconds(5))
+/// stream.shutdownWrite()                          // close_notify, then half-close
+/// ```
+public final class TLSStream: @unchecked Sendable {
+    // @unchecked Sendable: `session` is only used with `lock` held; `leftover` only by the one
+    // thread that reads.
+
+    /// What the handshake agreed on.
+    public let info: TLSInfo
+    /// The connection's descriptor (non-blocking), owned by the stream: closed when it goes.
+    public let descriptor: Int32
+    private let session: TLSSession
+    private let lock = Locked(())
+    /// Plaintext the socket had decrypted before the stream took over: returned first.
+    private var leftover: [UInt8]
+    private var leftoverOffset = 0
+
+    /// The largest TLS record's plaintext.
+    static let recordSize = 16 * 1024
+    /// Whether the descriptor is a TCP socket (TCP_CORK applies).
+    private let corks: Bool
+
+    init(session: TLSSession, descriptor: Int32, leftover: [UInt8], info: TLSInfo) {
+        self.session = session
+        self.descriptor = descriptor
+        corks = Syscall.localAddress(descriptor)?.isUnix == false
+        self.leftover = leftover
+        self.info = info
+    }
+
+    deinit { Syscall.close(descriptor) }
+
+    /// Decrypts into `buffer`, filling as much of it as the records already here allow and
+    /// waiting up to `timeout` (nil: for ever) for the first byte: the number of bytes, 0 at the
+    /// peer's close_notify, or nil when the time ran out. A TCP end of stream without
+    /// close_notify throws ``TLSError/truncated``. Call from one thread at a time.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration? = nil) throws(TLSError) -> Int? {
+        if leftoverOffset < leftover.count {
+            let n = min(buffer.count, leftover.count - leftoverOffset)
+            leftover.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + leftoverOffset, byteCount: n) }
+            leftoverOffset += n
+            if leftoverOffset == leftover.count { leftover = [] }
+            return n
+        }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        var total = 0
+        while total < buffer.count {
+            let space = UnsafeMutableRawBufferPointer(rebasing: buffer[total...])
+            let result = try lock.withLock { _ throws(TLSError) -> (Int?, Bool) in
+                let n = try session.read(into: space)
+                return (n, session.hasPendingInput)
+            }
+            guard let n = result.0 else {
+                if total > 0 { return total }
+                guard try wait(forWriting: false, until: deadline) else { return nil }
+                continue
+            }
+            if n == 0 { return total }  // close_notify: what came before it first; 0 on the next call
+            total += n
+            // Records already read ahead go out in the same chunk; the socket is not asked again
+            // once something is in hand.
+            if !result.1 { return total }
+        }
+        return total
+    }
+
+    /// Encrypts and sends all of `bytes`, waiting while the socket is full. Call from one
+    /// thread at a time (reads may go on in another).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(TLSError) {
+        // Each record is a write(2); corked, TCP sends full segments rather than pushing every
+        // record on its own (on loopback that halves the sender's kernel time).
+        let cork = bytes.count > TLSStream.recordSize && corks
+        if cork { try? Syscall.setFlag(descriptor, Int32(IPPROTO_TCP), TCP_CORK, true, name: "TCP_CORK") }
+        defer { if cork { try? Syscall.setFlag(descriptor, Int32(IPPROTO_TCP), TCP_CORK, false, name: "TCP_CORK") } }
+        var offset = 0
+        while offset < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            if let n = try lock.withLock({ _ throws(TLSError) in try session.write(from: rest) }) {
+                offset += n
+            } else {
+                // Full socket (or, rarely, a record must be read first; the reading thread
+                // takes it, so this only waits a moment rather than spinning).
+                _ = try wait(forWriting: true, until: .now + .milliseconds(100))
+            }
+        }
+    }
+
+    /// Sends close_notify (waiting up to `timeout` for room in the socket), then shuts the
+    /// write side down: the peer knows nothing was cut short, and may go on sending.
+    public func shutdownWrite(timeout: Duration = .seconds(5)) {
+        let deadline = ContinuousClock.now + timeout
+        while !lock.withLock({ _ in session.closeNotifyStep() }) {
+            guard (try? wait(forWriting: true, until: deadline)) == true else { break }
+        }
+        try? Syscall.shutdown(descriptor, .write)
+    }
+
+    /// Shuts both directions down at once (no close_notify), waking a thread blocked in
+    /// ``read(into:timeout:)`` or ``write(_:)``.
+    public func abort() {
+        try? Syscall.shutdown(descriptor, .both)
+    }
+
+    /// Waits for the socket: false when `deadline` passed first.
+    private func wait(forWriting: Bool, until deadline: ContinuousClock.Instant?) throws(TLSError) -> Bool {
+        var milliseconds: Int32 = -1
+        if let deadline {
+            let left = deadline - .now
+            guard left > .zero else { return false }
+            milliseconds = Int32(clamping: Int64(left.milliseconds.rounded(.up)))
+        }
+        do throws(SystemError) {
+            return try Syscall.wait(for: descriptor, forWriting: forWriting, timeoutMilliseconds: milliseconds)
+        } catch {
+            throw .failed("waiting for the socket failed: \(error.lowercaseReason)")
+        }
+    }
+}
