@@ -12,12 +12,10 @@ let package = Package(
         .library(name: "TinCanCLI", targets: ["TinCanCLI"]),
     ],
     targets: [
-        // The system OpenSSL (libssl-dev), plus static inline wrappers for its macros.
-        .systemLibrary(
-            name: "COpenSSL",
-            pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"])]
-        ),
+        // The system OpenSSL: its headers (libssl-dev), static inline wrappers for its macros, and
+        // the functions used, forwarded to libssl, which is loaded when TLS is first used
+        // (loader.c) so commands without TLS do not pay for loading it.
+        .target(name: "COpenSSL"),
         // The few Linux calls Glibc's module does not import (they need _GNU_SOURCE)
         // and the cmsg/ip_mreq helpers. The public header includes no system header.
         .target(name: "CSystem"),
@@ -36,7 +34,8 @@ let package = Package(
         .executableTarget(
             name: "tincan",
             dependencies: ["TinCanCLI"],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
         ),
         // Helpers shared by the test targets (e.g. running a test inside a network namespace).
         .target(

@@ -8,6 +8,11 @@
 #include <openssl/x509v3.h>
 #include <openssl/opensslv.h>
 
+/// Loads the system's libssl (and libcrypto) on first call; NULL once it is loaded, else why it
+/// could not be (dlerror's text). The executable does not link OpenSSL (see loader.c): call
+/// this before the first OpenSSL function, and report its error rather than go on.
+const char *tincan_openssl_load(void);
+
 // OpenSSL spells these as macros, which Swift does not import.
 
 static inline long tincan_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
@@ -45,9 +50,7 @@ static inline GENERAL_NAME *tincan_sk_GENERAL_NAME_value(const STACK_OF(GENERAL_
 static inline void tincan_GENERAL_NAMES_free(STACK_OF(GENERAL_NAME) *names) { GENERAL_NAMES_free(names); }
 
 /// An EC P-256 key (EVP_PKEY_Q_keygen is variadic, which Swift cannot call).
-static inline EVP_PKEY *tincan_generate_p256_key(void) {
-    return EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-}
+EVP_PKEY *tincan_generate_p256_key(void);
 
 static inline unsigned long tincan_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 
