@@ -17,15 +17,15 @@ import Glibc
 /// stream.shutdownWrite()                          // close_notify, then half-close
 /// ```
 public final class TLSStream: @unchecked Sendable {
-    // @unchecked Sendable: `session` is only used with `lock` held; `leftover` only by the one
+    // @unchecked Sendable: the session is only used under its lock; `leftover` only by the one
     // thread that reads.
 
     /// What the handshake agreed on.
     public let info: TLSInfo
     /// The connection's descriptor (non-blocking), owned by the stream: closed when it goes.
     public let descriptor: Int32
-    private let session: TLSSession
-    private let lock = Locked(())
+    /// The session, only reached with its lock held.
+    private let session: Locked<TLSSessionBox>
     /// Plaintext the socket had decrypted before the stream took over: returned first.
     private var leftover: [UInt8]
     private var leftoverOffset = 0
@@ -36,7 +36,7 @@ public final class TLSStream: @unchecked Sendable {
     private let corks: Bool
 
     init(session: TLSSession, descriptor: Int32, leftover: [UInt8], info: TLSInfo) {
-        self.session = session
+        self.session = Locked(TLSSessionBox(session))
         self.descriptor = descriptor
         corks = Syscall.localAddress(descriptor)?.isUnix == false
         self.leftover = leftover
@@ -61,9 +61,9 @@ public final class TLSStream: @unchecked Sendable {
         var total = 0
         while total < buffer.count {
             let space = UnsafeMutableRawBufferPointer(rebasing: buffer[total...])
-            let result = try lock.withLock { _ throws(TLSError) -> (Int?, Bool) in
-                let n = try session.read(into: space)
-                return (n, session.hasPendingInput)
+            let result = try session.withLock { box throws(TLSError) -> (Int?, Bool) in
+                let n = try box.session.read(into: space)
+                return (n, box.session.hasPendingInput)
             }
             guard let n = result.0 else {
                 if total > 0 { return total }
@@ -90,7 +90,7 @@ public final class TLSStream: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
-            if let n = try lock.withLock({ _ throws(TLSError) in try session.write(from: rest) }) {
+            if let n = try session.withLock({ box throws(TLSError) in try box.session.write(from: rest) }) {
                 offset += n
             } else {
                 // Full socket (or, rarely, a record must be read first; the reading thread
@@ -104,7 +104,7 @@ public final class TLSStream: @unchecked Sendable {
     /// write side down: the peer knows nothing was cut short, and may go on sending.
     public func shutdownWrite(timeout: Duration = .seconds(5)) {
         let deadline = ContinuousClock.now + timeout
-        while !lock.withLock({ _ in session.closeNotifyStep() }) {
+        while !session.withLock({ box in box.session.closeNotifyStep() }) {
             guard (try? wait(forWriting: true, until: deadline)) == true else { break }
         }
         try? Syscall.shutdown(descriptor, .write)
@@ -130,4 +130,11 @@ public final class TLSStream: @unchecked Sendable {
             throw .failed("waiting for the socket failed: \(error.lowercaseReason)")
         }
     }
+}
+
+/// Carries a session into ``Locked`` (which holds only `Sendable` values): the lock is what
+/// makes sharing it safe.
+struct TLSSessionBox: @unchecked Sendable {
+    let session: TLSSession
+    init(_ session: TLSSession) { self.session = session }
 }
