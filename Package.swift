@@ -35,7 +35,7 @@ let package = Package(
             name: "tincan",
             dependencies: ["TinCanCLI"],
             swiftSettings: strict,
-            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release))]
         ),
         // Helpers shared by the test targets (e.g. running a test inside a network namespace).
         .target(
