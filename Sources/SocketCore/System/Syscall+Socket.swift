@@ -143,6 +143,11 @@ extension Syscall {
         try setOption(fd, level, option, Int32(on ? 1 : 0), name: name)
     }
 
+    /// `TCP_CORK`: while on, TCP sends only full segments; turning it off sends what is left.
+    public static func setCork(_ fd: Int32, _ on: Bool) throws(SystemError) {
+        try setFlag(fd, Int32(IPPROTO_TCP), TCP_CORK, on, name: "TCP_CORK")
+    }
+
     /// `SO_BINDTODEVICE`: send and receive only through the named interface.
     public static func bindToDevice(_ fd: Int32, _ interface: String) throws(SystemError) {
         var name = Array(interface.utf8CString)

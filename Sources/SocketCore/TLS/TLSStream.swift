@@ -1,5 +1,3 @@
-import Glibc
-
 /// A secured connection taken out of an ``AsyncSocket`` (``AsyncSocket/takeTLSStream()``) for
 /// blocking use: one thread may read while another writes, which is how a relay moves bulk
 /// data without a queue hop, a copy or an allocation per chunk.
@@ -85,8 +83,8 @@ public final class TLSStream: @unchecked Sendable {
         // Each record is a write(2); corked, TCP sends full segments rather than pushing every
         // record on its own (on loopback that halves the sender's kernel time).
         let cork = bytes.count > TLSStream.recordSize && corks
-        if cork { try? Syscall.setFlag(descriptor, Int32(IPPROTO_TCP), TCP_CORK, true, name: "TCP_CORK") }
-        defer { if cork { try? Syscall.setFlag(descriptor, Int32(IPPROTO_TCP), TCP_CORK, false, name: "TCP_CORK") } }
+        if cork { try? Syscall.setCork(descriptor, true) }
+        defer { if cork { try? Syscall.setCork(descriptor, false) } }
         var offset = 0
         while offset < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])

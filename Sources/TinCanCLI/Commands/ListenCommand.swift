@@ -200,13 +200,14 @@ struct ListenCommand {
     /// Runs `program` with its stdin and stdout on pipes bridged to the (TLS) socket, until
     /// both sides are done; the program sees end of file when the peer ends its stream.
     static func serveProgram(_ program: [String], over socket: AsyncSocket, settings: StreamSettings, peer: String) throws {
+        let transport = try TLSTransport(socket, peer: peer)  // before the program: nothing to undo if it fails
         let toProgram: (read: Int32, write: Int32)
         let fromProgram: (read: Int32, write: Int32)
         do throws(SystemError) {
             toProgram = try Syscall.pipe(nonBlocking: false)
             fromProgram = try Syscall.pipe(nonBlocking: false)
         } catch {
-            socket.disconnect()
+            transport.abort()
             throw CommandError("cannot make pipes for \(program[0]): \(error)")
         }
         let pid: Int32
@@ -214,14 +215,13 @@ struct ListenCommand {
             pid = try Syscall.spawn(program, input: toProgram.read, output: fromProgram.write)
         } catch {
             [toProgram.read, toProgram.write, fromProgram.read, fromProgram.write].forEach(Syscall.close)
-            socket.disconnect()
+            transport.abort()
             throw CommandError("cannot run \(program[0]): \(error.reason)")
         }
         Syscall.close(toProgram.read)
         Syscall.close(fromProgram.write)
         var options = Relay.Options()
         options.programSide = true
-        let transport = try TLSTransport(socket, peer: peer)
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         _ = relay.run()
         transport.abort()
