@@ -86,7 +86,8 @@ struct Dialer {
     /// A connected socket (its delegate cleared), or the error to report.
     func open(_ target: Target, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> AsyncSocket {
         let watcher = ConnectWatcher(settings: settings)
-        let socket = AsyncSocket(delegate: watcher, delegateQueue: DispatchQueue(label: "tincan.connect"))
+        let queue = DispatchQueue(label: "tincan.connect")
+        let socket = AsyncSocket(delegate: watcher, delegateQueue: queue, socketQueue: queue)
         socket.isIPv4Enabled = !settings.ipv6Only
         socket.isIPv6Enabled = !settings.ipv4Only
         socket.boundDevice = device
