@@ -205,8 +205,14 @@ struct ListenCommand {
         let fromProgram: (read: Int32, write: Int32)
         do throws(SystemError) {
             toProgram = try Syscall.pipe(nonBlocking: false)
+        } catch {
+            transport.abort()
+            throw CommandError("cannot make pipes for \(program[0]): \(error)")
+        }
+        do throws(SystemError) {
             fromProgram = try Syscall.pipe(nonBlocking: false)
         } catch {
+            [toProgram.read, toProgram.write].forEach(Syscall.close)  // the first pair must not leak
             transport.abort()
             throw CommandError("cannot make pipes for \(program[0]): \(error)")
         }
