@@ -4,6 +4,11 @@ import PackageDescription
 // Warnings are errors everywhere: the build is clean or it fails.
 let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
+// Release links of `tincan` search Sources/tincan/link first: two linker scripts there make the
+// toolchain's `-lstdc++` and `-lgcc_s` take libstdc++.a and libgcc_eh.a (libstdc++-12-dev,
+// libgcc-12-dev), so a start loads no C++ runtime (~0.6 ms of the ~2 ms start-up).
+let staticRuntime = String(#filePath.dropLast("Package.swift".count)) + "Sources/tincan/link"
+
 let package = Package(
     name: "tincan",
     products: [
@@ -34,8 +39,11 @@ let package = Package(
         .executableTarget(
             name: "tincan",
             dependencies: ["TinCanCLI"],
+            exclude: ["link"],
             swiftSettings: strict,
-            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(configuration: .release))]
+            linkerSettings: [.unsafeFlags(
+                ["-use-ld=lld", "-L", staticRuntime, "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+                .when(configuration: .release))]
         ),
         // Helpers shared by the test targets (e.g. running a test inside a network namespace).
         .target(
