@@ -127,14 +127,7 @@ final class Connector: @unchecked Sendable {
         attempts[id] = attempt
         onEvent(ConnectAttemptEvent(address: address, kind: .started, elapsed: .zero))
         do throws(SystemError) {
-            let binding = self.binding
-            let fd = try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in
-                if let device = binding.device { try Syscall.bindToDevice(fd, device) }
-                if let local = address.isIPv4 ? binding.ipv4 : binding.ipv6 {
-                    if local.port != 0 { try Syscall.setReuseAddress(fd) }
-                    try Syscall.bind(fd, to: local)
-                }
-            }
+            let fd = try binding.openSocket(for: address)
             attempt.fd = fd
             if try Syscall.connect(fd, to: address) {
                 feed(.attemptConnected(id))
@@ -156,6 +149,48 @@ final class Connector: @unchecked Sendable {
             onEvent(ConnectAttemptEvent(address: address, kind: .failed(error), elapsed: .now - attempt.started))
             attempt.close(keepingDescriptor: false)
             feed(.attemptFailed(id, error))
+        }
+    }
+}
+
+extension Connector.Binding {
+    /// The binding for `interface` (an interface name, a local address and/or a port, as
+    /// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)`` takes it) and `device`.
+    init(interface: String?, device: String?) throws(AsyncSocketError) {
+        self.init(device: device)
+        guard let interface else { return }
+        do throws(AddressError) {
+            let local = try Interfaces.addresses(for: interface)
+            ipv4 = local.ipv4
+            ipv6 = local.ipv6
+        } catch {
+            throw .badParam("unknown interface \(error.description)")
+        }
+    }
+
+    /// `configuration` limited, when bound to `interface`, to the families it has an address for;
+    /// throws if no family is left.
+    func narrow(_ configuration: HappyEyeballs.Configuration, interface: String?) throws(AsyncSocketError) -> HappyEyeballs.Configuration {
+        var configuration = configuration
+        if interface != nil {
+            configuration.ipv4Enabled = configuration.ipv4Enabled && ipv4 != nil
+            configuration.ipv6Enabled = configuration.ipv6Enabled && ipv6 != nil
+        }
+        guard configuration.ipv4Enabled || configuration.ipv6Enabled else {
+            throw .badConfig(interface.map { "interface '\($0)' has no address of an enabled family" } ?? "both IPv4 and IPv6 are disabled")
+        }
+        return configuration
+    }
+
+    /// A non-blocking socket for an attempt to `address`: tied to the device and bound to the
+    /// local address of its family, if any.
+    func openSocket(for address: SocketAddress) throws(SystemError) -> Int32 {
+        try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in
+            if let device { try Syscall.bindToDevice(fd, device) }
+            if let local = address.isIPv4 ? ipv4 : ipv6 {
+                if local.port != 0 { try Syscall.setReuseAddress(fd) }
+                try Syscall.bind(fd, to: local)
+            }
         }
     }
 }

@@ -25,6 +25,16 @@ extension Syscall {
         return try retrying("poll") { poll(&entry, 1, timeoutMilliseconds) } > 0
     }
 
+    /// Waits until any of `fds` is writable or has an error pending (a non-blocking connect
+    /// that finished), at most `timeoutMilliseconds` (-1: no limit). Returns those that are;
+    /// empty on timeout. With no descriptors it only sleeps.
+    public static func waitForWritable(_ fds: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Int32] {
+        var entries = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+        let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
+        guard ready > 0 else { return [] }
+        return entries.filter { $0.revents != 0 }.map(\.fd)
+    }
+
     /// Reads into `buffer`, waiting when `fd` is non-blocking and nothing is ready: bytes read,
     /// 0 at end of file.
     public static func readWaiting(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
@@ -54,6 +64,13 @@ extension Syscall {
     /// Ignores `signal` so a dispatch signal source can take it instead.
     public static func ignoreSignal(_ number: Int32) {
         _ = signal(number, SIG_IGN)
+    }
+
+    /// From now on signal `number` ends the process at once with exit status 128 + `number`, as
+    /// a shell reports it, running no cleanup (`_exit`, which is safe in a signal handler). Needs
+    /// no thread, unlike a dispatch signal source.
+    public static func exitOnSignal(_ number: Int32) {
+        _ = signal(number) { _exit(128 + $0) }
     }
 
     /// Starts `arguments[0]` (looked up in PATH when it has no slash) with `arguments`, its stdin

@@ -63,31 +63,12 @@ extension AsyncSocket {
     func startConnect(
         host: String, port: UInt16, interface: String?, timeout: Duration?
     ) throws(AsyncSocketError) {
-        var binding = Connector.Binding(device: sync { settings.device })
-        if let interface {
-            do throws(AddressError) {
-                let local = try Interfaces.addresses(for: interface)
-                binding.ipv4 = local.ipv4
-                binding.ipv6 = local.ipv6
-            } catch {
-                throw .badParam("unknown interface \(error.description)")
-            }
-        }
+        let binding = try Connector.Binding(interface: interface, device: sync { settings.device })
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
-            var configuration = HappyEyeballs.Configuration(
+            let configuration = try binding.narrow(HappyEyeballs.Configuration(
                 attemptDelay: settings.alternateAddressDelay, preferIPv4: settings.ipv4Preferred,
-                ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled)
-            if interface != nil {
-                // Bound to an interface: only the families it has an address for.
-                configuration.ipv4Enabled = configuration.ipv4Enabled && binding.ipv4 != nil
-                configuration.ipv6Enabled = configuration.ipv6Enabled && binding.ipv6 != nil
-            }
-            guard configuration.ipv4Enabled || configuration.ipv6Enabled else {
-                throw .badConfig(interface == nil
-                    ? "both IPv4 and IPv6 are disabled"
-                    : "interface '\(interface!)' has no address of an enabled family")
-            }
+                ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled), interface: interface)
             phase = .connecting
             flags = []
             closeReason = nil

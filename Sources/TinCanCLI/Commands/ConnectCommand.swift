@@ -50,10 +50,17 @@ struct ConnectCommand {
     }
 
     func run() throws {
-        let stop = Interruption.install {}
-        defer { stop.cancel() }
+        Interruption.exitOnSignal()
         let started = ContinuousClock.now
         let dialer = Dialer(settings: settings)
+        if tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
+            // A numeric address needs no lookup: connect on this thread, start no dispatch
+            // thread before there is a connection to relay (a refused connect exits at once).
+            let fd = try dialer.connect(host: host, port: port, source: args.value("source"), device: args.value("interface"),
+                                        timeout: args.duration("connect-timeout"))
+            try settings.serve(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return
+        }
         let socket = try dialer.open(
             target, source: args.value("source"), device: args.value("interface"), timeout: args.duration("connect-timeout"))
         let transport: any Transport
@@ -104,19 +111,49 @@ struct Dialer {
             throw CommandError("connect to \(target.description) failed: \(error)")
         }
         watcher.done.wait()
-        if let error = watcher.failure.withLock({ $0 }) {
-            switch error {
-            case .connectFailed(let failure): throw CommandError(failure.description)
-            case .connectTimeout(let failure): throw CommandError(failure.description, code: .timeout)
-            default: throw CommandError("connect to \(target.description) failed: \(error)")
-            }
-        }
+        if let error = watcher.failure.withLock({ $0 }) { throw failure(error, target: target.description) }
         let remote = socket.connectedAddress?.description ?? target.description
-        let local = socket.connectedAddress == nil ? nil : socket.localAddress?.description
-        settings.say("connected to \(remote)" + (local.map { " from \($0)" } ?? ""))
-        EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
+        announce(remote: remote, local: socket.connectedAddress == nil ? nil : socket.localAddress?.description)
         socket.setDelegate(nil, delegateQueue: nil)
         return socket
+    }
+
+    /// Connects to a numeric `host` on the calling thread (``BlockingConnector``): the
+    /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``.
+    func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
+        let connector = BlockingConnector(
+            configuration: HappyEyeballs.Configuration(ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
+            interface: source, device: device)
+        let log = EventLog.current.withLock { $0 }
+        do throws(AsyncSocketError) {
+            let (fd, address) = try connector.connect(
+                toHost: host, port: port, timeout: timeout,
+                onEvent: { event in
+                    settings.say(event.description)
+                    log?.attempt(event)
+                },
+                onLookup: { event in
+                    settings.say(event.description, level: 2)
+                    log?.lookup(event)
+                })
+            announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
+            return fd
+        } catch {
+            throw failure(error, target: Target.tcp(host: host, port: port).description)
+        }
+    }
+
+    private func failure(_ error: AsyncSocketError, target: String) -> CommandError {
+        switch error {
+        case .connectFailed(let failure): CommandError(failure.description)
+        case .connectTimeout(let failure): CommandError(failure.description, code: .timeout)
+        default: CommandError("connect to \(target) failed: \(error)")
+        }
+    }
+
+    private func announce(remote: String, local: String?) {
+        settings.say("connected to \(remote)" + (local.map { " from \($0)" } ?? ""))
+        EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
     }
 
     /// A descriptor of the socket's connection for the plain relay; the socket is closed.

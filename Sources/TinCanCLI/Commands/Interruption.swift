@@ -25,6 +25,12 @@ enum Interruption {
         return handle
     }
 
+    /// SIGINT and SIGTERM end the process with 128 + the signal number, for commands with
+    /// nothing to clean up: a plain handler, so no dispatch thread starts for it.
+    static func exitOnSignal() {
+        for number in [SIGINT, SIGTERM] { Syscall.exitOnSignal(number) }
+    }
+
     /// Serves until a signal ends the process.
     static func waitForever() -> Never {
         while true { sleep(3600) }

@@ -1,7 +1,5 @@
-import Dispatch
 import Glibc
 import SocketCore
-import Synchronization
 
 /// `tincan connect -z HOST PORTS`: connects to each port without sending anything, many at a
 /// time (bounded), and prints one line per port in the order given — open, closed or filtered,
@@ -42,43 +40,24 @@ struct PortScan {
     func run() throws {
         let addresses = try resolve()
         let log = EventLog.current.withLock { $0 }
-        let results = Locked<[UInt16: Result]>([:])
-        let printed = Locked(0)
-        let ports = self.ports
-        let anyOpen = Atomic<Bool>(false)
+        var results: [UInt16: Result] = [:]
+        var printed = 0
+        var anyOpen = false
+        var scan = Scan(ports: ports, addresses: addresses, parallel: parallel, timeout: timeout)
         // Prints, in the order given, every result that is ready.
-        let flush: @Sendable () -> Void = {
-            printed.withLock { next in
-                while next < ports.count, let result = results.withLock({ $0[ports[next]] }) {
-                    let time = EventLog.format(result.took)
-                    Console.out("\(self.host) \(result.port) \(result.state.rawValue) \(time)\n")
-                    next += 1
-                }
+        scan.run { result in
+            if result.state == .open { anyOpen = true }
+            log?.emit("port", [("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
+                               ("address", .string(result.address?.description ?? "")),
+                               ("took_ms", .number(result.took.milliseconds.rounded(toPlaces: 3))),
+                               ("reason", .string(result.reason))])
+            results[result.port] = result
+            while printed < ports.count, let next = results[ports[printed]] {
+                Console.out("\(host) \(next.port) \(next.state.rawValue) \(EventLog.format(next.took))\n")
+                printed += 1
             }
         }
-        let timeout = self.timeout, parallel = self.parallel
-        blocking {
-            await withTaskGroup(of: Result.self) { group in
-                var queued = ports.makeIterator()
-                func addNext() -> Bool {
-                    guard let port = queued.next() else { return false }
-                    group.addTask { await PortScan.probe(port, addresses: addresses, timeout: timeout) }
-                    return true
-                }
-                for _ in 0..<parallel where !addNext() { break }
-                for await result in group {
-                    if result.state == .open { anyOpen.store(true, ordering: .relaxed) }
-                    log?.emit("port", [("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
-                                       ("address", .string(result.address?.description ?? "")),
-                                       ("took_ms", .number(result.took.milliseconds.rounded(toPlaces: 3))),
-                                       ("reason", .string(result.reason))])
-                    results.withLock { $0[result.port] = result }
-                    flush()
-                    _ = addNext()
-                }
-            }
-        }
-        if !anyOpen.load(ordering: .relaxed) {
+        if !anyOpen {
             throw CommandError("no open port among \(ports.count) on \(host)")
         }
     }
@@ -101,43 +80,100 @@ struct PortScan {
         return found
     }
 
-    /// Tries each address in turn: open at the first that connects, closed if all refuse,
-    /// filtered if any stayed silent (or was unreachable).
-    static func probe(_ port: UInt16, addresses: [SocketAddress], timeout: Duration) async -> Result {
-        let started = ContinuousClock.now
-        var state = State.closed
-        var reason = "connection refused"
-        var tried: SocketAddress?
-        for address in addresses {
-            tried = address
-            let socket = AsyncSocket()
-            do throws(AsyncSocketError) {
-                try await socket.connect(host: address.host, port: port, timeout: timeout)
-                socket.disconnect()
-                return Result(port: port, state: .open, address: address, took: .now - started, reason: "connected")
-            } catch {
-                switch error {
-                case .connectFailed(let failure) where failure.attempts.allSatisfy({ if case .failed(let e) = $0.outcome { e.errno == ECONNREFUSED } else { false } }):
-                    continue  // refused: closed (unless another address says otherwise)
-                case .connectTimeout:
-                    state = .filtered
-                    reason = "no answer within \(Int(timeout.milliseconds)) ms"
-                default:
-                    state = .filtered
-                    reason = "\(error)"
-                }
-            }
-        }
-        return Result(port: port, state: state, address: addresses.count == 1 ? tried : nil, took: .now - started, reason: reason)
-    }
 }
 
-/// Runs async work from the synchronous CLI and waits for it.
-func blocking(_ body: @escaping @Sendable () async -> Void) {
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
-        await body()
-        done.signal()
+/// The probes of one scan, on the calling thread: at most `parallel` connects in flight
+/// (``PendingConnects``, one poll(2) for all), each port trying the addresses in turn: open at
+/// the first that connects, closed if all refuse, filtered if any stayed silent (or was
+/// unreachable).
+private struct Scan {
+    let ports: [UInt16]
+    let addresses: [SocketAddress]
+    let parallel: Int
+    let timeout: Duration
+
+    /// A port being probed: which address it is at, since when, and the verdict so far.
+    private struct Probe {
+        let port: UInt16
+        let started = ContinuousClock.now
+        var next = 0
+        var attemptStarted = ContinuousClock.now
+        var state = PortScan.State.closed
+        var reason = "connection refused"
     }
-    done.wait()
+
+    private var pending = PendingConnects()
+    private var probes: [Int: Probe] = [:]
+
+    init(ports: [UInt16], addresses: [SocketAddress], parallel: Int, timeout: Duration) {
+        self.ports = ports
+        self.addresses = addresses
+        self.parallel = max(1, parallel)
+        self.timeout = timeout
+    }
+
+    /// Probes every port; `report` hears each result as it is known.
+    mutating func run(_ report: (PortScan.Result) -> Void) {
+        var queued = ports.indices.makeIterator()
+        while true {
+            while probes.count < parallel, let index = queued.next() {
+                probes[index] = Probe(port: ports[index])
+                advance(index, report)
+            }
+            if probes.isEmpty { return }
+            let deadline = probes.values.map { $0.attemptStarted + timeout }.min()
+            for (index, result) in pending.wait(until: deadline) {
+                switch result {
+                case .success(let fd):
+                    Syscall.close(fd)
+                    finish(index, .open, reason: "connected", report)
+                case .failure(let error):
+                    failed(index, error, report)
+                }
+            }
+            let now = ContinuousClock.now
+            for (index, probe) in probes where now - probe.attemptStarted >= timeout {
+                pending.cancel(index)
+                probes[index]?.state = .filtered
+                probes[index]?.reason = "no answer within \(Int(timeout.milliseconds)) ms"
+                advance(index, report)
+            }
+        }
+    }
+
+    /// Starts the probe's next address, or reports it when none is left.
+    private mutating func advance(_ index: Int, _ report: (PortScan.Result) -> Void) {
+        guard var probe = probes[index] else { return }
+        guard probe.next < addresses.count else {
+            finish(index, probe.state, reason: probe.reason, report)
+            return
+        }
+        let address = addresses[probe.next].withPort(probe.port)
+        probe.next += 1
+        probe.attemptStarted = .now
+        probes[index] = probe
+        do throws(SystemError) {
+            if let fd = try pending.start(index, to: address) {
+                Syscall.close(fd)
+                finish(index, .open, reason: "connected", report)
+            }
+        } catch {
+            failed(index, error, report)
+        }
+    }
+
+    private mutating func failed(_ index: Int, _ error: SystemError, _ report: (PortScan.Result) -> Void) {
+        if error.errno != ECONNREFUSED {  // refused: closed, unless another address says otherwise
+            probes[index]?.state = .filtered
+            probes[index]?.reason = error.lowercaseReason
+        }
+        advance(index, report)
+    }
+
+    private mutating func finish(_ index: Int, _ state: PortScan.State, reason: String, _ report: (PortScan.Result) -> Void) {
+        guard let probe = probes.removeValue(forKey: index) else { return }
+        let address = state == .open ? addresses[probe.next - 1] : addresses.count == 1 ? addresses[0] : nil
+        report(PortScan.Result(port: probe.port, state: state, address: address,
+                               took: .now - probe.started, reason: reason))
+    }
 }

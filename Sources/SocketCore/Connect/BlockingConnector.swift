@@ -1,0 +1,189 @@
+/// Connects on the calling thread: the same ``HappyEyeballs`` machine as
+/// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)``, with its attempts and timers
+/// driven by poll(2) instead of a dispatch queue, so no thread, queue or timer source is made.
+///
+/// Lookups also run on the calling thread, one family after the other; a numeric host needs
+/// none. It suits short-lived programs that connect once to a numeric address (a command-line
+/// client, a port check), where starting dispatch costs more than the connect. For names, where
+/// the two lookups should overlap, use ``AsyncSocket``.
+///
+/// ```swift
+/// let (fd, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: 8080, timeout: .seconds(5))
+/// ```
+public struct BlockingConnector: Sendable {
+    /// The RFC 8305 knobs (families, preference, attempt delay).
+    public var configuration: HappyEyeballs.Configuration
+    /// Where attempts bind: an interface name, a local address and/or a port, as for
+    /// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)``.
+    public var interface: String?
+    /// The device attempts are tied to (SO_BINDTODEVICE), as ``AsyncSocket/boundDevice``.
+    public var device: String?
+
+    public init(configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil) {
+        self.configuration = configuration
+        self.interface = interface
+        self.device = device
+    }
+
+    /// Connects to `host` on `port`, waiting at most `timeout` (no limit when `nil`).
+    ///
+    /// Returns the connected descriptor (non-blocking, close-on-exec; the caller closes it) and
+    /// the address it reached. Throws ``AsyncSocketError/connectFailed(_:)`` or
+    /// ``AsyncSocketError/connectTimeout(_:)`` with every attempt's story, or `badParam` /
+    /// `badConfig` for arguments that cannot work. `onEvent` and `onLookup` hear each attempt and
+    /// lookup as they happen, on the calling thread.
+    public func connect(
+        toHost host: String, port: UInt16, timeout: Duration? = nil,
+        onEvent: (ConnectAttemptEvent) -> Void = { _ in }, onLookup: (LookupEvent) -> Void = { _ in }
+    ) throws(AsyncSocketError) -> (fd: Int32, address: SocketAddress) {
+        guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
+        let binding = try Connector.Binding(interface: interface, device: device)
+        let configuration = try binding.narrow(configuration, interface: interface)
+        let outcome = withoutActuallyEscaping(onEvent) { onEvent in
+            withoutActuallyEscaping(onLookup) { onLookup in
+                var run = BlockingRun(host: host, port: port, binding: binding, configuration: configuration,
+                                      onEvent: onEvent, onLookup: onLookup)
+                return run.connect(timeout: timeout)
+            }
+        }
+        switch outcome {
+        case .success(let winner): return winner
+        case .failure(let failure):
+            throw failure.timedOutAfterMilliseconds != nil ? .connectTimeout(failure) : .connectFailed(failure)
+        }
+    }
+}
+
+/// One connect in progress: the machine, its attempts and deadlines.
+private struct BlockingRun {
+    let host: String
+    let port: UInt16
+    let binding: Connector.Binding
+    let target: String
+    let onEvent: (ConnectAttemptEvent) -> Void
+    let onLookup: (LookupEvent) -> Void
+    var machine: HappyEyeballs
+    let started = ContinuousClock.now
+    /// Attempts still connecting.
+    var pending = PendingConnects()
+    /// Every attempt not yet closed or won: where it goes and when it started.
+    var attempts: [HappyEyeballs.AttemptID: (address: SocketAddress, started: ContinuousClock.Instant)] = [:]
+    /// Attempts that connected, their descriptors not yet claimed by the machine.
+    var connected: [HappyEyeballs.AttemptID: Int32] = [:]
+    var resolutionDeadline: ContinuousClock.Instant?
+    var attemptDeadline: ContinuousClock.Instant?
+    var inputs: [HappyEyeballs.Input] = []
+    var outcome: Connector.Outcome?
+
+    init(host: String, port: UInt16, binding: Connector.Binding, configuration: HappyEyeballs.Configuration,
+         onEvent: @escaping (ConnectAttemptEvent) -> Void, onLookup: @escaping (LookupEvent) -> Void) {
+        self.host = host
+        self.port = port
+        self.binding = binding
+        self.onEvent = onEvent
+        self.onLookup = onLookup
+        target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        machine = HappyEyeballs(target: target, configuration: configuration)
+    }
+
+    mutating func connect(timeout: Duration?) -> Connector.Outcome {
+        let giveUp = timeout.map { started + $0 }
+        feed(.start)
+        while true {
+            if let outcome {
+                // Attempts that connected too late to win.
+                for fd in connected.values { Syscall.close(fd) }
+                pending.cancelAll()
+                return outcome
+            }
+            let now = ContinuousClock.now
+            if let giveUp, now >= giveUp {
+                feed(.timedOut)
+            } else if let due = resolutionDeadline, now >= due {
+                resolutionDeadline = nil
+                feed(.resolutionDelayElapsed)
+            } else if let due = attemptDeadline, now >= due {
+                attemptDeadline = nil
+                feed(.attemptDelayElapsed)
+            } else {
+                let next = [giveUp, resolutionDeadline, attemptDeadline].compactMap { $0 }.min()
+                guard next != nil || !pending.isEmpty else {
+                    // Nothing in flight and nothing due: the machine cannot move on (it reports
+                    // an outcome before this happens; this guards against waiting forever).
+                    return .failure(ConnectFailure(target: target))
+                }
+                for (id, result) in pending.wait(until: next) {
+                    switch result {
+                    case .success(let fd):
+                        connected[id] = fd
+                        feed(.attemptConnected(id))
+                    case .failure(let error):
+                        failed(id, error)
+                    }
+                }
+            }
+        }
+    }
+
+    private mutating func failed(_ id: HappyEyeballs.AttemptID, _ error: SystemError) {
+        guard let attempt = attempts.removeValue(forKey: id) else { return }
+        onEvent(ConnectAttemptEvent(address: attempt.address, kind: .failed(error), elapsed: .now - attempt.started))
+        feed(.attemptFailed(id, error))
+    }
+
+    /// Feeds one input; inputs raised while actions run are queued, so the machine never re-enters.
+    private mutating func feed(_ input: HappyEyeballs.Input) {
+        inputs.append(input)
+        guard inputs.count == 1 else { return }
+        while let next = inputs.first {
+            for action in machine.handle(next, now: .now - started) { perform(action) }
+            inputs.removeFirst()
+        }
+    }
+
+    private mutating func perform(_ action: HappyEyeballs.Action) {
+        switch action {
+        case .resolve(let family):
+            let asked = ContinuousClock.now
+            let result = Result { () throws(ResolveError) in try Resolver.lookup(host: host, port: port, family: family) }
+            let error: ResolveError? = if case .failure(let e) = result { e } else { nil }
+            onLookup(LookupEvent(host: host, family: family, addresses: (try? result.get()) ?? [], error: error, elapsed: .now - asked))
+            inputs.append(.resolved(family, result))
+        case .scheduleResolutionDelay(let delay):
+            resolutionDeadline = .now + delay
+        case .cancelResolutionDelay:
+            resolutionDeadline = nil
+        case .scheduleAttemptDelay(let delay):
+            attemptDeadline = .now + delay
+        case .cancelAttemptDelay:
+            attemptDeadline = nil
+        case .startAttempt(let id, let address):
+            attempts[id] = (address, .now)
+            onEvent(ConnectAttemptEvent(address: address, kind: .started, elapsed: .zero))
+            do throws(SystemError) {
+                if let fd = try pending.start(id, to: address, binding: binding) {
+                    connected[id] = fd
+                    inputs.append(.attemptConnected(id))
+                }
+            } catch {
+                failed(id, error)
+            }
+        case .closeAttempt(let id):
+            if let attempt = attempts.removeValue(forKey: id) {
+                onEvent(ConnectAttemptEvent(address: attempt.address, kind: .abandoned, elapsed: .now - attempt.started))
+            }
+            pending.cancel(id)
+            if let fd = connected.removeValue(forKey: id) { Syscall.close(fd) }
+        case .succeeded(let id, let address):
+            resolutionDeadline = nil
+            attemptDeadline = nil
+            guard let fd = connected.removeValue(forKey: id), let attempt = attempts.removeValue(forKey: id) else { return }
+            onEvent(ConnectAttemptEvent(address: address, kind: .connected, elapsed: .now - attempt.started))
+            outcome = .success((fd, address))
+        case .failed(let failure):
+            resolutionDeadline = nil
+            attemptDeadline = nil
+            outcome = .failure(failure)
+        }
+    }
+}
