@@ -18,6 +18,7 @@ final class HappyEyeballsNamespaceTests: XCTestCase {
             try scenarios.bothWorkingPrefersIPv6UnlessToldOtherwise()
             try scenarios.ipv4OnlyNameHasNoDelay()
             try scenarios.overallTimeoutNamesTheSilentAddress()
+            try scenarios.blockingConnectorRacesAndTimesOutTheSameWay()
             return
         }
         try Namespace.run(
@@ -114,5 +115,32 @@ struct HappyEyeballsScenarios {
         }
         XCTAssertTrue(failure.description.hasPrefix("connect to v6blackhole.test:80 failed: [2001:db8::1]:80 timed out after "), failure.description)
         XCTAssertLessThan(elapsed, .seconds(3))
+    }
+
+    /// ``BlockingConnector`` runs the same machine over poll(2): the same trace for a blackholed
+    /// IPv6 address (IPv4 starts after the attempt delay and wins), the same timeout story.
+    func blockingConnectorRacesAndTimesOutTheSameWay() throws {
+        let listener = try listen(on: "198.18.0.1")
+        defer { listener.disconnect() }
+        var events: [ConnectAttemptEvent] = []
+        let start = ContinuousClock.now
+        let (fd, address) = try BlockingConnector().connect(toHost: "blackhole6.test", port: listener.localPort, timeout: .seconds(10)) {
+            events.append($0)
+        }
+        Syscall.close(fd)
+        let elapsed = ContinuousClock.now - start
+        XCTAssertEqual(address.host, "198.18.0.1")
+        XCTAssertEqual(events.map { "\($0.kind == .started ? "start" : $0.kind == .connected ? "connected" : $0.kind == .abandoned ? "abandoned" : "failed") \($0.address.host)" },
+                       ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
+        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(240))
+        XCTAssertLessThan(elapsed, .seconds(3))
+
+        let timing = ContinuousClock.now
+        XCTAssertThrowsError(try BlockingConnector().connect(toHost: "2001:db8::1", port: 80, timeout: .milliseconds(400))) { error in
+            guard case .connectTimeout(let failure) = error as? AsyncSocketError else { return XCTFail("\(error)") }
+            XCTAssertTrue(failure.description.hasPrefix("connect to [2001:db8::1]:80 failed: [2001:db8::1]:80 timed out after "), failure.description)
+        }
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - timing, .milliseconds(390))
+        XCTAssertLessThan(ContinuousClock.now - timing, .seconds(3))
     }
 }

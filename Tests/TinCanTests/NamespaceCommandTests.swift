@@ -56,6 +56,13 @@ final class NamespaceCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 3, r.err)
         XCTAssertTrue(r.err.hasPrefix("tincan: connect to v6blackhole.test:80 failed: [2001:db8::1]:80 timed out after "), r.err)
         XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1)
+        // A numeric address connects on the main thread (BlockingConnector): the same story.
+        let start = ContinuousClock.now
+        let numeric = try Tool.run(["connect", "-w", "400ms", "2001:db8::1", "80"], input: "")
+        XCTAssertEqual(numeric.status, 3, numeric.err)
+        XCTAssertTrue(numeric.err.hasPrefix("tincan: connect to [2001:db8::1]:80 failed: [2001:db8::1]:80 timed out after "), numeric.err)
+        XCTAssertEqual(numeric.err.filter { $0 == "\n" }.count, 1)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(390))
     }
 
     func unresolvableNameExitsWithCode1() throws {
