@@ -32,7 +32,16 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     let filter: PeerFilter
     let limit: Int
     private let active = Atomic<Int>(0)
-    private let handler = Locked<(@Sendable (AsyncSocket) -> Void)?>(nil)
+    /// The handler, boxed: a closure kept directly in the generic `Locked` is re-abstracted
+    /// (wrapped in two more thunks) each time it passes through `withLock`'s `inout`, so every
+    /// connection made the chain longer — more memory and deeper calls per connection, until
+    /// the stack ran out. A class reference passes through unchanged.
+    private let handler = Locked<Handler?>(nil)
+
+    private final class Handler: Sendable {
+        let body: @Sendable (AsyncSocket) -> Void
+        init(_ body: @escaping @Sendable (AsyncSocket) -> Void) { self.body = body }
+    }
 
     init(settings: StreamSettings, filter: PeerFilter, limit: Int) {
         self.settings = settings
@@ -41,8 +50,8 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     }
 
     var onConnection: (@Sendable (AsyncSocket) -> Void)? {
-        get { handler.withLock { $0 } }
-        set { handler.withLock { $0 = newValue } }
+        get { handler.withLock { $0 }?.body }
+        set { handler.withLock { $0 = newValue.map(Handler.init) } }
     }
 
     /// A connection ended: room for another.
