@@ -79,7 +79,6 @@ struct PortScan {
         }
         return found
     }
-
 }
 
 /// The probes of one scan, on the calling thread: at most `parallel` connects in flight
