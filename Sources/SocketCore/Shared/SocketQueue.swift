@@ -12,6 +12,29 @@ final class SocketQueue: @unchecked Sendable {
         queue.setSpecific(key: key, value: true)
     }
 
+    deinit {
+        queue.setSpecific(key: key, value: nil)
+        let id = ObjectIdentifier(queue)
+        Self.registry.withLock { map in
+            if map[id]?.value == nil { map[id] = nil }
+        }
+    }
+
+    /// The socket queue for a caller's dispatch queue: one per dispatch queue, however many
+    /// sockets share it, so the queue carries one specific key, not one per socket (a listener
+    /// handing all its connections one queue would otherwise add a key per connection).
+    static func shared(_ queue: DispatchQueue) -> SocketQueue {
+        let id = ObjectIdentifier(queue)
+        return registry.withLock { map in
+            if let existing = map[id]?.value { return existing }
+            let made = SocketQueue(queue)
+            map[id] = WeakSocketQueue(value: made)
+            return made
+        }
+    }
+
+    private static let registry = Locked<[ObjectIdentifier: WeakSocketQueue]>([:])
+
     var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
 
     /// Runs `body` on the queue and returns its result (at once if already there).
@@ -25,4 +48,10 @@ final class SocketQueue: @unchecked Sendable {
     func async(_ body: @escaping @Sendable () -> Void) {
         if isCurrent { body() } else { queue.async(execute: body) }
     }
+}
+
+/// A registry entry: the socket queue while some socket still uses it.
+private struct WeakSocketQueue: @unchecked Sendable {
+    // @unchecked: only read and written inside the registry's lock.
+    weak var value: SocketQueue?
 }

@@ -116,7 +116,7 @@ public final class AsyncSocket: @unchecked Sendable {
         delegate: (any AsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil
     ) {
-        queue = SocketQueue(socketQueue ?? DispatchQueue(label: "tincan.AsyncSocket"))
+        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncSocket"))
         self.delegateStorage = delegate
         self.delegateQueueStorage = delegateQueue
     }

@@ -86,7 +86,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     /// serial (it may be the delegate queue); otherwise the socket makes its own.
     public init(delegate: (any AsyncUDPSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
                 socketQueue: DispatchQueue? = nil) {
-        queue = SocketQueue(socketQueue ?? DispatchQueue(label: "tincan.AsyncUDPSocket"))
+        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncUDPSocket"))
         delegateStorage = delegate
         delegateQueueStorage = delegateQueue
     }

@@ -54,6 +54,17 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         set { handler.withLock { $0 = newValue.map(Handler.init) } }
     }
 
+    /// The socket queue accepted connections get, when their handler wants them on its own
+    /// queue (one hop fewer per event); `nil`: each makes its own.
+    private let connectionQueue = Locked<DispatchQueue?>(nil)
+
+    /// Accepted connections run on `queue` from now on (set before accepting).
+    func runConnections(on queue: DispatchQueue) { connectionQueue.withLock { $0 = queue } }
+
+    func newSocketQueueForConnection(from address: SocketAddress, on sock: AsyncSocket) -> DispatchQueue? {
+        connectionQueue.withLock { $0 }
+    }
+
     /// A connection ended: room for another.
     func closed() { active.subtract(1, ordering: .relaxed) }
 

@@ -125,6 +125,9 @@ struct ListenCommand {
                     }
                 }
             } else {
+                // Plain clients live on the broker's queue: reads, delegate calls and the
+                // broker's bookkeeping without a thread hop between them.
+                gate.runConnections(on: hub.queue)
                 gate.onConnection = { socket in hub.add(socket) }
             }
             broker = hub

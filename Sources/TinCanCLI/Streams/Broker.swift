@@ -9,7 +9,8 @@ import SocketCore
 final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private let settings: StreamSettings
     private let gate: Gate
-    private let queue = DispatchQueue(label: "tincan.broker")
+    /// The broker's queue: its clients' delegate queue and, without TLS, their socket queue.
+    let queue = DispatchQueue(label: "tincan.broker")
     private let stdoutQueue = DispatchQueue(label: "tincan.broker.stdout")
     /// Clients by identity; touched only on `queue`.
     private var clients: [ObjectIdentifier: AsyncSocket] = [:]
