@@ -21,7 +21,7 @@ public final class TLSContext: @unchecked Sendable {
         self.settings = settings
         // OpenSSL is loaded on first use (COpenSSL/loader.c); every TLS path starts here.
         if let reason = tincan_openssl_load() {
-            throw .configuration("cannot load OpenSSL: \(String(cString: reason)); install libssl3 (Debian) or your system's OpenSSL 3 package")
+            throw .unavailable("cannot load OpenSSL: \(String(cString: reason)); install libssl3 (Debian) or your system's OpenSSL 3 package")
         }
         guard let context = SSL_CTX_new(settings.isServer ? TLS_server_method() : TLS_client_method()) else {
             throw .configuration("SSL_CTX_new: \(TLSContext.drainErrors())")

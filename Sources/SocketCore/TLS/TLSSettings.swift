@@ -54,6 +54,8 @@ public struct TLSSettings: Sendable, Equatable {
 public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Settings that cannot work (a missing file, a bad key, an unknown cipher list).
     case configuration(String)
+    /// The system's OpenSSL could not be loaded: the reason, and what to install.
+    case unavailable(String)
     /// The peer's certificate did not verify: OpenSSL's reason, e.g. "self-signed certificate".
     case verificationFailed(String)
     /// The peer's key matched none of the pins; its actual pin is given.
@@ -68,11 +70,20 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .configuration(let text): "TLS configuration: \(text)"
+        case .unavailable(let reason): "TLS unavailable: \(reason)"
         case .verificationFailed(let reason): "certificate verification failed: \(reason)"
         case .pinMismatch(let actual): "the peer's public key matches no --pin (its pin is sha256//\(actual))"
         case .handshakeFailed(let reason): "TLS handshake failed: \(reason)"
         case .truncated: "the peer closed the TLS connection without close_notify (data may be truncated)"
         case .failed(let reason): "TLS error: \(reason)"
         }
+    }
+}
+
+extension TLSError {
+    /// True for ``unavailable(_:)``: no OpenSSL to use, whatever the settings.
+    public var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
     }
 }

@@ -74,7 +74,8 @@ struct ListenCommand {
             do throws(TLSError) {
                 context = try TLSContext(tls)
             } catch {
-                throw CommandError("\(error)", code: .usage)
+                // No OpenSSL is the machine's fault, not the arguments': exit 1, as for `tls`.
+                throw CommandError("\(error)", code: error.isUnavailable ? .failure : .usage)
             }
             if let fingerprint = context?.ephemeralFingerprint {
                 Console.error("tincan: no --cert: serving a self-signed certificate, SHA-256 \(fingerprint)")

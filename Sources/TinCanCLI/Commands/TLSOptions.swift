@@ -87,6 +87,8 @@ enum TLSOptions {
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeFailed(let reason)) where reason.hasPrefix("timed out"):
             return CommandError("TLS with \(peer): handshake \(reason)", code: .timeout)
+        case .tls(.unavailable):
+            return CommandError("\(error)")
         case .readTimeout, .writeTimeout:
             // The STARTTLS dialogue's reads and writes share the connect timeout (-w).
             return CommandError("STARTTLS with \(peer): the server's reply did not complete in time (-w); nothing was sent in plaintext", code: .timeout)
