@@ -63,6 +63,6 @@ extension String {
     /// "Connection refused" -> "connection refused", for reasons placed mid-sentence.
     var lowercasedFirst: String {
         guard let first else { return self }
-        return first.lowercased() + dropFirst()
+        return first.lowercased() + String(dropFirst())  // String + String: no generic append at run time
     }
 }
