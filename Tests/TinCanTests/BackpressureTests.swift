@@ -67,7 +67,10 @@ final class BackpressureTests: XCTestCase {
 
     func testKeepOpenFanOutWithOneSlowClientStaysUnderTheBound() throws {
         let port = freePort()
-        let server = try Tool(["listen", "-k", "127.0.0.1", String(port)])
+        // stdout to a file the test can watch (the clients' names arrive there); stdin a pipe.
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-fanout-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let server = try Tool.tincan(["listen", "-k", "127.0.0.1", String(port)], stdoutTo: output)
         defer { server.stop() }
         waitForListener(port: port)
         let pid = server.process.processIdentifier
@@ -80,6 +83,7 @@ final class BackpressureTests: XCTestCase {
             got = {}
             def reader(name, rate):
                 s = socket.create_connection(("127.0.0.1", port))
+                s.sendall(name.encode() + b"\\n")  # on the listener's stdout once the broker has this client
                 n, start = 0, time.monotonic()
                 while n < total:
                     chunk = s.recv(65536)
@@ -95,7 +99,14 @@ final class BackpressureTests: XCTestCase {
             print(got["fast"], got["slow"])
             """, String(port), String(total)], program: "/usr/bin/env")
         defer { clients.stop() }
-        waitUntil("both clients connected") { descriptors() >= before + 2 }
+        // Like ncat's broker, a client gets what is sent after it joined: wait until both have
+        // joined (their names reached stdout, which the broker reads only from registered
+        // clients), not merely until their sockets exist.
+        waitUntil("both clients joined the broker") {
+            let out = fileText(output)
+            return out.contains("fast\n") && out.contains("slow\n")
+        }
+        XCTAssertGreaterThanOrEqual(descriptors(), before + 2)
         let chunk = Data(repeating: 0x2A, count: 1_048_576)
         for _ in 0..<(total / 1_048_576) { server.send(chunk) }
         XCTAssertEqual(clients.wait(timeout: timeout), 0, clients.stderrText)
