@@ -42,19 +42,12 @@ final class OpenSSLLoadingTests: XCTestCase {
         }
         // In a private mount namespace, an empty file stands where libssl was. Both sides fail
         // the same way: one line, exit 1 (the machine lacks something; the arguments are fine).
-        // The client's peer accepts and waits: `tls` gets as far as its handshake.
-        let peer = try Python("""
-            import socket, sys, time
-            server = socket.socket()
-            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            server.bind(("127.0.0.1", int(sys.argv[1])))
-            server.listen(5)
-            while True:
-                conn, _ = server.accept()
-                conn.recv(1)
-            """)
+        // The client's peer, a plain listener, accepts: `tls` gets as far as its handshake.
+        let port = freePort()
+        let peer = try Tool(["listen", "127.0.0.1", String(port)])
         defer { peer.stop() }
-        for command in ["listen --tls 127.0.0.1 0", "tls --insecure 127.0.0.1 \(peer.port)"] {
+        waitForListener(port: port)
+        for command in ["listen --tls 127.0.0.1 0", "tls --insecure 127.0.0.1 \(port)"] {
             let script = "mount --bind /dev/null \"$(realpath \"$1\")\" && exec \"$0\" \(command)"
             let r = try Tool(["--mount", "sh", "-c", script, Tool.tincan, library], program: "/usr/bin/unshare")
             r.closeInput()
