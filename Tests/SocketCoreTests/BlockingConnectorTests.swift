@@ -120,6 +120,8 @@ final class BlockingConnectorTests: XCTestCase {
                 if let fd = try pending.start(id, to: .loopbackIPv4(port: port)) {
                     Syscall.close(fd)
                     outcomes[id] = true
+                } else {
+                    XCTAssertEqual(pending.attempt(id)?.address, .loopbackIPv4(port: port), "in flight: where it goes")
                 }
             } catch {
                 outcomes[id] = false
@@ -127,15 +129,16 @@ final class BlockingConnectorTests: XCTestCase {
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while !pending.isEmpty && ContinuousClock.now < deadline {
-            for (id, result) in pending.wait(until: deadline) {
-                XCTAssertNil(outcomes[id], "id \(id) finished twice")
-                switch result {
+            for done in pending.wait(until: deadline) {
+                XCTAssertNil(outcomes[done.id], "id \(done.id) finished twice")
+                XCTAssertNil(pending.attempt(done.id), "finished: no longer in flight")
+                switch done.result {
                 case .success(let fd):
                     Syscall.close(fd)
-                    outcomes[id] = true
+                    outcomes[done.id] = true
                 case .failure(let error):
                     XCTAssertEqual(error.errno, ECONNREFUSED)
-                    outcomes[id] = false
+                    outcomes[done.id] = false
                 }
             }
         }

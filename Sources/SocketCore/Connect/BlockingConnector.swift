@@ -67,7 +67,7 @@ private struct BlockingRun {
     /// Attempts still connecting.
     var pending = PendingConnects()
     /// Every attempt not yet closed or won: where it goes and when it started.
-    var attempts: [HappyEyeballs.AttemptID: (address: SocketAddress, started: ContinuousClock.Instant)] = [:]
+    var attempts: [HappyEyeballs.AttemptID: StartedAttempt] = [:]
     /// Attempts that connected, their descriptors not yet claimed by the machine.
     var connected: [HappyEyeballs.AttemptID: Int32] = [:]
     var resolutionDeadline: ContinuousClock.Instant?
@@ -106,19 +106,19 @@ private struct BlockingRun {
                 attemptDeadline = nil
                 feed(.attemptDelayElapsed)
             } else {
-                let next = [giveUp, resolutionDeadline, attemptDeadline].compactMap { $0 }.min()
+                let next = earliest(earliest(giveUp, resolutionDeadline), attemptDeadline)
                 guard next != nil || !pending.isEmpty else {
                     // Nothing in flight and nothing due: the machine cannot move on (it reports
                     // an outcome before this happens; this guards against waiting forever).
                     return .failure(ConnectFailure(target: target))
                 }
-                for (id, result) in pending.wait(until: next) {
-                    switch result {
+                for done in pending.wait(until: next) {
+                    switch done.result {
                     case .success(let fd):
-                        connected[id] = fd
-                        feed(.attemptConnected(id))
+                        connected[done.id] = fd
+                        feed(.attemptConnected(done.id))
                     case .failure(let error):
-                        failed(id, error)
+                        failed(done.id, error)
                     }
                 }
             }
@@ -158,7 +158,7 @@ private struct BlockingRun {
         case .cancelAttemptDelay:
             attemptDeadline = nil
         case .startAttempt(let id, let address):
-            attempts[id] = (address, .now)
+            attempts[id] = StartedAttempt(address: address, started: .now)
             onEvent(ConnectAttemptEvent(address: address, kind: .started, elapsed: .zero))
             do throws(SystemError) {
                 if let fd = try pending.start(id, to: address, binding: binding) {
@@ -186,4 +186,18 @@ private struct BlockingRun {
             outcome = .failure(failure)
         }
     }
+}
+
+/// An attempt the blocking connector started (a struct, not a tuple: no tuple metadata to
+/// build at run time).
+private struct StartedAttempt {
+    let address: SocketAddress
+    let started: ContinuousClock.Instant
+}
+
+/// The sooner of two optional deadlines (nil: none).
+private func earliest(_ a: ContinuousClock.Instant?, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return min(a, b)
 }

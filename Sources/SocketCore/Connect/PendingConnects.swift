@@ -2,7 +2,24 @@
 /// poll(2) on the calling thread. ``BlockingConnector`` races its attempts with it; a port
 /// scanner can keep hundreds in flight on one thread.
 public struct PendingConnects {
-    private var entries: [Int: (fd: Int32, address: SocketAddress, started: ContinuousClock.Instant)] = [:]
+    /// A connect in flight: where it goes and when it started.
+    public struct Attempt: Sendable {
+        public let address: SocketAddress
+        public let started: ContinuousClock.Instant
+        /// Its socket, owned by the set until the connect finishes.
+        let fd: Int32
+    }
+
+    /// A connect that finished: the caller's number for it, and the connected descriptor (now
+    /// the caller's) or why it failed (its socket closed).
+    public struct Finished: Sendable {
+        public let id: Int
+        public let result: Result<Int32, SystemError>
+    }
+
+    // Named structs rather than tuples: a tuple type's metadata is built at run time on first
+    // use, one more cost at every start of `tincan connect`.
+    private var entries: [Int: Attempt] = [:]
 
     public init() {}
 
@@ -10,10 +27,8 @@ public struct PendingConnects {
     public var count: Int { entries.count }
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// The address `id` is connecting to, and when it started.
-    public func attempt(_ id: Int) -> (address: SocketAddress, started: ContinuousClock.Instant)? {
-        entries[id].map { ($0.address, $0.started) }
-    }
+    /// Connect `id`, while it is in flight.
+    public func attempt(_ id: Int) -> Attempt? { entries[id] }
 
     /// Starts connecting to `address` under `id` (which must not be in flight). Returns the
     /// descriptor if it connected at once (it is then not kept); throws if the socket could not
@@ -30,7 +45,7 @@ public struct PendingConnects {
             Syscall.close(fd)
             throw error
         }
-        entries[id] = (fd, address, .now)
+        entries[id] = Attempt(address: address, started: .now, fd: fd)
         return nil
     }
 
@@ -38,7 +53,7 @@ public struct PendingConnects {
     /// finished ones, lowest `id` first: the connected descriptor (now the caller's) or the error
     /// (its socket closed). Empty when the deadline passed first, or at once when nothing is in
     /// flight and there is no deadline.
-    public mutating func wait(until deadline: ContinuousClock.Instant?) -> [(id: Int, result: Result<Int32, SystemError>)] {
+    public mutating func wait(until deadline: ContinuousClock.Instant?) -> [Finished] {
         if entries.isEmpty && deadline == nil { return [] }
         let milliseconds: Int32 = deadline.map { due in
             let left = (due - .now).milliseconds.rounded(.up)
@@ -51,20 +66,20 @@ public struct PendingConnects {
             // poll itself failed (out of memory): every connect fails with that error.
             return entries.keys.sorted().map { id in
                 cancel(id)
-                return (id, .failure(error))
+                return Finished(id: id, result: .failure(error))
             }
         }
-        var finished: [(id: Int, result: Result<Int32, SystemError>)] = []
+        var finished: [Finished] = []
         for id in entries.keys.sorted() {
             guard let entry = entries[id], ready.contains(entry.fd) else { continue }
             entries[id] = nil
             let code: Int32
             do throws(SystemError) { code = try Syscall.pendingError(entry.fd) } catch { code = error.errno }
             if code == 0 {
-                finished.append((id, .success(entry.fd)))
+                finished.append(Finished(id: id, result: .success(entry.fd)))
             } else {
                 Syscall.close(entry.fd)
-                finished.append((id, .failure(SystemError(errno: code, call: "connect", context: entry.address.description))))
+                finished.append(Finished(id: id, result: .failure(SystemError(errno: code, call: "connect", context: entry.address.description))))
             }
         }
         return finished

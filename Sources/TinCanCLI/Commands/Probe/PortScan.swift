@@ -121,13 +121,13 @@ private struct Scan {
             }
             if probes.isEmpty { return }
             let deadline = probes.values.map { $0.attemptStarted + timeout }.min()
-            for (index, result) in pending.wait(until: deadline) {
-                switch result {
+            for done in pending.wait(until: deadline) {
+                switch done.result {
                 case .success(let fd):
                     Syscall.close(fd)
-                    finish(index, .open, reason: "connected", report)
+                    finish(done.id, .open, reason: "connected", report)
                 case .failure(let error):
-                    failed(index, error, report)
+                    failed(done.id, error, report)
                 }
             }
             let now = ContinuousClock.now
