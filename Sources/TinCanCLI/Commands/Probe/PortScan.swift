@@ -91,12 +91,12 @@ private struct Scan {
     let parallel: Int
     let timeout: Duration
 
-    /// A port being probed: which address it is at, since when, and the verdict so far.
+    /// A port being probed: which address it is at and the verdict so far. Its attempt in
+    /// flight (and when that started) is `pending`'s entry under the same index.
     private struct Probe {
         let port: UInt16
         let started = ContinuousClock.now
         var next = 0
-        var attemptStarted = ContinuousClock.now
         var state = PortScan.State.closed
         var reason = "connection refused"
     }
@@ -120,7 +120,7 @@ private struct Scan {
                 advance(index, report)
             }
             if probes.isEmpty { return }
-            let deadline = probes.values.map { $0.attemptStarted + timeout }.min()
+            let deadline = probes.keys.compactMap { pending.attempt($0)?.started }.min().map { $0 + timeout }
             for done in pending.wait(until: deadline) {
                 switch done.result {
                 case .success(let fd):
@@ -131,7 +131,7 @@ private struct Scan {
                 }
             }
             let now = ContinuousClock.now
-            for (index, probe) in probes where now - probe.attemptStarted >= timeout {
+            for index in probes.keys where pending.attempt(index).map({ now - $0.started >= timeout }) == true {
                 pending.cancel(index)
                 probes[index]?.state = .filtered
                 probes[index]?.reason = "no answer within \(Int(timeout.milliseconds)) ms"
@@ -149,7 +149,6 @@ private struct Scan {
         }
         let address = addresses[probe.next].withPort(probe.port)
         probe.next += 1
-        probe.attemptStarted = .now
         probes[index] = probe
         do throws(SystemError) {
             if let fd = try pending.start(index, to: address) {
