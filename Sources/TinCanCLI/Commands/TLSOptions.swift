@@ -76,11 +76,22 @@ enum TLSOptions {
         }
     }
 
+    /// What to try when verification failed for `reason` (OpenSSL's words for it).
+    static func verificationHint(_ reason: String) -> String {
+        if reason.contains("mismatch") {  // "hostname mismatch", "IP address mismatch"
+            return "the certificate is for other names: use one of them as HOST or with --servername NAME, or skip the check with --insecure"
+        }
+        if reason.contains("expired") || reason.contains("not yet valid") {
+            return "check the server's certificate dates and this machine's clock, or skip the check with --insecure"
+        }
+        return "trust its issuer with --ca FILE, or skip the check with --insecure"
+    }
+
     /// One line, and the exit code, for a TLS failure.
     static func explain(_ error: AsyncSocketError, peer: String) -> CommandError {
         switch error {
         case .tls(.verificationFailed(let reason)):
-            return CommandError("TLS with \(peer): certificate verification failed: \(reason) (trust its issuer with --ca FILE, or skip the check with --insecure)", code: .tlsVerification)
+            return CommandError("TLS with \(peer): certificate verification failed: \(reason) (\(verificationHint(reason)))", code: .tlsVerification)
         case .tls(.pinMismatch):
             return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
         case .startTLSRefused(let reason):
