@@ -51,7 +51,7 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
         // A lookup error matters when it left nothing to try, or it explains a missing family.
         parts += resolveErrors.map(\.description)
         if parts.isEmpty { parts.append("no addresses to try") }
-        var text = "connect to \(target) failed: " + parts.joined(separator: "; ")
+        var text = "connect to \(target) failed: " + parts.joined(by: "; ")
         if let ms = timedOutAfterMilliseconds, !attempts.contains(where: { if case .timedOut = $0.outcome { true } else { false } }) {
             text += "; timed out after \(ms) ms"
         }

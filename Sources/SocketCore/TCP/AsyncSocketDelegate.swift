@@ -141,7 +141,7 @@ public struct LookupEvent: Sendable, Equatable, CustomStringConvertible {
     /// `A example.test: 198.18.0.1 (0.4 ms)`, `AAAA example.test: no address (3 ms)`.
     public var description: String {
         let time = elapsed.briefMilliseconds
-        let answer = error.map { $0.reason } ?? (addresses.isEmpty ? "no address" : addresses.map(\.host).joined(separator: ", "))
+        let answer = error.map { $0.reason } ?? (addresses.isEmpty ? "no address" : addresses.map(\.host).joined(by: ", "))
         return "\(family == .ipv6 ? "AAAA" : "A") \(host): \(answer) (\(time) ms)"
     }
 }

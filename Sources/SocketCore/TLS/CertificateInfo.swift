@@ -22,7 +22,7 @@ public struct CertificateInfo: Sendable, Equatable {
         alternativeNames = CertificateInfo.alternativeNames(cert)
         notBefore = CertificateInfo.time(X509_get0_notBefore(cert))
         notAfter = CertificateInfo.time(X509_get0_notAfter(cert))
-        fingerprintSHA256 = CertificateInfo.sha256(der: cert, publicKey: false).map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: ":")
+        fingerprintSHA256 = CertificateInfo.sha256(der: cert, publicKey: false).map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(by: ":")
         publicKeyPin = Base64.encode(CertificateInfo.sha256(der: cert, publicKey: true))
         pem = CertificateInfo.pem(cert)
     }
@@ -70,7 +70,7 @@ public struct CertificateInfo: Sendable, Equatable {
             case GEN_IPADD:
                 if let s = entry.pointee.d.iPAddress, let p = ASN1_STRING_get0_data(s) {
                     let bytes = Array(UnsafeBufferPointer(start: p, count: Int(ASN1_STRING_length(s))))
-                    result.append("IP:" + (bytes.count == 4 ? bytes.map(String.init).joined(separator: ".") : ipv6Text(bytes)))
+                    result.append("IP:" + (bytes.count == 4 ? bytes.map(String.init).joined(by: ".") : ipv6Text(bytes)))
                 }
             default:
                 continue

@@ -232,7 +232,7 @@ public struct StartTLSDialogue: Sendable {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(separator: " ")
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(by: " ")
     }
 }
 

@@ -129,7 +129,7 @@ public final class TLSContext: @unchecked Sendable {
             // "error:0A000086:SSL routines::certificate verify failed" -> the reason part.
             reasons.append(text.split(separator: ":", maxSplits: 4).last.map(String.init) ?? text)
         }
-        return reasons.isEmpty ? "unknown error" : reasons.joined(separator: "; ")
+        return reasons.isEmpty ? "unknown error" : reasons.joined(by: "; ")
     }
 }
 

@@ -159,7 +159,7 @@ struct ListenCommand {
         }
         let stop = Interruption.install { listener.disconnect() }
         defer { stop.cancel() }
-        settings.say("listening on " + listener.listeningAddresses.joined(separator: ", "))
+        settings.say("listening on " + listener.listeningAddresses.joined(by: ", "))
 
         if keepOpen {
             broker?.startReadingInput()

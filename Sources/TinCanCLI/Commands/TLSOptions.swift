@@ -123,7 +123,7 @@ enum TLSOptions {
         for (index, cert) in info.peerChain.enumerated() {
             lines.append("\(index) subject \(cert.subject)")
             lines.append("  issuer  \(cert.issuer)")
-            if !cert.alternativeNames.isEmpty { lines.append("  names   \(cert.alternativeNames.joined(separator: ", "))") }
+            if !cert.alternativeNames.isEmpty { lines.append("  names   \(cert.alternativeNames.joined(by: ", "))") }
             lines.append("  valid   \(cert.notBefore) to \(cert.notAfter)")
             lines.append("  sha256  \(cert.fingerprintSHA256)")
             if index == 0 { lines.append("  pin     sha256//\(cert.publicKeyPin)") }

@@ -45,7 +45,7 @@ public enum Parser {
     /// Parses everything after the program name.
     public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let first = arguments.first else {
-            throw UsageError("a command is needed: \(OptionTable.commands.map(\.name).joined(separator: ", "))")
+            throw UsageError("a command is needed: \(OptionTable.commands.map(\.name).joined(by: ", "))")
         }
         switch first {
         case "-h", "--help": return .help(nil)
@@ -159,7 +159,7 @@ public enum Parser {
         case .choice(let words):
             guard words.contains(value) else {
                 let hint = closest(to: value, among: words).map { "; did you mean '\($0)'?" } ?? ""
-                throw UsageError("\(name) must be one of \(words.joined(separator: ", ")), not '\(value)'\(hint)", command: spec.name)
+                throw UsageError("\(name) must be one of \(words.joined(by: ", ")), not '\(value)'\(hint)", command: spec.name)
             }
         case .text, .path, .interface, .address, .command:
             guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
@@ -194,7 +194,7 @@ public enum Parser {
         if let close = closest(to: name, among: names) {
             return UsageError("unknown command '\(name)'; did you mean '\(close)'?")
         }
-        return UsageError("unknown command '\(name)'; the commands are \(names.joined(separator: ", "))")
+        return UsageError("unknown command '\(name)'; the commands are \(names.joined(by: ", "))")
     }
 
     static func suggestion(for name: String, in spec: CommandSpec) -> String {

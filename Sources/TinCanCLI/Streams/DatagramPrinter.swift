@@ -48,7 +48,7 @@ struct DatagramPrinter: Sendable {
         let bytes = Array(datagram.bytes)
         if let text = String(validating: bytes, as: UTF8.self) { fields.append("\"text\":\(JSON.string(text))") }
         fields.append("\"base64\":\"\(Base64.encode(bytes))\"")
-        return "{" + fields.joined(separator: ",") + "}"
+        return "{" + fields.joined(by: ",") + "}"
     }
 }
 

@@ -45,7 +45,7 @@ final class EventLog: Sendable {
     func emit(_ name: String, _ fields: [(String, JSONValue)] = []) {
         guard json else { return }
         let all = [("event", JSONValue.string(name)), ("ms", .number(milliseconds()))] + fields
-        Console.error("{" + all.map { "\(JSON.string($0.0)):\($0.1.text)" }.joined(separator: ",") + "}")
+        Console.error("{" + all.map { "\(JSON.string($0.0)):\($0.1.text)" }.joined(by: ",") + "}")
     }
 
     // MARK: What commands report
@@ -138,7 +138,7 @@ final class EventLog: Sendable {
              + [("exit", .number(Double(exitCode)))])
         guard timing else { return }
         let parts = phases.map { "\($0.name) \($0.value.map(EventLog.format) ?? "-")" } + ["sent \(m.sent) B", "received \(m.received) B"]
-        Console.error("tincan: timing: " + parts.joined(separator: ", "))
+        Console.error("tincan: timing: " + parts.joined(by: ", "))
     }
 
     static func format(_ duration: Duration) -> String {
@@ -160,7 +160,7 @@ enum JSONValue: Sendable {
         case .string(let s): JSON.string(s)
         case .number(let n): n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
         case .bool(let b): String(b)
-        case .strings(let list): "[" + list.map(JSON.string).joined(separator: ",") + "]"
+        case .strings(let list): "[" + list.map(JSON.string).joined(by: ",") + "]"
         case .null: "null"
         }
     }

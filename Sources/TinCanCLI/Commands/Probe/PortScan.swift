@@ -75,7 +75,7 @@ struct PortScan {
             }
         }
         guard !found.isEmpty else {
-            throw CommandError("cannot probe \(host): " + (reasons.isEmpty ? "no address" : reasons.joined(separator: "; ")))
+            throw CommandError("cannot probe \(host): " + (reasons.isEmpty ? "no address" : reasons.joined(by: "; ")))
         }
         return found
     }

@@ -63,6 +63,6 @@ struct JoinGroupCommand {
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo) {
             $0.destination?.isMulticast ?? true
         }
-        try settings.serve(receiver, what: groups.joined(separator: ","))
+        try settings.serve(receiver, what: groups.joined(by: ","))
     }
 }

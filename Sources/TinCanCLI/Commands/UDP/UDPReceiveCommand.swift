@@ -43,7 +43,7 @@ struct UDPReceiveCommand {
             throw CommandError("cannot bind UDP \(place): \(error.description.replacingAddressInUse)")
         }
         let bound = [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
-        settings.say("receiving on \(bound.joined(separator: " and "))")
+        settings.say("receiving on \(bound.joined(by: " and "))")
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
         try settings.serve(receiver, what: bound.first ?? place)
     }
