@@ -29,6 +29,14 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(q.duration("connect-timeout"), .seconds(60))
     }
 
+    func testEveryCommandIsFoundByItsNameAndOnlyThose() {
+        for spec in OptionTable.commands {
+            XCTAssertEqual(OptionTable.command(named: spec.name)?.name, spec.name)
+        }
+        XCTAssertNil(OptionTable.command(named: "connec"))
+        XCTAssertNil(OptionTable.command(named: "help"))
+    }
+
     func testDoubleDashEndsOptions() throws {
         let p = try parse("connect -v -- -weird-host 80")
         XCTAssertEqual(p.positionals, ["-weird-host", "80"])
