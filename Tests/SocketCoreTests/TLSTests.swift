@@ -105,7 +105,10 @@ final class TLSTests: XCTestCase {
         let (server, port2) = try startServer()
         defer { stopProcess(server) }
         let failure2 = await expectFailure(port: port2, verifying("wrong.example"))
-        XCTAssertEqual(failure2, .verificationFailed("hostname mismatch"))
+        XCTAssertEqual(failure2, .verificationFailed("hostname mismatch: the certificate is for DNS:localhost, IP:127.0.0.1, IP:::1"))
+        // An address as the peer name is checked against the certificate's IP names.
+        let failure2b = await expectFailure(port: port2, verifying("198.18.0.9"))
+        XCTAssertEqual(failure2b, .verificationFailed("IP address mismatch: the certificate is for DNS:localhost, IP:127.0.0.1, IP:::1"))
         // No CA given: the system store does not know our test CA.
         let failure3 = await expectFailure(port: port2, TLSSettings(peerName: "localhost"))
         XCTAssertEqual(failure3, .verificationFailed("unable to get local issuer certificate"))

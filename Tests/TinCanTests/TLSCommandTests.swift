@@ -41,7 +41,7 @@ final class TLSCommandTests: XCTestCase {
         defer { good.stop() }
         let b = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--servername", "wrong.example", "127.0.0.1", String(p2)], input: "")
         XCTAssertEqual(b.status, 4)
-        XCTAssertEqual(b.err, "tincan: TLS with 127.0.0.1:\(p2): certificate verification failed: hostname mismatch (the certificate is for other names: use one of them as HOST or with --servername NAME, or skip the check with --insecure)\n")
+        XCTAssertEqual(b.err, "tincan: TLS with 127.0.0.1:\(p2): certificate verification failed: hostname mismatch: the certificate is for DNS:localhost, IP:127.0.0.1, IP:::1 (use one of its names as HOST or with --servername NAME, or skip the check with --insecure)\n")
 
         let (expired, p3) = try server("expired")
         defer { expired.stop() }

@@ -98,8 +98,12 @@ final class TLSSession {
         default:
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                let reason = String(cString: X509_verify_cert_error_string(verify))
+                var reason = String(cString: X509_verify_cert_error_string(verify))
                 _ = TLSContext.drainErrors()
+                if verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH,
+                   let names = peerNames() {
+                    reason += ": the certificate is for \(names)"
+                }
                 throw .verificationFailed(reason)
             }
             let errors = TLSContext.drainErrors()
@@ -198,6 +202,16 @@ final class TLSSession {
         let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure
         return TLSInfo(protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
                        peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK)
+    }
+
+    /// The names the peer's certificate is for: its subject alternative names, else its subject.
+    /// (After a failed verification OpenSSL keeps the chain the peer sent, not the peer's
+    /// certificate on its own.)
+    private func peerNames() -> String? {
+        guard let chain = SSL_get_peer_cert_chain(ssl), tincan_sk_X509_num(chain) > 0,
+              let leaf = tincan_sk_X509_value(chain, 0) else { return nil }
+        let info = CertificateInfo(leaf)
+        return info.alternativeNames.isEmpty ? info.subject : info.alternativeNames.joined(by: ", ")
     }
 
     private func checkPins() throws(TLSError) {

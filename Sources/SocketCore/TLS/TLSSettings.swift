@@ -56,7 +56,8 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case configuration(String)
     /// The system's OpenSSL could not be loaded: the reason, and what to install.
     case unavailable(String)
-    /// The peer's certificate did not verify: OpenSSL's reason, e.g. "self-signed certificate".
+    /// The peer's certificate did not verify: OpenSSL's reason, e.g. "self-signed certificate";
+    /// for a name mismatch, followed by the names the certificate is for.
     case verificationFailed(String)
     /// The peer's key matched none of the pins; its actual pin is given.
     case pinMismatch(actual: String)

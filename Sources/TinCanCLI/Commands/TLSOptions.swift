@@ -79,7 +79,7 @@ enum TLSOptions {
     /// What to try when verification failed for `reason` (OpenSSL's words for it).
     static func verificationHint(_ reason: String) -> String {
         if reason.contains("mismatch") {  // "hostname mismatch", "IP address mismatch"
-            return "the certificate is for other names: use one of them as HOST or with --servername NAME, or skip the check with --insecure"
+            return "use one of its names as HOST or with --servername NAME, or skip the check with --insecure"
         }
         if reason.contains("expired") || reason.contains("not yet valid") {
             return "check the server's certificate dates and this machine's clock, or skip the check with --insecure"
