@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import SocketCore
+@testable import SocketCore
 import TestSupport
 import XCTest
 
@@ -131,6 +131,13 @@ final class TLSTests: XCTestCase {
         pinned.pinnedKeys = ["sha256//" + pin]
         let ok = try await connectTLS(port: port, pinned)
         ok.disconnect()
+        // The same pin as hex, uppercase and colon-separated (as fingerprints are printed).
+        let hex = Base64.decodeToHex(pin)
+        XCTAssertEqual(hex.count, 64)
+        let pairs = stride(from: 0, to: hex.count, by: 2).map { String(Array(hex)[$0..<$0 + 2]) }
+        pinned.pinnedKeys = [pairs.joined(separator: ":").uppercased()]
+        let okHex = try await connectTLS(port: port, pinned)
+        okHex.disconnect()
         pinned.pinnedKeys = ["sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="]
         let failure5 = await expectFailure(port: port, pinned)
         XCTAssertEqual(failure5, .pinMismatch(actual: pin))

@@ -223,31 +223,8 @@ final class TLSSession {
         let actualHex = Base64.decodeToHex(actual)
         let matches = pins.contains { pin in
             let value = pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin
-            return value == actual || value.lowercased().replacingColons == actualHex
+            return value == actual || value.lowercased().filter { $0 != ":" } == actualHex
         }
         if !matches { throw .pinMismatch(actual: actual) }
     }
-}
-
-extension Base64 {
-    /// Lowercase hex of a base64 string's bytes (pins may be given either way).
-    static func decodeToHex(_ text: String) -> String {
-        var bits = 0
-        var value = 0
-        var bytes: [UInt8] = []
-        for c in text.utf8 where c != UInt8(ascii: "=") {
-            guard let index = alphabet.firstIndex(of: c) else { return "" }
-            value = value << 6 | index
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                bytes.append(UInt8((value >> bits) & 0xFF))
-            }
-        }
-        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-}
-
-extension String {
-    var replacingColons: String { String(filter { $0 != ":" }) }
 }
