@@ -281,19 +281,29 @@ final class Relay: @unchecked Sendable {
     }
 
     /// The peer has closed but stdin has not ended: end the session once stdin stays quiet.
+    /// A timer looks again when the grace could first run out (while stdin is busy, every fifth
+    /// of the grace): no thread is held, and it wakes a few times a second at most.
     private func watchQuietInput() {
         let grace = Int64(Relay.inputGrace.milliseconds)
-        DispatchQueue.global().async { [self] in
-            while outcome.withLock({ $0 == nil }) {
-                let since = inputWaitingSince.load(ordering: .relaxed)
-                if since >= 0 && nowMilliseconds - since >= grace {
-                    options.trace?("stdin quiet for \(grace) ms after the peer closed: ending")
-                    finish(.peerClosed)
-                    return
-                }
-                usleep(20_000)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tincan.quiet-input"))
+        timer.setEventHandler { [self] in
+            guard outcome.withLock({ $0 == nil }) else {
+                timer.cancel()
+                return
             }
+            let since = inputWaitingSince.load(ordering: .relaxed)
+            let quiet = since >= 0 ? nowMilliseconds - since : -1
+            if quiet >= grace {
+                timer.cancel()
+                options.trace?("stdin quiet for \(grace) ms after the peer closed: ending")
+                finish(.peerClosed)
+                return
+            }
+            let next = since >= 0 ? grace - quiet : grace / 5
+            timer.schedule(deadline: .now() + .milliseconds(Int(next)))
         }
+        timer.schedule(deadline: .now())
+        timer.resume()
     }
 
     private func startIdleTimer(_ limit: Duration) -> DispatchSourceTimer {
