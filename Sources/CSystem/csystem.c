@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +17,11 @@ int csystem_pipe(int fds[2], int nonblocking) {
 
 long csystem_splice(int in, int out, unsigned long length) {
     return (long)splice(in, NULL, out, NULL, length, SPLICE_F_MOVE);
+}
+
+int csystem_unsent_bytes(int fd) {
+    int count = 0;
+    return ioctl(fd, SIOCOUTQ, &count) == -1 ? -1 : count;
 }
 
 int csystem_set_pipe_size(int fd, int size) {

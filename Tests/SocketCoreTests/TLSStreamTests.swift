@@ -84,9 +84,10 @@ final class TLSStreamTests: XCTestCase {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
         defer { buffer.deallocate() }
         XCTAssertEqual(try stream.read(into: buffer, timeout: .seconds(1)), 0)
+        XCTAssertTrue(stream.peerSentCloseNotify)
     }
 
-    func testTimeoutTruncationAndMisuse() async throws {
+    func testTimeoutEndWithoutCloseNotifyAndMisuse() async throws {
         let peer = try pythonTLSServer("""
             t.recv(5)  # b'go!\\n' ends the wait
             t.sendall(b'partial')
@@ -109,8 +110,31 @@ final class TLSStreamTests: XCTestCase {
             got += buffer[0..<n]
         }
         XCTAssertEqual(String(decoding: got, as: UTF8.self), "partial")
-        XCTAssertThrowsError(try stream.read(into: buffer, timeout: .seconds(5))) { error in
-            XCTAssertEqual(error as? TLSError, .truncated)
+        // The TCP stream ended between records: an end, and the stream says how it ended.
+        XCTAssertEqual(try stream.read(into: buffer, timeout: .seconds(5)), 0)
+        XCTAssertFalse(stream.peerSentCloseNotify)
+    }
+
+    func testACutRecordIsTruncationAfterTheRecordsBeforeIt() async throws {
+        let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
+                                                              cut: true), arguments: ["0"])
+        defer { peer.stop() }
+        let socket = try await secured(port: peer.port)
+        let stream = try socket.takeTLSStream()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        var got: [UInt8] = []
+        var failure: TLSError?
+        while true {
+            do throws(TLSError) {
+                guard let n = try stream.read(into: buffer, timeout: .seconds(5)), n > 0 else { break }
+                got += buffer[0..<n]
+            } catch {
+                failure = error
+                break
+            }
         }
+        XCTAssertEqual(String(decoding: got, as: UTF8.self), "first record\n")
+        XCTAssertEqual(failure, .truncated)
     }
 }

@@ -283,26 +283,24 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(socket.isDisconnected)
     }
 
-    func testTruncationIsReported() async throws {
-        // A python server that completes the handshake, sends a line and closes the TCP
-        // connection without close_notify.
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            import ssl
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
-            c, _ = s.accept(); t = ctx.wrap_socket(c, server_side=True)
-            t.sendall(b'partial\\n')
-            os.close(t.detach())  # no close_notify: the TCP connection just ends
-            """, arguments: ["0"])
-        defer { peer.stop() }
-        let socket = try await connectTLS(port: peer.port, verifying())
-        let line = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))
-        XCTAssertEqual(line, Array("partial\n".utf8))
-        do {
-            _ = try await socket.read(timeout: .seconds(5))
-            XCTFail("read past a truncated stream")
-        } catch {
-            XCTAssertEqual(error, .tls(.truncated))
+    func testAnEndBetweenRecordsIsAnEndAndACutRecordIsTruncation() async throws {
+        for cut in [false, true] {
+            let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
+                                                                  cut: cut), arguments: ["0"])
+            defer { peer.stop() }
+            let socket = try await connectTLS(port: peer.port, verifying())
+            let line = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))
+            XCTAssertEqual(line, Array("first record\n".utf8))
+            if !cut {
+                let second = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))
+                XCTAssertEqual(second, Array("second record\n".utf8))
+            }
+            do {
+                _ = try await socket.read(timeout: .seconds(5))
+                XCTFail("read past the end")
+            } catch {
+                XCTAssertEqual(error, cut ? .tls(.truncated) : .closedByPeer, "cut: \(cut)")
+            }
         }
     }
 

@@ -22,4 +22,34 @@ public enum PythonPeers {
             h.update(b); n += len(b)
         c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
         """
+
+    /// A TLS server (python's ssl over memory BIOs, so it can cut a record) that completes each
+    /// handshake, sends the record "first record\\n", then "second record\\n" whole or, with
+    /// `cut`, without its last 5 bytes, and ends the TCP connection without close_notify.
+    public static func tlsRecordCutter(certificate: String, key: String, cut: Bool) -> String {
+        listenPrelude + """
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain('\(certificate)', '\(key)')
+            while True:
+                c, _ = s.accept()
+                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                t = ctx.wrap_bio(incoming, outgoing, server_side=True)
+                while True:
+                    try:
+                        t.do_handshake(); break
+                    except ssl.SSLWantReadError:
+                        c.sendall(outgoing.read())
+                        d = c.recv(65536)
+                        if not d: break
+                        incoming.write(d)
+                c.sendall(outgoing.read())
+                t.write(b'first record\\n')
+                c.sendall(outgoing.read())
+                t.write(b'second record\\n')
+                last = outgoing.read()
+                c.sendall(last[:-5] if \(cut ? "True" : "False") else last)
+                c.close()
+            """
+    }
 }

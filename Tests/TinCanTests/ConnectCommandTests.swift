@@ -168,24 +168,6 @@ final class ConnectCommandTests: XCTestCase {
     }
 }
 
-final class PeerClosesFirstTests: XCTestCase {
-    func testBannerServerClosingEndsTheSessionWhileStdinIsOpenButQuiet() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close()
-            """)
-        defer { peer.stop() }
-        let tool = try Tool(["connect", "-vv", "127.0.0.1", String(peer.port)])
-        // stdin stays open and silent, as in a script holding a pipe.
-        let start = ContinuousClock.now
-        let status = tool.wait(timeout: .seconds(10))
-        tool.closeInput()
-        XCTAssertEqual(status, 0, tool.stderrText)
-        XCTAssertEqual(tool.stdoutText, "220 banner\r\n")
-        XCTAssertTrue(tool.stderrText.contains("stdin quiet for 500 ms after the peer closed"), tool.stderrText)
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
-    }
-}
-
 final class SignalTests: XCTestCase {
     func testSIGTERMEndsConnectWith143AndKeepsWhatArrived() throws {
         let peer = try Python(PythonPeers.listenPrelude + """

@@ -21,7 +21,8 @@ final class ParserTests: XCTestCase {
         let p = try parse("connect -4vv -w5 --idle-timeout=2s -q 500ms host 80")
         XCTAssertTrue(p.has("ipv4"))
         XCTAssertEqual(p.count("verbose"), 2)
-        XCTAssertEqual(p.duration("connect-timeout"), .seconds(5))
+        XCTAssertEqual(p.duration("wait"), .seconds(5))
+        XCTAssertNil(p.duration("connect-timeout"))
         XCTAssertEqual(p.duration("idle-timeout"), .seconds(2))
         XCTAssertEqual(p.duration("quit-after-eof"), .milliseconds(500))
         XCTAssertEqual(p.positionals, ["host", "80"])
@@ -47,7 +48,7 @@ final class ParserTests: XCTestCase {
         let p = try parse("listen --allow 10.0.0.0/8,127.0.0.1 --allow ::1 9000")
         XCTAssertEqual(p.list("allow"), ["10.0.0.0/8", "127.0.0.1", "::1"])
         let q = try parse("connect -w 1 -w 3 h 1")
-        XCTAssertEqual(q.duration("connect-timeout"), .seconds(3))
+        XCTAssertEqual(q.duration("wait"), .seconds(3))
     }
 
     func testDurations() throws {

@@ -15,6 +15,9 @@ int csystem_pipe(int fds[2], int nonblocking);
 /// kernel, with SPLICE_F_MOVE (not SPLICE_F_MORE, which would cork the last bytes). Returns bytes moved, 0 at end of input, or -1.
 long csystem_splice(int in, int out, unsigned long length);
 
+/// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
+int csystem_unsent_bytes(int fd);
+
 /// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
 int csystem_set_pipe_size(int fd, int size);
 

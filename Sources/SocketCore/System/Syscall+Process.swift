@@ -14,6 +14,19 @@ extension Syscall {
         try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try writeAll(fd, raw, isSocket: false) } }.get()
     }
 
+    /// True if `fd` is an open descriptor.
+    public static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+
+    /// Opens /dev/null as descriptor `fd` (which must be closed), readable only or writable
+    /// only. A program started with stdout closed keeps fd 1 taken this way, so no socket lands
+    /// on it; opened read-only, every write to it fails (EBADF) and is reported, not silent.
+    public static func occupy(_ fd: Int32, writable: Bool) throws(SystemError) {
+        let null = try retrying("open", "/dev/null") { open("/dev/null", writable ? O_WRONLY : O_RDONLY) }
+        guard null != fd else { return }
+        defer { close(null) }
+        try retrying("dup2", "/dev/null") { dup2(null, fd) }
+    }
+
     /// True if `fd` is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 

@@ -148,6 +148,12 @@ extension Syscall {
         try setFlag(fd, Int32(IPPROTO_TCP), TCP_CORK, on, name: "TCP_CORK")
     }
 
+    /// Bytes sent on `fd` that the peer has not acknowledged yet (SIOCOUTQ), or nil.
+    public static func unsentBytes(_ fd: Int32) -> Int? {
+        let n = csystem_unsent_bytes(fd)
+        return n < 0 ? nil : Int(n)
+    }
+
     /// `SO_BINDTODEVICE`: send and receive only through the named interface.
     public static func bindToDevice(_ fd: Int32, _ interface: String) throws(SystemError) {
         var name = Array(interface.utf8CString)

@@ -81,6 +81,7 @@ extension AsyncSocket {
         connectedUnixPath = nil
         preBuffer.reset()
         flags = []
+        deferredReadError = nil
         phase = .idle
         if wasInUse { closeReason = error ?? .disconnected }
 

@@ -121,7 +121,7 @@ extension AsyncSocket {
                 progress += step.taken
             }
             if flags.contains(.readEOF) {
-                handleReadEOF()
+                if let error = deferredReadError { closeWithError(error) } else { handleReadEOF() }
                 return
             }
             // The pre-buffer is empty (or could not finish the read): ask the socket.
@@ -238,6 +238,12 @@ extension AsyncSocket {
                     handleReadEOF()
                 default: connection?.suspendRead()
                 }
+            } catch .truncated where !settings.autoDisconnectOnClosedReadStream {
+                // Kept for the next read (or the TLS stream taking over), after the plaintext
+                // that came before the cut.
+                flags.insert(.readEOF)
+                deferredReadError = .tls(.truncated)
+                connection?.suspendRead()
             } catch {
                 closeWithError(.tls(error))
             }

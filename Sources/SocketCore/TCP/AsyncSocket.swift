@@ -54,6 +54,10 @@ public final class AsyncSocket: @unchecked Sendable {
     /// back-off (out of descriptors) while accepting.
     var phaseTimer: DispatchSourceTimer?
 
+    /// A TLS stream that was cut while no read was queued (and the socket stays open after the
+    /// peer's end): the error the next read gets, once the bytes before it are taken.
+    var deferredReadError: AsyncSocketError?
+
     var readQueue: [ReadPacket] = []
     var currentRead: ReadPacket?
     var preBuffer = PreBuffer(capacity: 0)

@@ -17,6 +17,9 @@ final class TLSSession {
     private var input: OpaquePointer?
     private let context: TLSContext
     private var closeNotifySent = false
+    /// The peer ended the TCP stream at a record boundary without close_notify: nothing was cut,
+    /// but nothing proves the peer meant to stop there either.
+    private(set) var endedWithoutCloseNotify = false
     /// The descriptor given by ``move(to:)``, read directly once `input` is used up.
     private var descriptor: Int32?
 
@@ -30,6 +33,11 @@ final class TLSSession {
         self.ssl = ssl
         self.input = input
         SSL_set_bio(ssl, input, output)  // the session owns both BIOs now
+        // A TCP end of stream without close_notify reads as an end (OpenSSL would otherwise send
+        // a fatal alert into a socket the peer closed, and the peer's reset could discard what
+        // it sent last); ``readOutcome(_:)`` still tells a cut record and a skipped close_notify
+        // from a real one.
+        _ = SSL_set_options(ssl, UInt64(1) << 7)  // SSL_OP_IGNORE_UNEXPECTED_EOF
         let settings = context.settings
         if settings.isServer {
             SSL_set_accept_state(ssl)
@@ -60,7 +68,19 @@ final class TLSSession {
     /// The socket reached end of stream: OpenSSL sees EOF once the fed bytes are used up.
     func feedEndOfStream() {
         guard let input else { return }
+        fedEndOfStream = true
         _ = BIO_ctrl(input, BIO_C_SET_BUF_MEM_EOF_RETURN, 0, nil)
+    }
+
+    /// ``feedEndOfStream()`` was called.
+    private var fedEndOfStream = false
+
+    /// Whether the bytes OpenSSL reads from ended with the TCP stream (rather than a close_notify
+    /// ending the session before them).
+    private var transportEnded: Bool {
+        if input != nil { return fedEndOfStream }
+        guard let bio = SSL_get_rbio(ssl) else { return false }
+        return BIO_ctrl(bio, BIO_CTRL_EOF, 0, nil) == 1
     }
 
     /// Moves the session onto `fd` (a duplicate of its socket, non-blocking): records go out
@@ -111,8 +131,10 @@ final class TLSSession {
         }
     }
 
-    /// Decrypts into `buffer`: bytes read, 0 at the peer's close_notify, or `nil` when it needs
-    /// more bytes from the socket (or must wait to write, during a renegotiation).
+    /// Decrypts into `buffer`: bytes read, 0 at the peer's end (close_notify, or a TCP end of
+    /// stream between records: ``endedWithoutCloseNotify``), or `nil` when it needs more bytes
+    /// from the socket (or must wait to write, during a renegotiation). A TCP end of stream in
+    /// the middle of a record throws ``TLSError/truncated``.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
         while true {
             SystemError.clearErrno()
@@ -127,7 +149,14 @@ final class TLSSession {
     private func readOutcome(_ code: Int32) throws(TLSError) -> Int? {
         switch code {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
-        case SSL_ERROR_ZERO_RETURN: return 0
+        case SSL_ERROR_ZERO_RETURN:
+            // With SSL_OP_IGNORE_UNEXPECTED_EOF a bare TCP end reads as close_notify too.
+            if transportEnded {
+                // Bytes of a record OpenSSL could not finish are still in its buffer: cut mid-record.
+                if hasPendingInput { throw .truncated }
+                endedWithoutCloseNotify = true
+            }
+            return 0
         case SSL_ERROR_SYSCALL, SSL_ERROR_SSL:
             let system = SystemError.left(by: "read")
             let errors = TLSContext.drainErrors()

@@ -63,7 +63,9 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case pinMismatch(actual: String)
     /// The handshake failed (protocol error, no shared cipher, alert from the peer...).
     case handshakeFailed(String)
-    /// The peer closed the connection without close_notify: data may have been cut short.
+    /// The peer's TCP stream ended in the middle of a TLS record: data was cut short. (An end
+    /// between records without close_notify is an end of stream, not this error; see
+    /// ``TLSStream/peerSentCloseNotify``.)
     case truncated
     /// Any other failure in a TLS read or write.
     case failed(String)
@@ -75,7 +77,7 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .verificationFailed(let reason): "certificate verification failed: \(reason)"
         case .pinMismatch(let actual): "the peer's public key matches no --pin (its pin is sha256//\(actual))"
         case .handshakeFailed(let reason): "TLS handshake failed: \(reason)"
-        case .truncated: "the peer closed the TLS connection without close_notify (data may be truncated)"
+        case .truncated: "the peer closed the TLS connection in the middle of a record: data was cut short"
         case .failed(let reason): "TLS error: \(reason)"
         }
     }

@@ -45,8 +45,9 @@ public final class TLSStream: @unchecked Sendable {
 
     /// Decrypts into `buffer`, filling as much of it as the records already here allow and
     /// waiting up to `timeout` (nil: for ever) for the first byte: the number of bytes, 0 at the
-    /// peer's close_notify, or nil when the time ran out. A TCP end of stream without
-    /// close_notify throws ``TLSError/truncated``. Call from one thread at a time.
+    /// peer's end (its close_notify, or a TCP end of stream between records: see
+    /// ``peerSentCloseNotify``), or nil when the time ran out. A TCP end of stream in the middle
+    /// of a record throws ``TLSError/truncated``. Call from one thread at a time.
     public func read(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration? = nil) throws(TLSError) -> Int? {
         if leftoverOffset < leftover.count {
             let n = min(buffer.count, leftover.count - leftoverOffset)
@@ -76,6 +77,11 @@ public final class TLSStream: @unchecked Sendable {
         }
         return total
     }
+
+    /// After ``read(into:timeout:)`` returned 0: true if the peer ended with close_notify, false
+    /// if its TCP stream simply ended between two records (many servers skip close_notify;
+    /// nothing was cut, but nothing proves the peer meant to stop there either).
+    public var peerSentCloseNotify: Bool { !session.withLock { $0.session.endedWithoutCloseNotify } }
 
     /// Encrypts and sends all of `bytes`, waiting while the socket is full. Call from one
     /// thread at a time (reads may go on in another).

@@ -5,6 +5,7 @@ import SocketCore
 public enum CLI {
     public static func run(_ arguments: [String]) -> Int32 {
         Syscall.ignoreBrokenPipe()
+        Console.occupyClosedStandardDescriptors()
         let invocation: Invocation
         do throws(UsageError) {
             invocation = try Parser.parse(arguments)
@@ -57,6 +58,16 @@ public enum CLI {
 
 /// Writes to stdout/stderr with write(2): no C stdio buffers shared between threads.
 enum Console {
+    /// Started with stdin, stdout or stderr closed (`>&-`), the next socket or pipe would take
+    /// that number and bytes meant for stdout would go to it. /dev/null takes the place
+    /// instead: stdin reads as empty, stdout is opened read-only so every write to it fails and
+    /// is reported, stderr discards.
+    static func occupyClosedStandardDescriptors() {
+        for fd: Int32 in 0...2 where !Syscall.isOpen(fd) {
+            try? Syscall.occupy(fd, writable: fd == 2)
+        }
+    }
+
     static func out(_ text: String) { write(text, to: 1) }
     static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
 

@@ -57,16 +57,16 @@ struct ConnectCommand {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialer.connect(host: host, port: port, source: args.value("source"), device: args.value("interface"),
-                                        timeout: args.duration("connect-timeout"))
+                                        timeout: settings.connectTimeout)
             try settings.serve(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
         let socket = try dialer.open(
-            target, source: args.value("source"), device: args.value("interface"), timeout: args.duration("connect-timeout"))
+            target, source: args.value("source"), device: args.value("interface"), timeout: settings.connectTimeout)
         let transport: any Transport
         if let tls {
             defer { if args.has("show-cert") { socket.disconnect() } }
-            let budget = args.duration("connect-timeout").map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
+            let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
             let handshakeStarted = ContinuousClock.now
             let info = try TLSOptions.handshake(socket, tls, starttls: args.value("starttls").flatMap(StartTLSDialogue.Kind.init),
                                                 timeout: budget, peer: target.description)

@@ -231,7 +231,7 @@ struct ListenCommand {
         Syscall.close(toProgram.read)
         Syscall.close(fromProgram.write)
         var options = Relay.Options()
-        options.programSide = true
+        options.ending.programSide = true
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         _ = relay.run()
         transport.abort()

@@ -50,6 +50,12 @@ struct StreamSettings {
     let idleText: String?
     /// --send/--expect steps to run before the relay.
     let script: Script
+    /// How long connecting may take: --connect-timeout, else -w.
+    let connectTimeout: Duration?
+
+    /// How long a TLS client holds its close_notify after the end of stdin while nothing
+    /// arrives (unless the server closes first, or --half-close).
+    static let closeNotifyDelay: Duration = .seconds(1)
 
     init(_ args: ParsedArguments) throws(UsageError) {
         idleText = args.value("idle-timeout")
@@ -58,11 +64,16 @@ struct StreamSettings {
         ipv4Only = args.has("ipv4")
         ipv6Only = args.has("ipv6")
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        connectTimeout = args.duration("connect-timeout") ?? args.duration("wait")
         var relay = Relay.Options()
-        relay.halfClose = !args.has("no-shutdown")
+        relay.ending.halfClose = !args.has("no-shutdown")
+        relay.ending.quitAfterEOF = args.duration("quit-after-eof")
+        relay.ending.waitAfterEOF = args.duration("wait")
+        relay.ending.idleTimeout = args.duration("idle-timeout")
+        relay.ending.inputIsTerminal = Syscall.isTerminal(0)
+        let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has("tls"))
+        if tlsClient && !args.has("half-close") { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
         relay.crlf = args.has("crlf")
-        relay.quitAfterEOF = args.duration("quit-after-eof")
-        relay.idleTimeout = args.duration("idle-timeout")
         if args.has("hex") { relay.hex = HexDump() }
         if verbosity >= 2 { relay.trace = { Console.error("tincan: " + $0) } }
         if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
@@ -85,6 +96,7 @@ struct StreamSettings {
         let outcome = relay.run()
         log?.relayed(sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
                      firstByte: relay.firstByte.withLock { $0 })
+        if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote { say(note) }
         try conclude(outcome, relay: relay, peer: peer, started: started)
     }
 
@@ -94,8 +106,10 @@ struct StreamSettings {
         let totals = "sent \(relay.bytesSent.load(ordering: .relaxed)) bytes, received \(relay.bytesReceived.load(ordering: .relaxed)) bytes in \(seconds) s"
         switch outcome {
         case .peerClosed: say("\(peer) closed the connection; \(totals)")
-        case .outputClosed: say("stdout was closed by its reader; \(totals)")
-        case .quitAfterEOF: say("quit after end of input; \(totals)")
+        case .quitAfterEOF: say("quit after end of input (-q); \(totals)")
+        case .waitedAfterEOF: say("nothing arrived for the -w time after end of input: quit; \(totals)")
+        case .outputClosed:
+            throw CommandError("writing to stdout failed: its reader closed it (broken pipe); what arrived after that was not written (\(totals))")
         case .idleTimeout:
             throw CommandError("connection to \(peer) idle for \(idleText ?? "too long") (--idle-timeout); closed it (\(totals))", code: .timeout)
         case .failed(let reason):
@@ -103,4 +117,3 @@ struct StreamSettings {
         }
     }
 }
-

@@ -42,6 +42,7 @@ public enum OptionTable {
         OptionSpec("pin", value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
         OptionSpec("show-cert", help: "Print the server's certificate chain (PEM) on stdout and exit."),
+        OptionSpec("half-close", help: "Send close_notify as soon as stdin ends. Without it, close_notify waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and the reset would drop that reply."),
         OptionSpec("starttls", value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
@@ -61,8 +62,10 @@ public enum OptionTable {
 
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
-        OptionSpec("connect-timeout", short: "w", value: .duration, valueName: "DURATION", default: "none",
-            help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3)."),
+        OptionSpec("wait", short: "w", value: .duration, valueName: "DURATION", default: "none",
+            help: "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0). With -z: the bound on each probe (default 2s)."),
+        OptionSpec("connect-timeout", value: .duration, valueName: "DURATION", default: "none",
+            help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3); unlike -w it does not end an idle session."),
         OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
             help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
         OptionSpec("interface", value: .interface, valueName: "IF",

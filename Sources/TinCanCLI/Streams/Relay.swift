@@ -8,60 +8,49 @@ import Synchronization
 /// calls on two threads so a slow reader slows its writer (bounded memory), and an explicit
 /// half-close at the end of input.
 ///
-/// It ends when both directions are done: the peer has closed its side (the last byte reached
-/// stdout) and our input has ended (and was half-closed). A peer's end of stream only means it
-/// will send no more, so what stdin still has is sent; but once stdin has been quiet for
-/// ``inputGrace`` while we wait on it (an idle pipe, a terminal), the session ends rather
-/// than hang. It also ends when stdout's reader goes away, on an error, after
-/// `--quit-after-eof`, or when idle for `--idle-timeout`.
+/// When it ends is ``SessionEnding``'s to say (the end-of-stream rules, in one place): the
+/// threads report what happened, a timer reports the passing of time when a rule has a
+/// deadline, and the relay carries out the machine's actions.
 final class Relay: @unchecked Sendable {
     struct Options {
-        /// Shut our write side down at the end of input (default), so the peer sees end of stream.
-        var halfClose = true
+        var ending = SessionEnding.Policy()
         var crlf = false
         var hex: HexDump?
         var progress: ProgressMeter?
-        var quitAfterEOF: Duration?
-        var idleTimeout: Duration?
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
-        /// Close `output` when the peer ends its stream (a program's stdin sees end of file),
-        /// and wait for `input` to end however long it is quiet (a program still working).
-        var programSide = false
     }
 
-    enum Outcome: Equatable {
-        case peerClosed
-        case outputClosed
-        case quitAfterEOF
-        case idleTimeout
-        case failed(String)
-    }
+    typealias Outcome = SessionEnding.Outcome
 
     static let chunkSize = 128 * 1024
-    /// After the peer's end of stream: how long stdin may stay quiet before the session ends.
-    static let inputGrace: Duration = .milliseconds(500)
+    /// How long an ending relay waits for the peer to acknowledge more of what was sent: closing
+    /// a TCP socket with unread bytes resets it, and a reset discards what is unacknowledged.
+    static let flushLimit: Duration = .seconds(2)
 
     private let transport: any Transport
     private let input: Int32?
     private let output: Int32
     private let options: Options
-    private let outcome = Locked<Outcome?>(nil)
+    private let machine: Locked<SessionEnding>
     private let finished = DispatchSemaphore(value: 0)
     private let networkLoopDone = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
-    private let lastActivity = Atomic<Int64>(0)
-    /// Which directions are done: (our input ended, the peer's stream ended).
-    private let done = Locked((input: false, peer: false))
-    /// When the input loop started waiting on stdin (ms since start), or -1 while it is busy
-    /// sending: stdin is "quiet" only while we wait on it.
-    private let inputWaitingSince = Atomic<Int64>(-1)
+    /// Nanoseconds since `started` of the last byte each way; -1: none yet.
+    private let lastReceived = Atomic<Int64>(-1)
+    private let lastSent = Atomic<Int64>(-1)
+    /// Ticks the machine at its deadlines.
+    private var timer: DeadlineTimer!
     let bytesSent = Atomic<Int>(0)
-    /// Set once the relay closed `output` itself (``Options/programSide``).
+    /// The machine's last half-close goes out in ``run()``, after ``confirmDelivery()``.
+    private let closeWriteAtFinish = Atomic<Bool>(false)
+    /// Set once the relay closed `output` itself (``SessionEnding/Policy/programSide``).
     let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
     /// When the first byte arrived from the network, if any did.
     let firstByte = Locked<ContinuousClock.Instant?>(nil)
+    /// Whether the peer ended its stream (rather than the session ending first).
+    var peerHasEnded: Bool { machine.withLock { $0.peerEnded } }
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
     init(transport: any Transport, input: Int32?, output: Int32, options: Options) {
@@ -69,9 +58,17 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
+        machine = Locked(SessionEnding(options.ending))
+        timer = DeadlineTimer(label: "tincan.session") { [weak self] in self?.report(.tick) }
     }
 
-    private var nowMilliseconds: Int64 { Int64((ContinuousClock.now - started).milliseconds) }
+    private var now: Duration { ContinuousClock.now - started }
+
+    private var activity: SessionEnding.Activity {
+        func since(_ ns: Int64) -> Duration? { ns < 0 ? nil : .nanoseconds(ns) }
+        return SessionEnding.Activity(lastReceived: since(lastReceived.load(ordering: .relaxed)),
+                                      lastSent: since(lastSent.load(ordering: .relaxed)))
+    }
 
     /// Runs until the relay ends; the caller then closes the socket.
     func run() -> Outcome {
@@ -79,12 +76,20 @@ final class Relay: @unchecked Sendable {
         if let input {
             DispatchQueue.global().async { self.inputToNetwork(input) }
         } else {
-            endOfInput()
+            report(.inputEnded)
         }
-        let idleTimer = options.idleTimeout.map(startIdleTimer)
+        report(.tick)  // arms --idle-timeout
         finished.wait()
-        idleTimer?.cancel()
-        let result = outcome.withLock { $0! }
+        timer.cancel()
+        var result = machine.withLock { $0.outcome! }
+        switch result {
+        case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
+            // A clean end: exit 0 promises that what stdin gave arrived.
+            if let failure = confirmDelivery() { result = .failed(failure) }
+            if closeWriteAtFinish.load(ordering: .acquiring) { closeWrite() }
+        case .outputClosed, .idleTimeout, .failed:
+            break
+        }
         if result != .peerClosed && result != .outputClosed {
             // Stop the network side at a chunk boundary: whatever was received reaches stdout.
             transport.abort()
@@ -94,17 +99,63 @@ final class Relay: @unchecked Sendable {
         return result
     }
 
-    private func finish(_ result: Outcome) {
-        let first = outcome.withLock { current -> Bool in
-            guard current == nil else { return false }
-            current = result
-            return true
+    /// Feeds an event to the machine and carries out what it says.
+    private func report(_ event: SessionEnding.Event) {
+        let at = now
+        let activity = activity
+        let (actions, deadline) = machine.withLock { machine in
+            (machine.handle(event, at: at, activity: activity), machine.nextDeadline(activity))
         }
-        if first { finished.signal() }
+        if actions.closeWrite {
+            // A half-close held back until the end goes out after delivery was confirmed: a
+            // peer that has gone may reset it, and that reset says nothing about our data.
+            if actions.finish != nil { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
+        }
+        if actions.closeOutput {
+            Syscall.close(output)
+            closedOutput.store(true, ordering: .releasing)
+        }
+        if actions.finish != nil {
+            finished.signal()
+        } else if let deadline {
+            timer.schedule(at: started + deadline)
+        }
     }
 
-    private func touch() {
-        lastActivity.store(nowMilliseconds, ordering: .relaxed)
+    private func closeWrite() {
+        transport.closeWrite()
+        options.trace?("end of input: sent end of stream (sent \(bytesSent.load(ordering: .relaxed)) bytes)")
+    }
+
+    /// Waits until the peer's TCP has acknowledged every byte sent (while the count goes down,
+    /// or for ``flushLimit`` once it stops), so that closing the socket cannot reset what is
+    /// still on its way; the reason when it did not arrive: the peer reset the connection (it
+    /// had closed, and our bytes met a closed socket), or it stopped taking them.
+    private func confirmDelivery() -> String? {
+        guard bytesSent.load(ordering: .relaxed) > 0, let fd = transport.socketDescriptor,
+              Syscall.localAddress(fd)?.isUnix == false else { return nil }
+        var least = Int.max
+        var progressed = ContinuousClock.now
+        while true {
+            let unsent = Syscall.unsentBytes(fd) ?? 0
+            if let error = try? Syscall.pendingError(fd), error != 0 {
+                let reason = SystemError(errno: error, call: "send").lowercaseReason
+                return "the peer did not take everything sent (\(reason)): it closed before reading it all"
+            }
+            if unsent == 0 { return nil }
+            if unsent < least {
+                least = unsent
+                progressed = .now
+            } else if ContinuousClock.now - progressed >= Relay.flushLimit {
+                return "\(unsent) bytes sent were not acknowledged by the peer within \(Relay.flushLimit)"
+            }
+            Syscall.sleep(for: .milliseconds(1))
+        }
+    }
+
+    private func stamp(_ clock: borrowing Atomic<Int64>) {
+        let (seconds, attoseconds) = now.components
+        clock.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
     }
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
@@ -123,7 +174,7 @@ final class Relay: @unchecked Sendable {
             do throws(TransportError) {
                 n = try transport.receive(into: buffer)
             } catch {
-                finish(.failed(error.reason))
+                report(.failed(error.reason))
                 return
             }
             if n == 0 {
@@ -136,7 +187,7 @@ final class Relay: @unchecked Sendable {
             do throws(SystemError) {
                 try Syscall.writeAll(output, chunk, isSocket: false)
             } catch {
-                finish(error.errno == EPIPE ? .outputClosed : .failed("writing to stdout failed: \(error.lowercaseReason)"))
+                outputFailed(error)
                 return
             }
         }
@@ -151,28 +202,26 @@ final class Relay: @unchecked Sendable {
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
         while true {
             let n: Int
-            inputWaitingSince.store(nowMilliseconds, ordering: .relaxed)
             do throws(SystemError) {
                 n = try Syscall.readWaiting(input, into: buffer)
             } catch {
-                finish(.failed("reading stdin failed: \(error.lowercaseReason)"))
+                report(.failed("reading stdin failed: \(error.lowercaseReason)"))
                 return
             }
-            inputWaitingSince.store(-1, ordering: .relaxed)
             if n == 0 {
-                endOfInput()
+                inputEnded()
                 return
             }
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
             options.hex?.dump(chunk, .sent)
-            sent(chunk.count)
             do throws(TransportError) {
                 try transport.send(chunk)
             } catch {
-                finish(.failed(error.reason))
+                report(.failed(notDelivered(error.reason, n)))
                 return
             }
+            sent(chunk.count)
         }
     }
 
@@ -181,14 +230,12 @@ final class Relay: @unchecked Sendable {
     private func spliceNetworkToOutput(_ fd: Int32, _ splicer: Splicer) -> Bool {
         while true {
             let outcome: Splicer.Outcome
-            do throws(SystemError) {
+            do throws(Splicer.Failure) {
                 outcome = try splicer.move(from: fd, to: output)
             } catch {
-                // EPIPE here comes from stdout (its reader left); the socket says ECONNRESET.
-                switch error.errno {
-                case EPIPE: finish(.outputClosed)
-                case ECONNRESET: finish(.failed("connection reset by peer"))
-                default: finish(.failed("receiving failed: \(error.lowercaseReason)"))
+                switch error.side {
+                case .output: outputFailed(error.error)
+                case .input: report(.failed(DescriptorTransport.receiveFailure(error.error).reason))
                 }
                 return false
             }
@@ -210,16 +257,16 @@ final class Relay: @unchecked Sendable {
     /// stdin to the network in the kernel; like ``spliceNetworkToOutput(_:_:)``.
     private func spliceInputToNetwork(_ input: Int32, _ fd: Int32, _ splicer: Splicer) -> Bool {
         while true {
-            inputWaitingSince.store(nowMilliseconds, ordering: .relaxed)
             let outcome: Splicer.Outcome
-            do throws(SystemError) {
+            do throws(Splicer.Failure) {
                 outcome = try splicer.move(from: input, to: fd)
             } catch {
-                finish(.failed(error.errno == EPIPE || error.errno == ECONNRESET
-                    ? "the peer closed the connection while we were sending" : "sending failed: \(error.lowercaseReason)"))
+                switch error.side {
+                case .input: report(.failed("reading stdin failed: \(error.error.lowercaseReason)"))
+                case .output: report(.failed(notDelivered(DescriptorTransport.sendFailure(error.error).reason, nil)))
+                }
                 return false
             }
-            inputWaitingSince.store(-1, ordering: .relaxed)
             let n: Int
             switch outcome {
             case .moved(let count): n = count
@@ -228,94 +275,53 @@ final class Relay: @unchecked Sendable {
                 return true
             }
             if n == 0 {
-                endOfInput()
+                inputEnded()
                 return false
             }
             sent(n)
         }
     }
 
-    /// The peer ended its stream: this direction is done; the session ends when input is too.
+    /// A send failure's reason, saying that what stdin gave did not all go out.
+    private func notDelivered(_ reason: String, _ chunk: Int?) -> String {
+        "\(reason) (" + (chunk.map { "\($0) bytes" } ?? "bytes") + " read from stdin were not delivered)"
+    }
+
+    private func outputFailed(_ error: SystemError) {
+        switch error.errno {
+        case EPIPE: report(.outputClosed)
+        case EBADF: report(.failed("writing to stdout failed: stdout is not open for writing (closed, or opened read-only)"))
+        default: report(.failed("writing to stdout failed: \(error.lowercaseReason)"))
+        }
+    }
+
     private func peerEnded() {
         options.trace?("the peer ended its stream (received \(bytesReceived.load(ordering: .relaxed)) bytes)")
-        let inputDone = done.withLock { state -> Bool in
-            state.peer = true
-            return state.input
+        report(.peerEnded)
+    }
+
+    private func inputEnded() {
+        let holding = machine.withLock { $0.policy.halfClose && $0.policy.closeWriteDelay != nil && !$0.peerEnded }
+        if !options.ending.halfClose {
+            options.trace?("end of input: keeping the connection open (--no-shutdown)")
+        } else if holding {
+            options.trace?("end of input: holding close_notify until the peer closes or is quiet (--half-close sends it now)")
         }
-        if options.programSide {
-            Syscall.close(output)
-            closedOutput.store(true, ordering: .releasing)
-        }
-        if inputDone { finish(.peerClosed) } else if !options.programSide { watchQuietInput() }
+        report(.inputEnded)
     }
 
     private func received(_ n: Int) {
         guard n > 0 else { return }
-        touch()
+        stamp(lastReceived)
         options.progress?.add(received: n)
         if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
     }
 
     private func sent(_ n: Int) {
         guard n > 0 else { return }
-        touch()
+        stamp(lastSent)
         options.progress?.add(sent: n)
         bytesSent.add(n, ordering: .relaxed)
-    }
-
-    private func endOfInput() {
-        if options.halfClose {
-            transport.closeWrite()
-            options.trace?("end of input: sent end of stream (sent \(bytesSent.load(ordering: .relaxed)) bytes)")
-        } else {
-            options.trace?("end of input: keeping the connection open (--no-shutdown)")
-        }
-        let peerDone = done.withLock { state -> Bool in
-            state.input = true
-            return state.peer
-        }
-        if peerDone { finish(.peerClosed) }
-        if let delay = options.quitAfterEOF {
-            DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchTime) { [self] in finish(.quitAfterEOF) }
-        }
-    }
-
-    /// The peer has closed but stdin has not ended: end the session once stdin stays quiet.
-    /// A timer looks again when the grace could first run out (while stdin is busy, every fifth
-    /// of the grace): no thread is held, and it wakes a few times a second at most.
-    private func watchQuietInput() {
-        let grace = Int64(Relay.inputGrace.milliseconds)
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tincan.quiet-input"))
-        timer.setEventHandler { [self] in
-            guard outcome.withLock({ $0 == nil }) else {
-                timer.cancel()
-                return
-            }
-            let since = inputWaitingSince.load(ordering: .relaxed)
-            let quiet = since >= 0 ? nowMilliseconds - since : -1
-            if quiet >= grace {
-                timer.cancel()
-                options.trace?("stdin quiet for \(grace) ms after the peer closed: ending")
-                finish(.peerClosed)
-                return
-            }
-            let next = since >= 0 ? grace - quiet : grace / 5
-            timer.schedule(deadline: .now() + .milliseconds(Int(next)))
-        }
-        timer.schedule(deadline: .now())
-        timer.resume()
-    }
-
-    private func startIdleTimer(_ limit: Duration) -> DispatchSourceTimer {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "tincan.idle"))
-        let step = min(max(limit / 4, .milliseconds(10)), .seconds(1))
-        timer.schedule(deadline: .now() + step.dispatchTime, repeating: step.dispatchTime)
-        timer.setEventHandler { [self] in
-            let idle = nowMilliseconds - lastActivity.load(ordering: .relaxed)
-            if Double(idle) >= limit.milliseconds { finish(.idleTimeout) }
-        }
-        timer.resume()
-        return timer
     }
 }
 

@@ -33,8 +33,15 @@ final class Splicer {
         Syscall.close(pipe.write)
     }
 
+    /// A failure, and which end of the move it came from.
+    struct Failure: Error {
+        enum Side { case input, output }
+        let side: Side
+        let error: SystemError
+    }
+
     /// Moves what `input` has (waiting until it has something) to `output`, all of it.
-    func move(from input: Int32, to output: Int32) throws(SystemError) -> Outcome {
+    func move(from input: Int32, to output: Int32) throws(Failure) -> Outcome {
         let taken: Int
         do throws(SystemError) {
             guard let n = try waiting(input, forWriting: false, { () throws(SystemError) in
@@ -43,7 +50,7 @@ final class Splicer {
             taken = n
         } catch {
             if error.errno == EINVAL { return .unsupported(moved: 0) }
-            throw error
+            throw Failure(side: .input, error: error)
         }
         var left = taken
         while left > 0 {
@@ -53,8 +60,8 @@ final class Splicer {
                 }) ?? 0
                 left -= n
             } catch {
-                guard error.errno == EINVAL else { throw error }
-                try copyOut(left, to: output)
+                guard error.errno == EINVAL else { throw Failure(side: .output, error: error) }
+                do throws(SystemError) { try copyOut(left, to: output) } catch { throw Failure(side: .output, error: error) }
                 return .unsupported(moved: taken)
             }
         }

@@ -17,10 +17,15 @@ protocol Transport: Sendable {
     func abort()
     /// The plain descriptor, when bytes can be spliced to and from it directly.
     var descriptor: Int32? { get }
+    /// The socket underneath (plain or TLS), for asking the kernel what is still unsent.
+    var socketDescriptor: Int32? { get }
+    /// How the peer's stream ended, for -v (TLS: with or without close_notify).
+    var endNote: String? { get }
 }
 
 extension Transport {
     var descriptor: Int32? { nil }
+    var endNote: String? { nil }
 }
 
 enum TransportError: Error {
@@ -39,6 +44,7 @@ enum TransportError: Error {
 struct DescriptorTransport: Transport {
     let fd: Int32
     var descriptor: Int32? { fd }
+    var socketDescriptor: Int32? { fd }
 
     init(fd: Int32) {
         self.fd = fd
@@ -49,9 +55,21 @@ struct DescriptorTransport: Transport {
         do throws(SystemError) {
             return try Syscall.readWaiting(fd, into: buffer)
         } catch {
-            if error.errno == ECONNRESET { throw .peerGone("connection reset by peer") }
-            throw .failed("receiving failed: \(error.lowercaseReason)")
+            throw DescriptorTransport.receiveFailure(error)
         }
+    }
+
+    /// What a failed receive from the socket means.
+    static func receiveFailure(_ error: SystemError) -> TransportError {
+        error.errno == ECONNRESET ? .peerGone("connection reset by peer") : .failed("receiving failed: \(error.lowercaseReason)")
+    }
+
+    /// What a failed send to the socket means.
+    static func sendFailure(_ error: SystemError) -> TransportError {
+        if error.errno == EPIPE || error.errno == ECONNRESET {
+            return .peerGone("the peer closed the connection while we were sending")
+        }
+        return .failed("sending failed: \(error.lowercaseReason)")
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
@@ -68,10 +86,7 @@ struct DescriptorTransport: Transport {
         do throws(SystemError) {
             try Syscall.writeAll(fd, bytes, isSocket: true)
         } catch {
-            if error.errno == EPIPE || error.errno == ECONNRESET {
-                throw .peerGone("the peer closed the connection while we were sending")
-            }
-            throw .failed("sending failed: \(error.lowercaseReason)")
+            throw DescriptorTransport.sendFailure(error)
         }
     }
 
@@ -84,6 +99,7 @@ struct DescriptorTransport: Transport {
 /// socket and the relay's buffers.
 struct TLSTransport: Transport {
     let stream: TLSStream
+    var socketDescriptor: Int32? { stream.descriptor }
 
     /// Takes the connection out of `socket` (TLS up, nothing queued); the socket is closed.
     init(_ socket: AsyncSocket, peer: String) throws(CommandError) {
@@ -107,7 +123,7 @@ struct TLSTransport: Transport {
         do throws(TLSError) {
             return try stream.read(into: buffer, timeout: timeout)
         } catch .truncated {
-            throw .peerGone("the peer ended TLS without close_notify: data may be truncated")
+            throw .peerGone("the peer ended TLS in the middle of a record: data was cut short")
         } catch {
             throw .failed("\(error)")
         }
@@ -119,6 +135,11 @@ struct TLSTransport: Transport {
         } catch {
             throw .peerGone("sending failed: \(error)")
         }
+    }
+
+    var endNote: String? {
+        stream.peerSentCloseNotify ? "the peer ended TLS with close_notify"
+            : "the peer ended TLS without close_notify, between two records (nothing was cut)"
     }
 
     func closeWrite() { stream.shutdownWrite() }

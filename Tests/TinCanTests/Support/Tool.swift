@@ -21,6 +21,9 @@ final class Tool: @unchecked Sendable {
     /// Starts `arguments` (the tincan binary unless `program` is given). `stdin`: a file path,
     /// or nil for a pipe the test writes to (``send(_:)``, ``closeInput()``).
     init(_ arguments: [String], program: String = Tool.tincan, stdinFile: String? = nil, environment: [String: String]? = nil) throws {
+        // A program that exited early must fail the test, not kill the test process with
+        // SIGPIPE when the test writes to its stdin.
+        _ = Glibc.signal(SIGPIPE, SIG_IGN)
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         if let stdinFile {
@@ -42,9 +45,13 @@ final class Tool: @unchecked Sendable {
     private func collect(_ pipe: Pipe, stdout: Bool) {
         collected.enter()
         let handle = pipe.fileHandleForReading
+        // Appended as it arrives, so a test can wait for a line while the program runs.
         Thread { [self] in
-            let data = handle.readDataToEndOfFile()
-            if stdout { outData.withLock { $0 = data } } else { errData.withLock { $0 = data } }
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                if stdout { outData.withLock { $0.append(data) } } else { errData.withLock { $0.append(data) } }
+            }
             collected.leave()
         }.start()
     }

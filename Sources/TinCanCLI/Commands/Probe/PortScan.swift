@@ -33,7 +33,7 @@ struct PortScan {
         host = args.positionals[0]
         ports = try PortList.parse(args.positionals[1], command: name)
         parallel = args.integer("parallel") ?? 100
-        timeout = args.duration("connect-timeout") ?? .seconds(2)
+        timeout = args.duration("connect-timeout") ?? args.duration("wait") ?? .seconds(2)
         self.settings = settings
     }
 

@@ -1,0 +1,177 @@
+/// When a stdin/stdout session ends, and what it tells the peer on the way: the end-of-stream
+/// rules as one pure machine. The relay's threads report events (stdin ended, the peer ended
+/// its stream, a failure), a timer reports ticks, and the machine answers with actions. It owns
+/// no socket and no clock: every call carries the time (since the session started) and the
+/// last activity each way, so tests drive it deterministically.
+///
+/// | event | rule |
+/// | --- | --- |
+/// | stdin ends | half-close (FIN; TLS: close_notify, deferred by ``Policy/closeWriteDelay``); keep receiving |
+/// | the peer ends its stream | everything received is on stdout; keep sending stdin until it ends |
+/// | both ended | the session is over (exit 0) |
+/// | stdin is a terminal and the peer ended | over at once (a person typing, not a script) |
+/// | the peer resets, or sending fails | over, exit 1, the reason named |
+/// | stdout fails or its reader leaves | over, exit 1, the reason named |
+/// | `-q D` | quit D after stdin ended (exit 0) |
+/// | `-w D` | after stdin ended, quit once nothing has arrived for D (exit 0) |
+/// | `--idle-timeout D` | nothing moved either way for D: over (exit 3) |
+struct SessionEnding: Sendable {
+    struct Policy: Sendable {
+        /// Tell the peer at the end of stdin (FIN, or close_notify then FIN); false: `--no-shutdown`.
+        var halfClose = true
+        /// Hold the half-close after the end of stdin until the peer has ended its stream, or
+        /// until nothing has arrived for this long (nil: half-close at once). A TLS client's
+        /// close_notify is data the server may never read: a server that closes after its last
+        /// reply with our close_notify unread resets the connection, and the reset drops the
+        /// reply from our receive queue.
+        var closeWriteDelay: Duration?
+        /// `-q`: quit this long after the end of stdin.
+        var quitAfterEOF: Duration?
+        /// `-w`: after the end of stdin, quit once nothing has arrived for this long.
+        var waitAfterEOF: Duration?
+        /// `--idle-timeout`: end when nothing moved either way for this long.
+        var idleTimeout: Duration?
+        /// stdin is a terminal: the peer's end of stream ends the session.
+        var inputIsTerminal = false
+        /// The relay stands between a program and the network (`--exec` over TLS): the peer's
+        /// end of stream closes the program's stdin, and the session waits for its output to end.
+        var programSide = false
+    }
+
+    enum Outcome: Equatable, Sendable {
+        /// Both directions ended (or the peer ended while stdin is a terminal).
+        case peerClosed
+        /// `-q` ran out.
+        case quitAfterEOF
+        /// `-w` ran out after the end of stdin.
+        case waitedAfterEOF
+        case idleTimeout
+        /// stdout's reader went away: bytes received could not be written.
+        case outputClosed
+        case failed(String)
+    }
+
+    /// When the last bytes moved (time since the session started), as the relay's threads
+    /// record them; nil: nothing yet.
+    struct Activity: Sendable {
+        var lastReceived: Duration?
+        var lastSent: Duration?
+    }
+
+    /// What the relay should do now, in this order.
+    struct Actions: Equatable, Sendable {
+        /// Half-close: FIN, or close_notify then FIN.
+        var closeWrite = false
+        /// Close the program's stdin (``Policy/programSide``).
+        var closeOutput = false
+        /// The session is over.
+        var finish: Outcome?
+    }
+
+    enum Event: Sendable {
+        case inputEnded
+        case peerEnded
+        case outputClosed
+        case failed(String)
+        /// Time passed: deadlines may have come.
+        case tick
+    }
+
+    let policy: Policy
+    private(set) var inputEndedAt: Duration?
+    private(set) var peerEnded = false
+    /// The half-close went out (or will never: `--no-shutdown`).
+    private(set) var writeClosed = false
+    private(set) var outcome: Outcome?
+
+    init(_ policy: Policy) { self.policy = policy }
+
+    /// Whether a half-close is being held back (``Policy/closeWriteDelay``).
+    var closeWritePending: Bool { inputEndedAt != nil && !writeClosed && policy.halfClose }
+
+    mutating func handle(_ event: Event, at now: Duration, activity: Activity) -> Actions {
+        var actions = Actions()
+        guard outcome == nil else { return actions }
+        switch event {
+        case .inputEnded:
+            inputEndedAt = now
+            if !policy.halfClose {
+                writeClosed = true
+            } else if policy.closeWriteDelay == nil || peerEnded {
+                closeWrite(&actions)
+            }
+            if peerEnded { finish(.peerClosed, &actions) }
+            if policy.quitAfterEOF == .zero { finish(.quitAfterEOF, &actions) }
+        case .peerEnded:
+            peerEnded = true
+            if policy.programSide { actions.closeOutput = true }
+            if inputEndedAt != nil {
+                finish(.peerClosed, &actions)
+            } else if policy.inputIsTerminal && !policy.programSide {
+                finish(.peerClosed, &actions)
+            }
+        case .outputClosed:
+            finish(.outputClosed, &actions)
+        case .failed(let reason):
+            finish(.failed(reason), &actions)
+        case .tick:
+            if let limit = policy.idleTimeout, now - lastMoved(activity) >= limit {
+                finish(.idleTimeout, &actions)
+                return actions
+            }
+            guard let ended = inputEndedAt else { return actions }
+            if let quit = policy.quitAfterEOF, now - ended >= quit {
+                finish(.quitAfterEOF, &actions)
+            } else if let wait = policy.waitAfterEOF, now - quietSince(ended, activity) >= wait {
+                finish(.waitedAfterEOF, &actions)
+            } else if closeWritePending, let delay = policy.closeWriteDelay, now - quietSince(ended, activity) >= delay {
+                closeWrite(&actions)
+            }
+        }
+        return actions
+    }
+
+    /// When the next ``Event/tick`` is due (nil: no deadline is pending). Activity only moves
+    /// deadlines later, so a tick that comes early finds nothing to do and asks again.
+    func nextDeadline(_ activity: Activity) -> Duration? {
+        guard outcome == nil else { return nil }
+        var next: Duration?
+        func consider(_ deadline: Duration) { next = next.map { min($0, deadline) } ?? deadline }
+        if let limit = policy.idleTimeout { consider(lastMoved(activity) + limit) }
+        if let ended = inputEndedAt {
+            if let quit = policy.quitAfterEOF { consider(ended + quit) }
+            if let wait = policy.waitAfterEOF { consider(quietSince(ended, activity) + wait) }
+            if closeWritePending, let delay = policy.closeWriteDelay { consider(quietSince(ended, activity) + delay) }
+        }
+        return next
+    }
+
+    /// The latest of the end of stdin and the last byte received.
+    private func quietSince(_ ended: Duration, _ activity: Activity) -> Duration {
+        max(ended, activity.lastReceived ?? ended)
+    }
+
+    private func lastMoved(_ activity: Activity) -> Duration {
+        max(activity.lastReceived ?? .zero, activity.lastSent ?? .zero)
+    }
+
+    private mutating func closeWrite(_ actions: inout Actions) {
+        guard !writeClosed else { return }
+        writeClosed = true
+        actions.closeWrite = true
+    }
+
+    /// Ends the session; a half-close still held back goes out first (on `-q`, `-w` and a
+    /// clean end), so the peer sees a proper end of stream rather than a cut.
+    private mutating func finish(_ result: Outcome, _ actions: inout Actions) {
+        guard outcome == nil else { return }
+        switch result {
+        case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
+            if closeWritePending { closeWrite(&actions) }
+        case .idleTimeout, .outputClosed, .failed:
+            break
+        }
+        outcome = result
+        actions.finish = result
+    }
+}
