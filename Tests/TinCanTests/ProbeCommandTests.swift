@@ -59,7 +59,8 @@ final class ProbeCommandTests: XCTestCase {
 
     func testBadScriptArgumentsAreUsageErrors() throws {
         for (arguments, message) in [
-            (["connect", "--expect", "([", "127.0.0.1", "9"], "tincan: connect: --expect '([' is not a regular expression"),
+            (["connect", "--expect", "([", "127.0.0.1", "9"], "tincan: connect: --expect '([': missing ']' for the '[' here (at offset 1)"),
+            (["connect", "--expect", "(a)\\1", "127.0.0.1", "9"], "tincan: connect: --expect '(a)\\1': backreferences are not supported"),
             (["connect", "--send", "\\q", "127.0.0.1", "9"], "tincan: connect: --send: unknown escape '\\q'"),
             (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send and --expect talk to one connection: not with -k, --exec or --sh-exec"),
             (["udp-send", "--send", "a", "-m", "b", "127.0.0.1", "9"], "tincan: udp-send: --send and --expect replace stdin: not with --message"),
@@ -187,5 +188,48 @@ final class ProbeCommandTests: XCTestCase {
         XCTAssertEqual(many.status, 0, many.err)
         let ports = many.out.split(separator: "\n").compactMap { Int($0.split(separator: " ")[1]) }
         XCTAssertEqual(ports, Array(max(1, base - 20)...base) + [Int(open.port)])
+    }
+}
+
+/// `--expect` on hostile input: one pass over the bytes, and --expect-timeout always wins.
+final class ExpectBoundsTests: XCTestCase {
+    /// A server that sends `count` bytes of `byte`, then `tail`, and keeps the connection open.
+    private func flood(_ count: Int, _ byte: String, tail: String = "") throws -> Python {
+        try Python(PythonPeers.listenPrelude + """
+            c, _ = s.accept(); c.sendall(b'\(byte)' * \(count) + b'\(tail)'); time.sleep(60)
+            """)
+    }
+
+    func testALongLineThatNeverMatchesEndsAtTheExpectTimeout() throws {
+        let server = try flood(100_000, "A")
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "--expect", "A+B", "--expect-timeout", "1s", "127.0.0.1", String(server.port)],
+                             timeout: .seconds(20))
+        XCTAssertEqual(r.status, 6, r.err)
+        XCTAssertEqual(r.out.count, 100_000, "everything received went to stdout")
+        XCTAssertTrue(r.err.hasPrefix("tincan: --expect 'A+B' failed: nothing matched within 1s (--expect-timeout); received since the last match: ...\"AAAA"), r.err)
+    }
+
+    func testALongLineMatchesAtItsEnd() throws {
+        let server = try flood(20_000, "x", tail: " OK\\n")
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "-v", "-q", "0", "--expect", ".*OK", "127.0.0.1", String(server.port)], input: "", timeout: .seconds(20))
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.err.contains("matched --expect '.*OK'"), r.err)
+        XCTAssertEqual(r.out.count, 20_004)
+    }
+
+    func testListenExpectIsBoundedToo() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "--expect", "(A|A)*B", "--expect-timeout", "1s", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        waitForListener(port: port)
+        let client = try Tool(["python3", "-c", """
+            import socket, sys, time
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.sendall(b'A' * 100000); time.sleep(30)
+            """, String(port)], program: "/usr/bin/env")
+        defer { client.stop() }
+        XCTAssertEqual(listener.wait(timeout: .seconds(20)), 6, listener.stderrText)
+        XCTAssertEqual(listener.stdout.count, 100_000)
     }
 }

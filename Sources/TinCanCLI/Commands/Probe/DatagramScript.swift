@@ -44,7 +44,7 @@ struct DatagramScript {
                 }
             case .expect(let expectation):
                 guard listening else {
-                    throw CommandError("--expect '\(expectation.pattern)' comes before any --send: nothing can answer yet", code: .usage)
+                    throw CommandError("--expect '\(expectation.text)' comes before any --send: nothing can answer yet", code: .usage)
                 }
                 let started = ContinuousClock.now
                 let deadline = started + script.timeout
@@ -52,7 +52,7 @@ struct DatagramScript {
                 matching: while true {
                     while let datagram = inbox.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
                         last = datagram
-                        if expectation.matchEnd(in: datagram[...]) != nil { break matching }
+                        if expectation.matchEnd(in: datagram) != nil { break matching }
                     }
                     if case .failed(let error) = receiver.wait(idle: .zero) {
                         throw UDPSendCommand.failure(error, target: target)
@@ -61,15 +61,15 @@ struct DatagramScript {
                     if left <= .zero || arrived.wait(timeout: .now() + left.dispatchTime) == .timedOut {
                         if inbox.withLock({ !$0.isEmpty }) { continue }
                         let got = last.isEmpty ? "no reply" : "last reply \(Script.quote(last[...]))"
-                        log?.emit("expect", [("pattern", .string(expectation.pattern)), ("matched", .bool(false)),
+                        log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(false)),
                                              ("got", .string(Script.quote(last[...])))])
-                        throw CommandError("--expect '\(expectation.pattern)' failed: no matching reply from \(target) within \(script.timeoutText) (--expect-timeout); \(got)", code: .expectFailed)
+                        throw CommandError("--expect '\(expectation.text)' failed: no matching reply from \(target) within \(script.timeoutText) (--expect-timeout); \(got)", code: .expectFailed)
                     }
                 }
                 let took = ContinuousClock.now - started
-                log?.emit("expect", [("pattern", .string(expectation.pattern)), ("matched", .bool(true)),
+                log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(true)),
                                      ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-                say("matched --expect '\(expectation.pattern)' (\(EventLog.format(took)))")
+                say("matched --expect '\(expectation.text)' (\(EventLog.format(took)))")
             }
         }
     }

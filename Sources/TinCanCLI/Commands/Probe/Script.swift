@@ -2,37 +2,30 @@ import SocketCore
 
 /// The `--send` and `--expect` steps of a run, in the order given on the command line.
 ///
-/// Each expectation is a regular expression matched against the data received since the
-/// previous match, with `^` and `$` matching at line boundaries, so `--expect '^250 '` finds the
-/// last line of a multi-line SMTP reply.
+/// Each expectation is a ``Pattern`` matched against the data received since the previous
+/// match, with `^` and `$` matching at line boundaries, so `--expect '^250 '` finds the last
+/// line of a multi-line SMTP reply; matching takes time linear in the data, whatever arrives.
 struct Script: Sendable {
     enum Step: Sendable {
         case send([UInt8], text: String)
         case expect(Expectation)
     }
 
-    struct Expectation: @unchecked Sendable {
-        // @unchecked: Regex is immutable once built, and only matched from one thread at a time.
-        let pattern: String
-        let regex: Regex<AnyRegexOutput>
+    struct Expectation: Sendable {
+        let pattern: Pattern
+        /// The pattern as written, for messages.
+        var text: String { pattern.source }
 
-        /// The end of the first match in `bytes` as a byte offset, or nil.
-        func matchEnd(in bytes: ArraySlice<UInt8>) -> Int? {
-            if let text = String(validating: bytes, as: UTF8.self) {
-                guard let match = text.firstMatch(of: regex) else { return nil }
-                return text.utf8.distance(from: text.startIndex, to: match.range.upperBound)
-            }
-            // Not UTF-8 (binary, or a character cut at the end): one scalar per byte.
-            var scalars = String.UnicodeScalarView()
-            scalars.append(contentsOf: bytes.map { Unicode.Scalar($0) })
-            let text = String(scalars)
-            guard let match = text.firstMatch(of: regex) else { return nil }
-            return text.unicodeScalars.distance(from: text.startIndex, to: match.range.upperBound)
+        /// The end of the first match in `bytes` taken as a whole (one datagram), or nil.
+        func matchEnd(in bytes: [UInt8]) -> Int? {
+            var matcher = PatternMatcher(pattern)
+            return bytes.withUnsafeBytes { matcher.feed($0) }
         }
     }
 
-    /// The longest unmatched tail kept while waiting for an expectation.
-    static let window = 1 << 20
+    /// How much of what arrived since the last match is kept, to quote when an expectation
+    /// fails (the matcher itself keeps no data).
+    static let quoted = 200
     static let defaultTimeout: Duration = .seconds(10)
 
     let steps: [Step]
@@ -51,10 +44,10 @@ struct Script: Sendable {
                     throw UsageError("--send: \(error.message)", command: args.command.name)
                 }
             case "expect":
-                do {
-                    steps.append(.expect(Expectation(pattern: value, regex: try Regex(value).anchorsMatchLineEndings())))
+                do throws(PatternError) {
+                    steps.append(.expect(Expectation(pattern: try Pattern(value))))
                 } catch {
-                    throw UsageError("--expect '\(value)' is not a regular expression: \(error)", command: args.command.name)
+                    throw UsageError("--expect '\(value)': \(error.description)", command: args.command.name)
                 }
             default:
                 continue
@@ -69,7 +62,7 @@ struct Script: Sendable {
     /// last 200 bytes.
     static func quote(_ bytes: ArraySlice<UInt8>) -> String {
         guard !bytes.isEmpty else { return "nothing" }
-        let tail = bytes.suffix(200)
+        let tail = bytes.suffix(quoted)
         var text = tail.count < bytes.count ? "...\"" : "\""
         for byte in tail {
             switch byte {
