@@ -59,7 +59,7 @@ _tincan() {
                 -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -m --message --lines --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -132,9 +132,14 @@ final class ConnectCommandTests: XCTestCase {
             (["connect", "--verbos", "h", "1"], "did you mean '--verbose'?"),
             (["connect", "127.0.0.1"], "missing PORT after '127.0.0.1'"),
             (["connect"], "missing HOST and PORT"),
-            (["connect", "127.0.0.1", "http"], "bad port 'http': port 'http' is not a number"),
-            (["connect", "127.0.0.1", "0"], "bad port '0'"),
-            (["connect", "127.0.0.1", "70000"], "port 70000 is out of range"),
+            (["connect", "127.0.0.1", "nosuchservice"], "bad port 'nosuchservice': no TCP service named 'nosuchservice' in /etc/services"),
+            (["connect", "127.0.0.1", "8.0"], "bad port '8.0': port '8.0' is not a number or a service name"),
+            (["connect", "127.0.0.1", "0"], "bad port '0': ports run from 1 to 65535; 0 is only for listening"),
+            (["connect", "127.0.0.1", "70000"], "bad port '70000': ports run from 1 to 65535"),
+            (["connect", "127.0.0.1:0"], "bad port '0': ports run from 1 to 65535"),
+            (["connect", "127.0.0.1:80", "81"], "'127.0.0.1:80' already names a port"),
+            (["connect", "[::1", "80"], "bad host '[::1'"),
+            (["connect", "::1"], "missing PORT after '::1'"),
             (["connect", "--unix", "/tmp/" + String(repeating: "x", count: 120)], "the limit is 107"),
             (["connect", "-4", "-6", "h", "1"], "-4 and -6 exclude each other"),
             (["connect", "--interface", "nosuchif0", "h", "1"], "no network interface named 'nosuchif0'"),
@@ -147,6 +152,24 @@ final class ConnectCommandTests: XCTestCase {
             XCTAssertEqual(r.err.filter { $0 == "\n" }.count, 1, "one line: \(r.err)")
             XCTAssertFalse(r.err.contains("Fatal error"), r.err)
         }
+    }
+
+    /// `[::1] PORT`, `HOST:PORT` and `[IPv6]:PORT` as one argument, and service names.
+    func testAddressesAsPeopleWriteThem() throws {
+        let port = freePort()
+        let echo = try Tool(["listen", "-k", "--exec", "/bin/cat", String(port)])
+        defer { echo.stop() }
+        waitForListener(port: port)
+        for (index, arguments) in [["[::1]", String(port)], ["127.0.0.1:\(port)"], ["[::1]:\(port)"], ["localhost:\(port)"]].enumerated() {
+            let r = try Tool.run(["connect", "-v"] + arguments, input: "form \(index)\n")
+            XCTAssertEqual(r.status, 0, "\(arguments): \(r.err)")
+            XCTAssertEqual(r.out, "form \(index)\n", "\(arguments)")
+        }
+        // Service names from /etc/services, wherever a port is taken.
+        let named = try Tool.run(["connect", "-z", "-v", "-w", "1s", "127.0.0.1", "http,smtp", "https"])
+        XCTAssertEqual(named.out.split(separator: "\n").map { String($0.split(separator: " ")[1]) }, ["80", "25", "443"], named.out)
+        let udp = try Tool.run(["udp-send", "-v", "-m", "x", "127.0.0.1", "domain"])
+        XCTAssertTrue(udp.err.contains("sent 1 bytes to 127.0.0.1:53"), udp.err)
     }
 
     func testRefusedConnectionExitsWithCode1AndNamesTheAddress() throws {

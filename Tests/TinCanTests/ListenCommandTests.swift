@@ -177,7 +177,7 @@ final class ListenCommandTests: XCTestCase {
         XCTAssertTrue(second.err.hasPrefix("tincan: listen on *:\(port) failed: address already in use"), second.err)
         for (arguments, message) in [
             (["listen"], "missing PORT"),
-            (["listen", "70000"], "out of range"),
+            (["listen", "70000"], "bad port '70000': ports run from 0 to 65535 (0: any free port)"),
             (["listen", "--exec", "/bin/cat", "--sh-exec", "cat", "9"], "exclude each other"),
             (["listen", "--deny", "not-a-net", "9"], "not an IPv4 or IPv6 network"),
         ] {

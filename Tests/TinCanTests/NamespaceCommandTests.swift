@@ -85,7 +85,7 @@ final class NamespaceCommandTests: XCTestCase {
     func silentPortProbesAsFiltered() throws {
         let (server, port) = try echoServer()
         defer { server.stop() }
-        let r = try Tool.run(["connect", "-z", "-w", "300ms", "198.18.0.99", "80,\(port)"])
+        let r = try Tool.run(["connect", "-z", "-v", "-w", "300ms", "198.18.0.99", "80,\(port)"])
         XCTAssertEqual(r.status, 1, r.err)
         XCTAssertEqual(r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
                        ["198.18.0.99 80 filtered", "198.18.0.99 \(port) filtered"])

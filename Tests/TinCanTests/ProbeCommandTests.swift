@@ -65,7 +65,7 @@ final class ProbeCommandTests: XCTestCase {
             (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send and --expect talk to one connection: not with -k, --exec or --sh-exec"),
             (["udp-send", "--send", "a", "-m", "b", "127.0.0.1", "9"], "tincan: udp-send: --send and --expect replace stdin: not with --message"),
             (["connect", "-z", "127.0.0.1", "80-20"], "tincan: connect: bad port range '80-20': it runs backwards; write 20-80"),
-            (["connect", "-z", "127.0.0.1", "22,http"], "tincan: connect: bad port list '22,http': 'http' is not a port (1-65535) or a range such as 8000-8100"),
+            (["connect", "-z", "127.0.0.1", "22,nosuchservice"], "tincan: connect: bad port list '22,nosuchservice': 'nosuchservice' is not a port (1-65535), a range such as 8000-8100 or a service name"),
             (["connect", "--parallel", "5", "127.0.0.1", "9"], "tincan: connect: --parallel needs -z"),
         ] {
             let r = try Tool.run(arguments)
@@ -167,7 +167,7 @@ final class ProbeCommandTests: XCTestCase {
             """)
         defer { open.stop() }
         let closed = freePort()
-        let r = try Tool.run(["connect", "-z", "-4", "127.0.0.1", "\(closed),\(open.port)"])
+        let r = try Tool.run(["connect", "-z", "-v", "-4", "127.0.0.1", "\(closed),\(open.port)"])
         XCTAssertEqual(r.status, 0, r.err)
         let lines = r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") }
         XCTAssertEqual(lines, ["127.0.0.1 \(closed) closed", "127.0.0.1 \(open.port) open"], r.out)
@@ -184,10 +184,19 @@ final class ProbeCommandTests: XCTestCase {
         // A range, probed concurrently, one line each in order.
         let base = Int(closed)
         let range = "\(max(1, base - 20))-\(base)"
-        let many = try Tool.run(["connect", "-z", "--parallel", "8", "127.0.0.1", range + ",\(open.port)"])
+        let many = try Tool.run(["connect", "-z", "-v", "--parallel", "8", "127.0.0.1", range + ",\(open.port)"])
         XCTAssertEqual(many.status, 0, many.err)
         let ports = many.out.split(separator: "\n").compactMap { Int($0.split(separator: " ")[1]) }
         XCTAssertEqual(ports, Array(max(1, base - 20)...base) + [Int(open.port)])
+
+        // As nc -z: without -v only the open ports, and several port arguments, names among them.
+        let quiet = try Tool.run(["connect", "-z", "127.0.0.1", range, String(open.port), "ssh"])
+        XCTAssertEqual(quiet.status, 0, quiet.err)
+        XCTAssertEqual(quiet.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+                       ["127.0.0.1 \(open.port) open"])
+        let one = try Tool.run(["connect", "-z", "127.0.0.1:\(open.port)"])
+        XCTAssertEqual(one.status, 0, one.err)
+        XCTAssertTrue(one.out.hasPrefix("127.0.0.1 \(open.port) open "), one.out)
     }
 }
 

@@ -23,12 +23,29 @@ final class UDPCommandTests: XCTestCase {
         let send = try Tool.run(["udp-send", "-v", "127.0.0.1", String(port)], input: "one\ntwo\nthree, no newline")
         XCTAssertEqual(send.status, 0, send.err)
         XCTAssertEqual(recv.wait(), 0, recv.stderrText)
-        XCTAssertEqual(recv.stdoutText, "onetwothree, no newline")
+        // Each line with its newline, as nc -u sends them; the last as it is.
+        XCTAssertEqual(recv.stdoutText, "one\ntwo\nthree, no newline")
         let lines = recv.stderrText.split(separator: "\n").filter { $0.contains(" bytes from ") }
         XCTAssertEqual(lines.count, 3, recv.stderrText)
-        XCTAssertTrue(lines[0].hasPrefix("tincan: 3 bytes from 127.0.0.1:"), String(lines[0]))
+        XCTAssertTrue(lines[0].hasPrefix("tincan: 4 bytes from 127.0.0.1:"), String(lines[0]))
         XCTAssertTrue(lines[0].contains(" to 127.0.0.1:\(port) on lo"), String(lines[0]))
         XCTAssertEqual(send.err.components(separatedBy: "sent ").count - 1, 3, send.err)
+
+        let strippedPort = freeUDPPort()
+        let stripped = try receiver(["-n", "2", "-t", "10s"], port: strippedPort, address: "127.0.0.1")
+        defer { stripped.stop() }
+        XCTAssertEqual(try Tool.run(["udp-send", "--strip-newline", "127.0.0.1", String(strippedPort)], input: "one\ntwo\n").status, 0)
+        XCTAssertEqual(stripped.wait(), 0, stripped.stderrText)
+        XCTAssertEqual(stripped.stdoutText, "onetwo")
+    }
+
+    /// One datagram to a closed port fails the run, as several do (the ICMP error is awaited).
+    func testASingleDatagramToAClosedPortExitsWith1() throws {
+        let r = try Tool.run(["udp-send", "-m", "ping", "127.0.0.1", String(freeUDPPort())])
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("refused the datagrams: nothing listens there"), r.err)
+        let lines = try Tool.run(["udp-send", "127.0.0.1", String(freeUDPPort())], input: "one line\n")
+        XCTAssertEqual(lines.status, 1, lines.err)
     }
 
     func testChunkWholeAndMessageModesOverIPv6AsJSON() throws {

@@ -1,5 +1,5 @@
 /// A host (a name or numeric address, possibly empty) and an optional port, parsed from text such
-/// as `example.org:443`, `[::1]:80`, `:8082`, `eth0` or `fe80::1%eth0`.
+/// as `example.org:443`, `[::1]:80`, `:8082`, `mail.example:smtp`, `eth0` or `fe80::1%eth0`.
 ///
 /// ```swift
 /// let e = try Endpoint(parsing: "[2001:db8::1]:443")   // host "2001:db8::1", port 443
@@ -15,8 +15,9 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         self.port = port
     }
 
-    /// Parses `host`, `host:port`, `[v6]`, `[v6]:port`, `:port` or a bare IPv6 address.
-    public init(parsing text: String) throws(AddressError) {
+    /// Parses `host`, `host:port`, `[v6]`, `[v6]:port`, `:port` or a bare IPv6 address; a port
+    /// may be a service name (looked up for UDP when `udp`).
+    public init(parsing text: String, udp: Bool = false) throws(AddressError) {
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else {
                 throw AddressError(input: text, reason: "missing ']' after the IPv6 address")
@@ -26,7 +27,7 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
             if rest.isEmpty {
                 port = nil
             } else if rest.first == ":" {
-                port = try Endpoint.parsePort(String(rest.dropFirst()), in: text)
+                port = try Endpoint.parsePort(String(rest.dropFirst()), in: text, udp: udp)
             } else {
                 throw AddressError(input: text, reason: "expected ':PORT' after ']'")
             }
@@ -35,7 +36,7 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         let colons = text.reduce(0) { $0 + ($1 == ":" ? 1 : 0) }
         if colons == 1, let colon = text.firstIndex(of: ":") {
             host = String(text[..<colon])
-            port = try Endpoint.parsePort(String(text[text.index(after: colon)...]), in: text)
+            port = try Endpoint.parsePort(String(text[text.index(after: colon)...]), in: text, udp: udp)
         } else {
             // No colon: a host alone. Several: a bare IPv6 address, which cannot carry a port.
             host = text
@@ -43,14 +44,21 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Parses a decimal port 0–65535, with an error that says what was wrong.
-    public static func parsePort(_ text: String, in input: String? = nil) throws(AddressError) -> UInt16 {
+    /// Parses a port: a decimal number 0–65535, or a service name from /etc/services (`http`,
+    /// `smtp`; looked up for UDP when `udp`), with an error that says what was wrong.
+    public static func parsePort(_ text: String, in input: String? = nil, udp: Bool = false) throws(AddressError) -> UInt16 {
         let input = input ?? text
         guard !text.isEmpty else { throw AddressError(input: input, reason: "the port is missing") }
         guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            throw AddressError(input: input, reason: "port '\(text)' is not a number")
+            let nameLike = text.utf8.allSatisfy { byte in
+                (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+            if nameLike, let port = Resolver.servicePort(text, udp: udp) { return port }
+            throw AddressError(input: input, reason: nameLike ? "no \(udp ? "UDP" : "TCP") service named '\(text)' in /etc/services"
+                                                              : "port '\(text)' is not a number or a service name")
         }
-        guard let value = Int(text), value <= 65535 else {
+        guard let value = Int(text.prefix(6)), value <= 65535 else {
             throw AddressError(input: input, reason: "port \(text) is out of range (0-65535)")
         }
         return UInt16(value)

@@ -31,6 +31,17 @@ public struct ResolveError: Error, Sendable, Equatable, CustomStringConvertible 
 /// let v4 = try Resolver.lookup(host: "example.org", port: 443, family: .ipv4)
 /// ```
 public enum Resolver {
+    /// The port of a service named in /etc/services (`http` is 80), for TCP or UDP; nil when
+    /// the name is unknown.
+    public static func servicePort(_ name: String, udp: Bool = false) -> UInt16? {
+        var entry = servent()
+        var found: UnsafeMutablePointer<servent>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let status = getservbyname_r(name, udp ? "udp" : "tcp", &entry, &buffer, buffer.count, &found)
+        guard status == 0, found != nil else { return nil }
+        return UInt16(bigEndian: UInt16(truncatingIfNeeded: entry.s_port))
+    }
+
     /// Answers without any lookup, or `nil` if the host is a name that needs one. `family` nil
     /// means both families.
     public static func literal(host: String, port: UInt16, family: SocketAddress.Family?) -> [SocketAddress]? {

@@ -148,6 +148,17 @@ extension Syscall {
         try setFlag(fd, Int32(IPPROTO_TCP), TCP_CORK, on, name: "TCP_CORK")
     }
 
+    /// Waits up to `timeoutMilliseconds` for an error to be pending on `fd` (a connected UDP
+    /// socket hears of an ICMP port unreachable this way), then takes it: the errno, or nil if
+    /// none came in time.
+    public static func waitForPendingError(_ fd: Int32, timeoutMilliseconds: Int32) throws(SystemError) -> Int32? {
+        var entry = pollfd(fd: fd, events: 0, revents: 0)  // POLLERR is always reported
+        let ready = try retrying("poll") { poll(&entry, 1, timeoutMilliseconds) }
+        guard ready > 0 else { return nil }
+        let error = try pendingError(fd)
+        return error == 0 ? nil : error
+    }
+
     /// Bytes sent on `fd` that the peer has not acknowledged yet (SIOCOUTQ), or nil.
     public static func unsentBytes(_ fd: Int32) -> Int? {
         let n = csystem_unsent_bytes(fd)

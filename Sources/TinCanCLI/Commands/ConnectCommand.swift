@@ -18,12 +18,8 @@ struct ConnectCommand {
         if let unix = try Target.unix(args) {
             target = unix
         } else {
-            switch positionals.count {
-            case 0: throw UsageError("missing HOST and PORT", command: name)
-            case 1: throw UsageError("missing PORT after '\(positionals[0])'", command: name)
-            case 2: target = .tcp(host: positionals[0], port: try Target.port(positionals[1], command: name))
-            default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
-            }
+            let (host, port) = try Target.hostAndPort(positionals, command: name)
+            target = .tcp(host: host, port: port)
         }
         if args.has("parallel") { throw UsageError("--parallel needs -z", command: name) }
         if let device = args.value("interface"), Interfaces.index(of: device) == nil {

@@ -25,16 +25,9 @@ struct ListenCommand {
             target = unix
             address = nil
         } else {
-            switch positionals.count {
-            case 0: throw UsageError("missing PORT", command: name)
-            case 1:
-                address = nil
-                target = .tcp(host: "", port: try Target.port(positionals[0], command: name, allowZero: true))
-            case 2:
-                address = positionals[0]
-                target = .tcp(host: positionals[0], port: try Target.port(positionals[1], command: name, allowZero: true))
-            default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
-            }
+            let (host, port) = try Target.listenAddress(positionals, command: name)
+            address = host
+            target = .tcp(host: host ?? "", port: port)
         }
         switch (args.value("exec"), args.value("sh-exec")) {
         case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)

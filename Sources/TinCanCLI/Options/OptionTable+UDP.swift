@@ -27,10 +27,11 @@ extension OptionTable {
         summary: "send datagrams from stdin or --message to a UDP host and port",
         synopsis: ["[options] HOST PORT"],
         description: """
-            Sends datagrams to HOST on PORT: one per line of stdin (without its newline; the \
-            default), fixed-size chunks of stdin (--chunk), all of stdin as one (--whole), or \
-            each --message. To a unicast address the socket is connected, so a closed port is \
-            reported (exit code 1) rather than ignored. Multicast groups and, with --broadcast, \
+            Sends datagrams to HOST on PORT: one per line of stdin (its newline included, as nc \
+            -u sends them; --strip-newline leaves it out), fixed-size chunks of stdin (--chunk), \
+            all of stdin as one (--whole), or each --message. To a unicast address the socket is \
+            connected, so a closed port is reported (exit code 1) rather than ignored: after the \
+            last datagram tincan waits up to 100ms for the ICMP error that says so. Multicast groups and, with --broadcast, \
             broadcast addresses work too. With --wait-reply, replies are printed on stdout until \
             each datagram has had one or the wait runs out.
             """,
@@ -38,7 +39,8 @@ extension OptionTable {
         options: [help, datagramVerbose] + family + [
             OptionSpec("message", short: "m", value: .text, valueName: "TEXT", repeatable: true,
                 help: "Send TEXT as one datagram instead of reading stdin; escapes \\n \\r \\t \\0 \\\\ and \\xHH are understood. Repeat for several."),
-            OptionSpec("lines", help: "One datagram per line of stdin, the newline not included (the default)."),
+            OptionSpec("lines", help: "One datagram per line of stdin, its newline included, as nc -u sends them (the default)."),
+            OptionSpec("strip-newline", help: "With lines: leave each line's newline out of its datagram."),
             OptionSpec("chunk", value: .integer(1...65527), valueName: "BYTES", help: "Datagrams of BYTES each from stdin (the last may be shorter)."),
             OptionSpec("whole", help: "All of stdin as one datagram."),
             OptionSpec("count", short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
@@ -74,7 +76,7 @@ extension OptionTable {
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),
-            PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v).", optional: false),
+            PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
         options: [help, datagramVerbose] + family + datagramOutput + receiving,
         examples: [
@@ -96,7 +98,7 @@ extension OptionTable {
             """,
         positionals: [
             PositionalSpec(name: "GROUP", help: "A multicast address, optionally %INTERFACE for IPv6; several may be given.", optional: false),
-            PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
+            PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services.", optional: false),
         ],
         options: [help, datagramVerbose] + [
             OptionSpec("interface", value: .interface, valueName: "IF",

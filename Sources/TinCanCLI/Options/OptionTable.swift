@@ -74,7 +74,7 @@ public enum OptionTable {
 
     static let hostAndPort: [PositionalSpec] = [
         PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
-        PositionalSpec(name: "PORT", help: "A port, 1-65535.", optional: false),
+        PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services (http, smtp). HOST:PORT and [IPv6]:PORT may be given as one argument.", optional: false),
     ]
 
     public static let connect = CommandSpec(
@@ -91,7 +91,7 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, verbose] + family + dialing + stream + [tlsFlag] + tlsClient + probing + [
-            OptionSpec("zero-io", short: "z", help: "Probe ports instead: HOST PORTS (e.g. 22,80,8000-8100) are connected to without sending data, many at a time; one line per port on stdout (open, closed or filtered, and the time); exit 0 when any is open. -w bounds each attempt (default 2s)."),
+            OptionSpec("zero-io", short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec("parallel", value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
         ],
         examples: [
@@ -118,7 +118,7 @@ public enum OptionTable {
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),
-            PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v).", optional: false),
+            PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
         options: [help, verbose] + family + [
             OptionSpec("keep-open", short: "k", help: "Accept many connections, concurrently, until interrupted."),

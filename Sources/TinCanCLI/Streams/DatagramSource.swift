@@ -4,7 +4,8 @@ import SocketCore
 /// of it as one. Memory stays bounded by one datagram plus one read buffer.
 struct DatagramSource {
     enum Mode: Equatable {
-        case lines
+        /// One datagram per line, its newline kept (as nc -u sends lines) unless `strip`.
+        case lines(strip: Bool)
         case chunks(Int)
         case whole
         case messages([[UInt8]])
@@ -35,10 +36,10 @@ struct DatagramSource {
             }
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             switch mode {
-            case .lines:
+            case .lines(let strip):
                 var start = bytes.startIndex
                 while let newline = bytes[start...].firstIndex(of: 10) {
-                    pending.append(contentsOf: bytes[start..<newline])
+                    pending.append(contentsOf: bytes[start..<(strip ? newline : newline + 1)])
                     try check(pending.count, limit: limit, line: line)
                     try body(pending)
                     pending.removeAll(keepingCapacity: true)

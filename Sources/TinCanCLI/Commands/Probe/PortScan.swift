@@ -1,9 +1,9 @@
 import Glibc
 import SocketCore
 
-/// `tincan connect -z HOST PORTS`: connects to each port without sending anything, many at a
-/// time (bounded), and prints one line per port in the order given — open, closed or filtered,
-/// with the time it took. Exit 0 when any port is open.
+/// `tincan connect -z HOST PORTS...`: connects to each port without sending anything, many at
+/// a time (bounded), and prints, in the order given, a line per open port (with -v, per port:
+/// open, closed or filtered) with the time it took. Exit 0 when any port is open.
 struct PortScan {
     enum State: String, Sendable { case open, closed, filtered }
 
@@ -23,15 +23,22 @@ struct PortScan {
 
     init(_ args: ParsedArguments, settings: StreamSettings) throws(UsageError) {
         let name = args.command.name
-        guard args.positionals.count == 2 else {
-            throw UsageError(args.positionals.count < 2 ? "-z needs HOST and PORTS (e.g. 22,80,8000-8100)"
-                                                        : "unexpected argument '\(args.positionals[2])'", command: name)
-        }
+        let positionals = args.positionals
         for option in ["tls", "unix", "send", "expect"] where args.has(option) {
             throw UsageError("-z only connects: it does not take --\(option)", command: name)
         }
-        host = args.positionals[0]
-        ports = try PortList.parse(args.positionals[1], command: name)
+        switch positionals.count {
+        case 0:
+            throw UsageError("-z needs HOST and PORTS (e.g. 22,80,8000-8100)", command: name)
+        case 1:
+            // HOST:PORT as one argument.
+            let endpoint = try Target.hostAndPort(positionals, command: name)
+            host = endpoint.host
+            ports = [endpoint.port]
+        default:
+            host = try Target.host(positionals[0], command: name)
+            ports = try PortList.parse(Array(positionals.dropFirst()), command: name)
+        }
         parallel = args.integer("parallel") ?? 100
         timeout = args.duration("connect-timeout") ?? args.duration("wait") ?? .seconds(2)
         self.settings = settings
@@ -53,7 +60,10 @@ struct PortScan {
                                ("reason", .string(result.reason))])
             results[result.port] = result
             while printed < ports.count, let next = results[ports[printed]] {
-                Console.out("\(host) \(next.port) \(next.state.rawValue) \(EventLog.format(next.took))\n")
+                // As nc -z: only open ports, unless -v asks for every one.
+                if next.state == .open || settings.verbosity > 0 {
+                    Console.out("\(host) \(next.port) \(next.state.rawValue) \(EventLog.format(next.took))\n")
+                }
                 printed += 1
             }
         }

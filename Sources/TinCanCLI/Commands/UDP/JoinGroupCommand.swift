@@ -15,7 +15,7 @@ struct JoinGroupCommand {
         guard positionals.count >= 2 else {
             throw UsageError(positionals.isEmpty ? "missing GROUP and PORT" : "missing PORT after '\(positionals[0])'", command: name)
         }
-        port = try Target.port(positionals[positionals.count - 1], command: name)
+        port = try Target.port(positionals[positionals.count - 1], command: name, udp: true)
         groups = positionals.dropLast().flatMap { $0.split(separator: ",").map(String.init) }.filter { !$0.isEmpty }
         for group in groups {
             do throws(UDPSocketError) { _ = try AsyncUDPSocket.multicastGroup(group) } catch {

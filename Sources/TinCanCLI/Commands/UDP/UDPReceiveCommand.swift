@@ -11,13 +11,7 @@ struct UDPReceiveCommand {
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        switch positionals.count {
-        case 0: throw UsageError("missing PORT", command: name)
-        case 1: address = nil
-        case 2: address = positionals[0]
-        default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
-        }
-        port = try Target.port(positionals[positionals.count - 1], command: name, allowZero: true)
+        (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
         ipv4Only = args.has("ipv4")
         ipv6Only = args.has("ipv6")
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }

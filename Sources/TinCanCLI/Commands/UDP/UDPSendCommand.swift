@@ -20,15 +20,11 @@ struct UDPSendCommand {
         self.args = args
         let name = args.command.name
         let positionals = args.positionals
-        switch positionals.count {
-        case 0: throw UsageError("missing HOST and PORT", command: name)
-        case 1: throw UsageError("missing PORT after '\(positionals[0])'", command: name)
-        case 2: break
-        default: throw UsageError("unexpected argument '\(positionals[2])'", command: name)
-        }
-        host = positionals[0]
-        port = try Target.port(positionals[1], command: name)
+        (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
         if args.has("ipv4") && args.has("ipv6") { throw UsageError("-4 and -6 exclude each other", command: name) }
+        if args.has("strip-newline"), let other = ["chunk", "whole", "message"].first(where: args.has) {
+            throw UsageError("--strip-newline is for lines of stdin: not with --\(other)", command: name)
+        }
         let modes = ["lines", "chunk", "whole", "message"].filter { args.has($0) }
         if modes.count > 1 {
             throw UsageError("--\(modes[0]) and --\(modes[1]) exclude each other", command: name)
@@ -45,7 +41,7 @@ struct UDPSendCommand {
         } else if let size = args.integer("chunk") {
             source = DatagramSource(mode: .chunks(size), input: 0)
         } else {
-            source = DatagramSource(mode: args.has("whole") ? .whole : .lines, input: 0)
+            source = DatagramSource(mode: args.has("whole") ? .whole : .lines(strip: args.has("strip-newline")), input: 0)
         }
         if let interface = args.value("interface"), Interfaces.index(of: interface) == nil {
             throw UsageError("no network interface named '\(interface)'", command: name)
@@ -136,7 +132,10 @@ struct UDPSendCommand {
                 }
             }
         }
-        guard let waitReply else { return }
+        guard let waitReply else {
+            if connected, sent.load(ordering: .relaxed) > 0 { try awaitRefusal(socket, target: target) }
+            return
+        }
         if sent.load(ordering: .relaxed) == 0 { return }
         switch receiver.wait(idle: waitReply, expected: { sent.load(ordering: .relaxed) }) {
         case .complete:
@@ -150,6 +149,24 @@ struct UDPSendCommand {
         case .failed(let error):
             throw UDPSendCommand.failure(error, target: target)
         }
+    }
+
+    /// How long a connected sender waits after its last datagram for the ICMP error that says
+    /// nothing listens (on loopback it comes at once; across a network it takes a round trip).
+    static let refusalWait: Duration = .milliseconds(100)
+
+    /// After the last datagram to a connected peer: a closed port fails the run as it does when
+    /// a later send hears of it, even when there was only one datagram.
+    private func awaitRefusal(_ socket: AsyncUDPSocket, target: String) throws(CommandError) {
+        let fd = socket.perform { socket.socket4FD >= 0 ? socket.socket4FD : socket.socket6FD }
+        guard fd >= 0 else { return }
+        let error: Int32?
+        do throws(SystemError) {
+            error = try Syscall.waitForPendingError(fd, timeoutMilliseconds: Int32(UDPSendCommand.refusalWait.milliseconds))
+        } catch {
+            return
+        }
+        if let error { throw UDPSendCommand.failure(.system(SystemError(errno: error, call: "send")), target: target) }
     }
 
     /// The destination, looked up (IPv4 first unless -6).
