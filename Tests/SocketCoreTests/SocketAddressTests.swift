@@ -67,7 +67,8 @@ final class SocketAddressTests: XCTestCase {
         let cases: [(String, String)] = [
             ("127.0.0.1", "port is missing"),
             ("127.0.0.1:", "port is missing"),
-            ("127.0.0.1:http", "not a number"),
+            ("127.0.0.1:nosuchservice", "no TCP service named 'nosuchservice'"),
+            ("127.0.0.1:8.0", "not a number or a service name"),
             ("127.0.0.1:70000", "out of range"),
             ("[::1", "missing ']'"),
             ("[::1]x", "expected ':PORT'"),
@@ -89,6 +90,12 @@ final class SocketAddressTests: XCTestCase {
         XCTAssertEqual(try Endpoint(parsing: ":8082"), Endpoint(host: "", port: 8082))
         XCTAssertEqual(try Endpoint(parsing: "eth0"), Endpoint(host: "eth0", port: nil))
         XCTAssertEqual(Endpoint(host: "::1", port: 80).description, "[::1]:80")
+        // Service names from /etc/services, for TCP or UDP.
+        XCTAssertEqual(try Endpoint(parsing: "mail.example:smtp"), Endpoint(host: "mail.example", port: 25))
+        XCTAssertEqual(try SocketAddress(parsing: "127.0.0.1:https").port, 443)
+        XCTAssertEqual(try Endpoint.parsePort("domain", udp: true), 53)
+        XCTAssertEqual(Resolver.servicePort("ntp", udp: true), 123)
+        XCTAssertNil(Resolver.servicePort("nosuchservice"))
         XCTAssertEqual(try Endpoint.parsePort("0"), 0)
         XCTAssertEqual(try Endpoint.parsePort("65535"), 65535)
         XCTAssertThrowsError(try Endpoint.parsePort("-1"))

@@ -152,7 +152,13 @@ extension AsyncSocket {
         var total = 0
         while true {
             let space = preBuffer.writableSpace(minimum: 16 * 1024)
-            if let n = try session.read(into: space) {
+            let read: Int?
+            do throws(TLSError) { read = try session.read(into: space) } catch {
+                // The plaintext before a failure goes first; the session fails the next read too.
+                if total > 0 { return total }
+                throw error
+            }
+            if let n = read {
                 if n == 0 { return total }  // close_notify: data first; the end is seen next call
                 preBuffer.didWrite(n)
                 total += n

@@ -135,16 +135,27 @@ final class TLSSession {
     /// stream between records: ``endedWithoutCloseNotify``), or `nil` when it needs more bytes
     /// from the socket (or must wait to write, during a renegotiation). A TCP end of stream in
     /// the middle of a record throws ``TLSError/truncated``.
+    /// Once reading failed, every later read fails the same way: a caller may return the bytes
+    /// it already had and meet the error on its next call.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
+        if let readFailure { throw readFailure }
         while true {
             SystemError.clearErrno()
             let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             if n > 0 { return Int(n) }
             let code = SSL_get_error(ssl, n)
             if code == SSL_ERROR_WANT_READ && readFromDescriptorIfFedBytesAreUsed() { continue }
-            return try readOutcome(code)
+            do throws(TLSError) {
+                return try readOutcome(code)
+            } catch {
+                readFailure = error
+                throw error
+            }
         }
     }
+
+    /// Why reading failed, for every read after the first failure.
+    private var readFailure: TLSError?
 
     private func readOutcome(_ code: Int32) throws(TLSError) -> Int? {
         switch code {

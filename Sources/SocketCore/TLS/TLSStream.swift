@@ -60,9 +60,16 @@ public final class TLSStream: @unchecked Sendable {
         var total = 0
         while total < buffer.count {
             let space = UnsafeMutableRawBufferPointer(rebasing: buffer[total...])
-            let result = try session.withLock { box throws(TLSError) -> (Int?, Bool) in
-                let n = try box.session.read(into: space)
-                return (n, box.session.hasPendingInput)
+            let result: (Int?, Bool)
+            do throws(TLSError) {
+                result = try session.withLock { box throws(TLSError) -> (Int?, Bool) in
+                    let n = try box.session.read(into: space)
+                    return (n, box.session.hasPendingInput)
+                }
+            } catch {
+                // What came before the failure first; the next read meets it.
+                if total > 0 { return total }
+                throw error
             }
             guard let n = result.0 else {
                 if total > 0 { return total }
