@@ -18,11 +18,12 @@ _tincan() {
             case "$prev" in
                 -U|--unix|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
                 -w|--wait|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -66,7 +66,7 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(error("connect --verbos h 1"),
                        "tincan: connect: unknown option '--verbos'; did you mean '--verbose'? (see 'tincan connect --help')")
         XCTAssertEqual(error("conect h 1"), "tincan: unknown command 'conect'; did you mean 'connect'? (see 'tincan --help')")
-        XCTAssertEqual(error("connect -x h 1"), "tincan: connect: unknown option '-x' (see 'tincan connect --help')")
+        XCTAssertEqual(error("connect -y h 1"), "tincan: connect: unknown option '-y' (see 'tincan connect --help')")
         XCTAssertEqual(error("connect --keep-open h 1"),
                        "tincan: connect: unknown option '--keep-open'; --keep-open is an option of 'tincan listen' (see 'tincan connect --help')")
         XCTAssertEqual(error("connect -w"), "tincan: connect: option -w needs a value (DURATION) (see 'tincan connect --help')")
@@ -92,5 +92,62 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(Parser.editDistance("", "abc"), 3)
         XCTAssertEqual(Parser.editDistance("abc", ""), 3)
         XCTAssertNil(Parser.closest(to: "zzzzzz", among: ["verbose", "hex"]))
+    }
+}
+
+/// nc, ncat and socat habits land on the tincan way to say it.
+final class NetcatHabitsTests: XCTestCase {
+    private func error(_ arguments: [String]) -> String? {
+        do {
+            _ = try Parser.parse(arguments)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+
+    /// Every row of the table shows where it is meant to, and only where the option is unknown
+    /// (a row for an option a command has would never be seen).
+    func testEveryHabitInTheTableGivesItsHint() {
+        for habit in NetcatHabits.table {
+            let commands = habit.commands ?? OptionTable.commands.map(\.name)
+            var shown = 0
+            for name in commands {
+                let spec = OptionTable.command(named: name)!
+                let known = habit.option.hasPrefix("--") ? spec.option(long: String(habit.option.dropFirst(2))) != nil
+                                                         : spec.option(short: habit.option.last!) != nil
+                if known {
+                    if habit.commands != nil { XCTFail("\(habit.option) is an option of \(name): its row is never seen there") }
+                    continue
+                }
+                let message = error([name, habit.option, "x", "y"])
+                XCTAssertEqual(message?.contains("unknown option '\(habit.option)': \(habit.hint)"), true, "\(name) \(habit.option): \(message ?? "parsed")")
+                shown += 1
+            }
+            XCTAssertGreaterThan(shown, 0, "\(habit.option) is shown nowhere")
+        }
+    }
+
+    func testNcCommandLinesAreTranslated() {
+        let cases: [([String], String)] = [
+            (["-l", "1234"], "tincan listen 1234"),
+            (["-lvnp", "4444"], "tincan listen -v 4444"),
+            (["-lvkp", "4444"], "tincan listen -v -k 4444"),
+            (["-l", "-p", "4444", "-e", "/bin/cat"], "tincan listen --exec /bin/cat 4444"),
+            (["-lu", "5000"], "tincan udp-recv 5000"),
+            (["-vz", "db.test", "20-25"], "tincan connect -v -z db.test 20-25"),
+            (["-u", "198.18.0.1", "53"], "tincan udp-send 198.18.0.1 53"),
+            (["-w", "3", "-p", "4000", "example.test", "80"], "tincan connect -s :4000 -w 3 example.test 80"),
+            (["example.test", "80"], "tincan connect example.test 80"),
+            (["example.test:443"], "tincan connect example.test:443"),
+        ]
+        for (arguments, meant) in cases {
+            let message = error(arguments)
+            XCTAssertEqual(message?.contains("did you mean '\(meant)'?"), true, "\(arguments): \(message ?? "parsed")")
+            XCTAssertEqual(message?.filter { $0 == "\n" }.count, 0)
+        }
+        // A typo of a command is still a typo, and a lone word is not a host.
+        XCTAssertEqual(error(["conect", "h", "1"])?.contains("did you mean 'connect'?"), true)
+        XCTAssertEqual(error(["frobnicate"])?.contains("the commands are"), true)
     }
 }

@@ -74,6 +74,12 @@ extension Syscall {
         _ = signal(SIGPIPE, SIG_IGN)
     }
 
+    /// SIGCHLD back to its default: a parent that ignored it passes that on through exec, and
+    /// then children are reaped by the kernel and their exit status is lost to waitpid(2).
+    public static func restoreChildSignal() {
+        _ = signal(SIGCHLD, SIG_DFL)
+    }
+
     /// Ignores `signal` so a dispatch signal source can take it instead.
     public static func ignoreSignal(_ number: Int32) {
         _ = signal(number, SIG_IGN)

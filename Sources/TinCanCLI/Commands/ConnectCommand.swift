@@ -9,6 +9,8 @@ struct ConnectCommand {
     let target: Target
     /// Set for `tls` and `connect --tls`.
     let tls: TLSSettings?
+    /// `--exec`/`--sh-exec`: the program the connection is handed to, instead of stdin/stdout.
+    let program: [String]?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -22,6 +24,10 @@ struct ConnectCommand {
             target = .tcp(host: host, port: port)
         }
         if args.has("parallel") { throw UsageError("--parallel needs -z", command: name) }
+        program = try ProgramSession.parse(args)
+        if program != nil, let other = ["send", "expect", "show-cert"].first(where: args.has) {
+            throw UsageError("--\(other) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
+        }
         if let device = args.value("interface"), Interfaces.index(of: device) == nil {
             throw UsageError("no network interface named '\(device)'", command: name)
         }
@@ -54,6 +60,7 @@ struct ConnectCommand {
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialer.connect(host: host, port: port, source: args.value("source"), device: args.value("interface"),
                                         timeout: settings.connectTimeout)
+            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try settings.serve(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
@@ -75,8 +82,11 @@ struct ConnectCommand {
                 return
             }
             transport = try TLSTransport(socket, peer: target.description)
+            if let program { return try ProgramSession.run(program, over: transport, settings: settings, peer: target.description) }
         } else {
-            transport = DescriptorTransport(fd: try dialer.takeDescriptor(socket, peer: target.description))
+            let fd = try dialer.takeDescriptor(socket, peer: target.description)
+            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
+            transport = DescriptorTransport(fd: fd)
         }
         try settings.serve(transport, peer: target.description, started: started)
     }

@@ -29,17 +29,7 @@ struct ListenCommand {
             address = host
             target = .tcp(host: host ?? "", port: port)
         }
-        switch (args.value("exec"), args.value("sh-exec")) {
-        case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)
-        case (let line?, nil):
-            let words = line.split(separator: " ").map(String.init)
-            guard let first = words.first, Syscall.isExecutable(first) else {
-                throw UsageError("--exec: '\(words.first ?? line)' is not an executable program (give a path, or a name in PATH)", command: name)
-            }
-            program = words
-        case (nil, let command?): program = ["/bin/sh", "-c", command]
-        case (nil, nil): program = nil
-        }
+        program = try ProgramSession.parse(args)
         do {
             filter = try PeerFilter(allow: args.list("allow"), deny: args.list("deny"))
         } catch {
@@ -93,7 +83,7 @@ struct ListenCommand {
                     DispatchQueue.global().async {
                         defer { gate.closed() }
                         do {
-                            try ListenCommand.serveProgram(program, over: socket, settings: settings, peer: peer)
+                            try ProgramSession.run(program, over: TLSTransport(socket, peer: peer), settings: settings, peer: peer, level: 2)
                         } catch {
                             settings.say("\(peer): \(error)")
                         }
@@ -175,63 +165,20 @@ struct ListenCommand {
             if settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: context.settings) { Console.error("tincan: " + line) }
             }
+            transport = try TLSTransport(socket, peer: peer)
             if let program {
-                try ListenCommand.serveProgram(program, over: socket, settings: settings, peer: peer)
+                try ProgramSession.run(program, over: transport, settings: settings, peer: peer)
                 return
             }
-            transport = try TLSTransport(socket, peer: peer)
         } else {
             let fd = try Dialer(settings: settings).takeDescriptor(socket, peer: peer)
             if let program {
-                defer { Syscall.close(fd) }
-                let pid = try Reaper.start(program, socket: fd)
-                let status = Syscall.waitForChild(pid)?.status ?? 0
-                settings.say("\(program[0]) for \(peer) exited with status \(status)")
+                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: peer)
                 return
             }
             transport = DescriptorTransport(fd: fd)
         }
         try settings.serve(transport, peer: peer, started: started)
-    }
-
-    /// Runs `program` with its stdin and stdout on pipes bridged to the (TLS) socket, until
-    /// both sides are done; the program sees end of file when the peer ends its stream.
-    static func serveProgram(_ program: [String], over socket: AsyncSocket, settings: StreamSettings, peer: String) throws {
-        let transport = try TLSTransport(socket, peer: peer)  // before the program: nothing to undo if it fails
-        let toProgram: (read: Int32, write: Int32)
-        let fromProgram: (read: Int32, write: Int32)
-        do throws(SystemError) {
-            toProgram = try Syscall.pipe(nonBlocking: false)
-        } catch {
-            transport.abort()
-            throw CommandError("cannot make pipes for \(program[0]): \(error)")
-        }
-        do throws(SystemError) {
-            fromProgram = try Syscall.pipe(nonBlocking: false)
-        } catch {
-            [toProgram.read, toProgram.write].forEach(Syscall.close)  // the first pair must not leak
-            transport.abort()
-            throw CommandError("cannot make pipes for \(program[0]): \(error)")
-        }
-        let pid: Int32
-        do throws(SystemError) {
-            pid = try Syscall.spawn(program, input: toProgram.read, output: fromProgram.write)
-        } catch {
-            [toProgram.read, toProgram.write, fromProgram.read, fromProgram.write].forEach(Syscall.close)
-            transport.abort()
-            throw CommandError("cannot run \(program[0]): \(error.reason)")
-        }
-        Syscall.close(toProgram.read)
-        Syscall.close(fromProgram.write)
-        var options = Relay.Options()
-        options.ending.programSide = true
-        let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
-        _ = relay.run()
-        transport.abort()
-        if !relay.closedOutput.load(ordering: .acquiring) { Syscall.close(toProgram.write) }
-        Syscall.close(fromProgram.read)
-        let status = Syscall.waitForChild(pid)?.status ?? 0
-        settings.say("\(program[0]) for \(peer) exited with status \(status)", level: 2)
     }
 
     static func explain(_ error: AsyncSocketError, target: Target, address: String?) -> String {

@@ -23,23 +23,13 @@ final class Reaper: @unchecked Sendable {
             socket.setDelegate(nil, delegateQueue: nil)
             socket.disconnect()
             defer { Syscall.close(fd) }
-            let pid = try Reaper.start(program, socket: fd)
+            let pid = try ProgramSession.start(program, socket: fd)
             running.withLock { $0[pid] = peer }
             children.signal()
         } catch {
             settings.say("could not serve \(peer): \(error)")
             socket.disconnect()
             gate.closed()
-        }
-    }
-
-    /// Spawns `program` with stdin and stdout on the socket `fd` (made blocking for it).
-    static func start(_ program: [String], socket fd: Int32) throws(CommandError) -> Int32 {
-        do throws(SystemError) {
-            try Syscall.setNonBlocking(fd, false)
-            return try Syscall.spawn(program, input: fd, output: fd)
-        } catch {
-            throw CommandError("cannot run \(program[0]): \(error.reason)")
         }
     }
 

@@ -60,6 +60,17 @@ public enum OptionTable {
 
     static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
 
+    /// A program on the connection instead of stdin/stdout: listen (`each`: for each connection)
+    /// and connect.
+    static func programs(each: String) -> [OptionSpec] {
+        [
+            OptionSpec("exec", short: "e", value: .command, valueName: "\"PROG ARGS\"",
+                help: "Run PROG with ARGS (split on spaces, no shell) \(each), its stdin and stdout on the connection; a program that fails (non-zero status) makes tincan fail."),
+            OptionSpec("sh-exec", short: "c", value: .command, valueName: "\"COMMAND\"",
+                help: "Run COMMAND with /bin/sh -c \(each), its stdin and stdout on the connection."),
+        ]
+    }
+
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
         OptionSpec("wait", short: "w", value: .duration, valueName: "DURATION", default: "none",
@@ -90,7 +101,7 @@ public enum OptionTable {
             for half a second.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream + [tlsFlag] + tlsClient + probing + [
+        options: [help, verbose] + family + dialing + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
             OptionSpec("zero-io", short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec("parallel", value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
         ],
@@ -100,6 +111,7 @@ public enum OptionTable {
             ("tincan connect -v -w 2s db.internal 5432 </dev/null", "Check that a port answers, showing each address tried."),
             ("tincan connect --unix /run/app.sock", "Talk to a Unix domain socket."),
             ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
+            ("tincan connect --sh-exec 'printf \"QUIT\\r\\n\"; cat >&2' mail.example 25", "Hand the connection to a program (ncat's -e, socat's EXEC): its stdout goes to the server, the server's replies to its stdin."),
             ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
@@ -128,11 +140,7 @@ public enum OptionTable {
                 help: "Accept only peers in these networks; others are closed before any byte is read."),
             OptionSpec("deny", value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Close connections from these networks before any byte is read."),
-            OptionSpec("exec", short: "e", value: .command, valueName: "\"PROG ARGS\"",
-                help: "Run PROG with ARGS (split on spaces, no shell) for each connection, its stdin and stdout on the socket."),
-            OptionSpec("sh-exec", short: "c", value: .command, valueName: "\"COMMAND\"",
-                help: "Run COMMAND with /bin/sh -c for each connection, its stdin and stdout on the socket."),
-        ] + stream + [
+        ] + programs(each: "for each connection") + stream + [
             OptionSpec("tls", help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
             OptionSpec("cert", value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
             OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),

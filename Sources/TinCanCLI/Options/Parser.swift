@@ -52,16 +52,19 @@ public enum Parser {
         case "--version": return .version
         case "help":
             guard arguments.count > 1 else { return .help(nil) }
-            guard let spec = OptionTable.command(named: arguments[1]) else { throw unknownCommand(arguments[1]) }
+            guard let spec = OptionTable.command(named: arguments[1]) else { throw unknownCommand(arguments[1], []) }
             return .help(spec)
         case "--generate-docs":
             guard arguments.count == 2 else { throw UsageError("--generate-docs takes one directory") }
             return .generateDocs(directory: arguments[1])
         default:
             if first.hasPrefix("-") {
+                if let meant = NetcatHabits.translation(of: arguments) {
+                    throw UsageError("unknown option '\(first)': tincan takes a command first; did you mean '\(meant)'?")
+                }
                 throw UsageError("unknown option '\(first)'; options come after the command, e.g. 'tincan connect \(first) ...'")
             }
-            guard let spec = OptionTable.command(named: first) else { throw unknownCommand(first) }
+            guard let spec = OptionTable.command(named: first) else { throw unknownCommand(first, arguments) }
             let parsed = try parse(Array(arguments.dropFirst()), for: spec)
             return parsed.has("help") ? .help(spec) : .run(parsed)
         }
@@ -97,6 +100,7 @@ public enum Parser {
                 let name = String(body.prefix { $0 != "=" })
                 let inline: String? = body.contains("=") ? String(body.drop { $0 != "=" }.dropFirst()) : nil
                 guard let option = spec.option(long: name) else {
+                    if let hint = NetcatHabits.hint(for: "--" + name, command: spec.name) { throw fail("unknown option '--\(name)': \(hint)") }
                     throw fail("unknown option '--\(name)'" + suggestion(for: name, in: spec))
                 }
                 if option.value == nil {
@@ -115,6 +119,7 @@ public enum Parser {
                 while let letter = letters.first {
                     letters = letters.dropFirst()
                     guard let option = spec.option(short: letter) else {
+                        if let hint = NetcatHabits.hint(for: "-\(letter)", command: spec.name) { throw fail("unknown option '-\(letter)': \(hint)") }
                         throw fail("unknown option '-\(letter)'" + suggestion(forShort: letter, in: spec))
                     }
                     if option.value == nil {
@@ -189,10 +194,15 @@ public enum Parser {
 
     // MARK: Suggestions
 
-    static func unknownCommand(_ name: String) -> UsageError {
+    /// `name` is not a command; `arguments` is the whole command line (empty after `help`).
+    static func unknownCommand(_ name: String, _ arguments: [String]) -> UsageError {
         let names = OptionTable.commands.map(\.name)
         if let close = closest(to: name, among: names) {
             return UsageError("unknown command '\(name)'; did you mean '\(close)'?")
+        }
+        // nc's `nc HOST PORT`: a host where the command goes.
+        if arguments.count >= 2 || name.contains(":") || name.contains("."), let meant = NetcatHabits.translation(of: arguments) {
+            return UsageError("unknown command '\(name)'; did you mean '\(meant)'?")
         }
         return UsageError("unknown command '\(name)'; the commands are \(names.joined(by: ", "))")
     }

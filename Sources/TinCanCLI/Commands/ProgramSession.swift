@@ -1,0 +1,93 @@
+import SocketCore
+
+/// `--exec PROG ARGS` / `--sh-exec COMMAND`: a program whose stdin and stdout are a connection,
+/// on either side (listen, connect), plain or over TLS.
+enum ProgramSession {
+    /// The program the options name (`--exec` split on spaces, no shell; `--sh-exec` through
+    /// `/bin/sh -c`), or nil.
+    static func parse(_ args: ParsedArguments) throws(UsageError) -> [String]? {
+        let name = args.command.name
+        if args.has("exec") || args.has("sh-exec") { Syscall.restoreChildSignal() }  // its exit status counts
+        switch (args.value("exec"), args.value("sh-exec")) {
+        case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)
+        case (let line?, nil):
+            let words = line.split(separator: " ").map(String.init)
+            guard let first = words.first, Syscall.isExecutable(first) else {
+                throw UsageError("--exec: '\(words.first ?? line)' is not an executable program (give a path, or a name in PATH)", command: name)
+            }
+            return words
+        case (nil, let command?): return ["/bin/sh", "-c", command]
+        case (nil, nil): return nil
+        }
+    }
+
+    /// Runs `program` on a plain connection's descriptor (its stdin and stdout are the socket,
+    /// so the kernel carries the bytes) and waits for it. A program that fails is a failure.
+    static func run(_ program: [String], descriptor fd: Int32, settings: StreamSettings, peer: String) throws(CommandError) {
+        let pid: Int32
+        do throws(CommandError) { pid = try start(program, socket: fd) } catch {
+            Syscall.close(fd)
+            throw error
+        }
+        Syscall.close(fd)  // the program holds the connection now: its end is the connection's end
+        try conclude(program, status: Syscall.waitForChild(pid)?.status ?? 0, settings: settings, peer: peer, level: 1)
+    }
+
+    /// Spawns `program` with stdin and stdout on the socket `fd` (made blocking for it).
+    static func start(_ program: [String], socket fd: Int32) throws(CommandError) -> Int32 {
+        do throws(SystemError) {
+            try Syscall.setNonBlocking(fd, false)
+            return try Syscall.spawn(program, input: fd, output: fd)
+        } catch {
+            throw CommandError("cannot run \(program[0]): \(error.reason)")
+        }
+    }
+
+    /// Runs `program` with its stdin and stdout on pipes bridged to `transport` (TLS) by a
+    /// relay, until both sides are done; the program sees end of file when the peer ends its
+    /// stream. A program that fails is a failure.
+    static func run(_ program: [String], over transport: any Transport, settings: StreamSettings, peer: String, level: Int = 1) throws {
+        let toProgram: (read: Int32, write: Int32)
+        let fromProgram: (read: Int32, write: Int32)
+        do throws(SystemError) {
+            toProgram = try Syscall.pipe(nonBlocking: false)
+        } catch {
+            transport.abort()
+            throw CommandError("cannot make pipes for \(program[0]): \(error)")
+        }
+        do throws(SystemError) {
+            fromProgram = try Syscall.pipe(nonBlocking: false)
+        } catch {
+            [toProgram.read, toProgram.write].forEach(Syscall.close)  // the first pair must not leak
+            transport.abort()
+            throw CommandError("cannot make pipes for \(program[0]): \(error)")
+        }
+        let pid: Int32
+        do throws(SystemError) {
+            pid = try Syscall.spawn(program, input: toProgram.read, output: fromProgram.write)
+        } catch {
+            [toProgram.read, toProgram.write, fromProgram.read, fromProgram.write].forEach(Syscall.close)
+            transport.abort()
+            throw CommandError("cannot run \(program[0]): \(error.reason)")
+        }
+        Syscall.close(toProgram.read)
+        Syscall.close(fromProgram.write)
+        var options = Relay.Options()
+        options.ending.programSide = true
+        let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
+        let outcome = relay.run()
+        transport.abort()
+        if !relay.closedOutput.load(ordering: .acquiring) { Syscall.close(toProgram.write) }
+        Syscall.close(fromProgram.read)
+        let status = Syscall.waitForChild(pid)?.status ?? 0
+        if case .failed(let reason) = outcome {
+            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)")
+        }
+        try conclude(program, status: status, settings: settings, peer: peer, level: level)
+    }
+
+    private static func conclude(_ program: [String], status: Int32, settings: StreamSettings, peer: String, level: Int) throws(CommandError) {
+        guard status == 0 else { throw CommandError("\(program[0]) for \(peer) exited with status \(status)") }
+        settings.say("\(program[0]) for \(peer) exited with status 0", level: level)
+    }
+}
