@@ -84,14 +84,18 @@ final class ProbeCommandTests: XCTestCase {
                               "--expect", "^HTTP/1.0 200", "localhost", String(port)])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.hasPrefix("HTTP/1.0 200 ok"), r.out)
-        let lines = r.err.split(separator: "\n")
-        let events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        // Every line on stderr is a JSON object: the tls command's summary is in the tls event.
+        let events = try jsonLines(r.err)
         let names = events.compactMap { $0["event"] as? String }
         XCTAssertEqual(names.filter { $0 != "attempt" && $0 != "resolved" }, ["connected", "tls", "send", "expect", "closed"], r.err)
         XCTAssertTrue(names.contains("resolved") && names.contains("attempt"), r.err)
         let tls = try XCTUnwrap(events.first { $0["event"] as? String == "tls" })
         XCTAssertEqual(tls["protocol"] as? String, "TLSv1.3")
         XCTAssertEqual(tls["verified"] as? Bool, true)
+        let chain = try XCTUnwrap(tls["chain"] as? [[String: Any]])
+        XCTAssertEqual(chain.first?["subject"] as? String, "CN=localhost")
+        XCTAssertEqual(chain.first?["names"] as? [String], ["DNS:localhost", "IP:127.0.0.1", "IP:::1"])
+        XCTAssertTrue((tls["pin"] as? String)?.hasPrefix("sha256//") == true, "\(tls)")
         let closed = try XCTUnwrap(events.last)
         XCTAssertEqual(closed["sent"] as? Int, 18)
         XCTAssertEqual(closed["received"] as? Int, r.out.utf8.count)
@@ -99,9 +103,54 @@ final class ProbeCommandTests: XCTestCase {
         for phase in ["dns_ms", "connect_ms", "tls_ms", "first_byte_ms", "total_ms"] {
             XCTAssertNotNil(closed[phase] as? Double, "\(phase) in \(closed)")
         }
-        // Only the summary of the tls command and the timing line are prose.
-        let timing = try XCTUnwrap(lines.last)
+
+        // --timing on its own: one line of prose at the end.
+        let timed = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
+                                  "localhost", String(port)], input: "")
+        XCTAssertEqual(timed.status, 0, timed.err)
+        let timing = try XCTUnwrap(timed.err.split(separator: "\n").last)
         XCTAssertNotNil(timing.wholeMatch(of: #/tincan: timing: dns [0-9.]+ ms, connect [0-9.]+ ms, tls [0-9.]+ ms, first byte [0-9.]+ ms, total [0-9.]+ (ms|s), sent 18 B, received \d+ B/#), String(timing))
+    }
+
+    /// Each line of `text` as a JSON object; fails on any line that is not one.
+    private func jsonLines(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws -> [[String: Any]] {
+        try text.split(separator: "\n").map {
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "not JSON: \($0)", file: file, line: line)
+        }
+    }
+
+    /// With --json, stderr is JSON lines in every command that has it, -v and -vv notes included.
+    func testJSONIsPureInEveryCommand() throws {
+        let port = freePort()
+        let listener = try Tool(["listen", "-vv", "--json", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        listener.closeInput()
+        waitForListener(port: port)
+        let client = try Tool.run(["connect", "-vv", "--json", "127.0.0.1", String(port)], input: "hi\n")
+        XCTAssertEqual(client.status, 0, client.err)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        let heard = try jsonLines(listener.stderrText)
+        XCTAssertTrue(heard.contains { $0["event"] as? String == "note" }, listener.stderrText)
+        let accepted = try XCTUnwrap(heard.first { $0["event"] as? String == "accepted" }, listener.stderrText)
+        XCTAssertTrue((accepted["remote"] as? String)?.hasPrefix("127.0.0.1:") == true)
+        let closed = try XCTUnwrap(heard.last)
+        XCTAssertNotNil(closed["wait_ms"] as? Double, "listen calls its first phase the wait for a client: \(closed)")
+        XCTAssertNil(closed["connect_ms"], "\(closed)")
+        XCTAssertNotNil(try jsonLines(client.err).first { $0["event"] as? String == "connected" })
+
+        let probe = try Tool.run(["connect", "-z", "-v", "--json", "127.0.0.1", String(freePort())])
+        XCTAssertEqual(probe.status, 1)
+        XCTAssertEqual(try jsonLines(probe.err).filter { $0["event"] as? String == "port" }.count, 1)
+
+        let (server, udpPort) = try pythonUDPServer(reply: "s.sendto(b'pong', peer)")
+        defer { server.stop() }
+        let udp = try Tool.run(["udp-send", "-v", "--json", "--send", "ping", "--expect", "pong", "127.0.0.1", String(udpPort)])
+        XCTAssertEqual(udp.status, 0, udp.err)
+        XCTAssertEqual(try jsonLines(udp.err).compactMap { $0["event"] as? String }.filter { $0 != "note" }, ["send", "expect", "closed"])
+
+        let mixed = try Tool.run(["connect", "--json", "--hex", "127.0.0.1", "9"])
+        XCTAssertEqual(mixed.status, 2)
+        XCTAssertTrue(mixed.err.contains("--hex writes text on stderr: not with --json"), mixed.err)
     }
 
     func testJSONReportsAFailureAsAnEventOnly() throws {

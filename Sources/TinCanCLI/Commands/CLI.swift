@@ -71,6 +71,16 @@ enum Console {
     static func out(_ text: String) { write(text, to: 1) }
     static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
 
+    /// A note for people on stderr, `tincan: ` first; with --json a `note` event instead, so
+    /// stderr stays one JSON object per line.
+    static func note(_ line: String) {
+        if let log = EventLog.current.withLock({ $0 }), log.json {
+            log.emit("note", [("message", .string(line))])
+        } else {
+            error("tincan: " + line)
+        }
+    }
+
     static func write(_ text: String, to fd: Int32) {
         var text = text
         text.withUTF8 { try? Syscall.writeAll(fd, UnsafeRawBufferPointer($0), isSocket: false) }

@@ -74,8 +74,8 @@ struct ConnectCommand {
             let info = try TLSOptions.handshake(socket, tls, starttls: args.value("starttls").flatMap(StartTLSDialogue.Kind.init),
                                                 timeout: budget, peer: target.description)
             EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
-            if args.command.name == "tls" || settings.verbosity > 0 {
-                for line in TLSOptions.summary(info, settings: tls) { Console.error("tincan: " + line) }
+            if (args.command.name == "tls" || settings.verbosity > 0) && !args.has("json") {  // the tls event has it
+                for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
             }
             if args.has("show-cert") {
                 Console.out(info.peerChain.map(\.pem).joined())

@@ -10,8 +10,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
 
     public var meaning: String {
         switch self {
-        case .success: "success: the peer closed, or stdin ended and the peer closed, or --quit-after-eof ran out; datagrams all sent, --count reached"
-        case .failure: "network or I/O failure: connection refused or reset, datagrams refused (port unreachable), name not found, address in use"
+        case .success: "success: stdin ended and the peer closed (everything sent was acknowledged), or -q or -w ran out after stdin ended; datagrams all sent, --count reached"
+        case .failure: "network or I/O failure: connection refused or reset, bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
         case .usage: "usage error: unknown option, missing or bad argument"
         case .timeout: "timeout: --connect-timeout, --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"

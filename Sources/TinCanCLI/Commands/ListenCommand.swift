@@ -61,7 +61,7 @@ struct ListenCommand {
                 throw CommandError("\(error)", code: error.isUnavailable ? .failure : .usage)
             }
             if let fingerprint = context?.ephemeralFingerprint {
-                Console.error("tincan: no --cert: serving a self-signed certificate, SHA-256 \(fingerprint)")
+                Console.note("no --cert: serving a self-signed certificate, SHA-256 \(fingerprint)")
             }
         }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
@@ -157,13 +157,13 @@ struct ListenCommand {
         socket.setDelegate(nil, delegateQueue: nil)
         let started = ContinuousClock.now
         let log = EventLog.current.withLock { $0 }
-        log?.connected(local: socket.localAddress?.description, remote: peer)
+        log?.accepted(local: socket.localAddress?.description, remote: peer)
         let transport: any Transport
         if let context {
             let info = try TLSOptions.handshake(socket, context.settings, context: context, timeout: .seconds(30), peer: peer)
             log?.tls(info, took: .now - started)
             if settings.verbosity > 0 {
-                for line in TLSOptions.summary(info, settings: context.settings) { Console.error("tincan: " + line) }
+                for line in TLSOptions.summary(info, settings: context.settings) { Console.note(line) }
             }
             transport = try TLSTransport(socket, peer: peer)
             if let program {

@@ -128,6 +128,9 @@ struct StreamSettings {
         ipv4Only = args.has("ipv4")
         ipv6Only = args.has("ipv6")
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        if args.has("json"), let text = ["hex", "progress", "force-progress"].first(where: args.has) {
+            throw UsageError("--\(text) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
+        }
         connectTimeout = args.duration("connect-timeout") ?? args.duration("wait")
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has("no-shutdown")
@@ -139,13 +142,13 @@ struct StreamSettings {
         if tlsClient && !args.has("half-close") { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
         relay.crlf = args.has("crlf")
         if args.has("hex") { relay.hex = HexDump() }
-        if verbosity >= 2 { relay.trace = { Console.error("tincan: " + $0) } }
+        if verbosity >= 2 { relay.trace = { Console.note($0) } }
         if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
     }
 
     func say(_ line: @autoclosure () -> String, level: Int = 1) {
-        if verbosity >= level { Console.error("tincan: " + line()) }
+        if verbosity >= level { Console.note(line()) }
     }
 
     /// Runs the --send/--expect script, then relays stdin/stdout over `transport` until the

@@ -15,9 +15,9 @@ struct DatagramPrinter: Sendable {
 
     /// Prints one datagram. Throws when the output is gone.
     func print(_ datagram: DatagramView, into output: OutputBuffer) throws(SystemError) {
-        if verbosity > 0 { Console.error("tincan: " + DatagramPrinter.summary(datagram)) }
+        if verbosity > 0 { Console.note(DatagramPrinter.summary(datagram)) }
         if datagram.isTruncated {
-            Console.error("tincan: a datagram from \(datagram.source) had \(datagram.length) bytes; kept the first \(datagram.bytes.count) (--max-size)")
+            Console.note("a datagram from \(datagram.source) had \(datagram.length) bytes; kept the first \(datagram.bytes.count) (--max-size)")
         }
         switch format {
         case .raw:

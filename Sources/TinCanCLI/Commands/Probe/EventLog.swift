@@ -11,6 +11,8 @@ final class EventLog: Sendable {
         var lookupEnd: ContinuousClock.Instant?
         var connectStart: ContinuousClock.Instant?
         var connected: ContinuousClock.Instant?
+        /// When a listener's client arrived (listen has no lookup or connect, but a wait).
+        var accepted: ContinuousClock.Instant?
         var tls: Duration?
         var firstByte: ContinuousClock.Instant?
         var sent = 0
@@ -85,11 +87,23 @@ final class EventLog: Sendable {
         emit("connected", [("remote", .string(remote))] + (local.map { [("local", JSONValue.string($0))] } ?? []))
     }
 
+    /// A listener's client arrived: the wait for it is the listener's phase before TLS.
+    func accepted(local: String?, remote: String) {
+        marks.withLock { $0.accepted = .now }
+        emit("accepted", [("remote", .string(remote))] + (local.map { [("local", JSONValue.string($0))] } ?? []))
+    }
+
     func tls(_ info: TLSInfo, took: Duration) {
         marks.withLock { $0.tls = took }
+        let chain = info.peerChain.map { cert -> JSONValue in
+            .object([("subject", .string(cert.subject)), ("issuer", .string(cert.issuer)), ("names", .strings(cert.alternativeNames)),
+                     ("not_before", .string(cert.notBefore)), ("not_after", .string(cert.notAfter)),
+                     ("sha256", .string(cert.fingerprintSHA256))])
+        }
         emit("tls", [("protocol", .string(info.protocolVersion)), ("cipher", .string(info.cipher)),
                      ("alpn", info.alpn.map(JSONValue.string) ?? .null), ("verified", .bool(info.verified)),
-                     ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+                     ("pin", info.peerChain.first.map { .string("sha256//" + $0.publicKeyPin) } ?? .null),
+                     ("chain", .array(chain)), ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
     }
 
     /// Bytes that arrived (the first one is timed).
@@ -126,9 +140,10 @@ final class EventLog: Sendable {
             guard let from, let to else { return nil }
             return to - from
         }
-        let phases: [(name: String, json: String, value: Duration?)] = [
-            ("dns", "dns_ms", span(m.lookupStart, m.lookupEnd)),
-            ("connect", "connect_ms", span(m.connectStart, m.connected)),
+        let reach: [(name: String, json: String, value: Duration?)] = m.accepted != nil
+            ? [("wait for a client", "wait_ms", span(started, m.accepted))]
+            : [("dns", "dns_ms", span(m.lookupStart, m.lookupEnd)), ("connect", "connect_ms", span(m.connectStart, m.connected))]
+        let phases: [(name: String, json: String, value: Duration?)] = reach + [
             ("tls", "tls_ms", m.tls),
             ("first byte", "first_byte_ms", span(started, m.firstByte)),
             ("total", "total_ms", .now - started),
@@ -136,7 +151,7 @@ final class EventLog: Sendable {
         emit("closed", [("sent", .number(Double(m.sent))), ("received", .number(Double(m.received)))]
              + phases.map { ($0.json, $0.value.map { JSONValue.number($0.milliseconds.rounded(toPlaces: 3)) } ?? .null) }
              + [("exit", .number(Double(exitCode)))])
-        guard timing else { return }
+        guard timing, !json else { return }  // with --json the closed event has the times
         let parts = phases.map { "\($0.name) \($0.value.map(EventLog.format) ?? "-")" } + ["sent \(m.sent) B", "received \(m.received) B"]
         Console.error("tincan: timing: " + parts.joined(by: ", "))
     }
@@ -153,6 +168,8 @@ enum JSONValue: Sendable {
     case number(Double)
     case bool(Bool)
     case strings([String])
+    case array([JSONValue])
+    case object([(String, JSONValue)])
     case null
 
     var text: String {
@@ -161,6 +178,8 @@ enum JSONValue: Sendable {
         case .number(let n): n == n.rounded() && abs(n) < 1e15 ? String(Int64(n)) : String(n)
         case .bool(let b): String(b)
         case .strings(let list): "[" + list.map(JSON.string).joined(by: ",") + "]"
+        case .array(let items): "[" + items.map(\.text).joined(by: ",") + "]"
+        case .object(let fields): "{" + fields.map { JSON.string($0.0) + ":" + $0.1.text }.joined(by: ",") + "}"
         case .null: "null"
         }
     }

@@ -32,7 +32,7 @@ struct ReceiveSettings {
     }
 
     func say(_ line: @autoclosure () -> String) {
-        if verbosity > 0 { Console.error("tincan: " + line()) }
+        if verbosity > 0 { Console.note(line()) }
     }
 
     /// Prints until the run ends, then turns its end into success or the error to report.

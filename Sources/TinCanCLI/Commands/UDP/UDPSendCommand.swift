@@ -62,7 +62,7 @@ struct UDPSendCommand {
     }
 
     private func say(_ line: @autoclosure () -> String) {
-        if verbosity > 0 { Console.error("tincan: " + line()) }
+        if verbosity > 0 { Console.note(line()) }
     }
 
     func run() throws {
