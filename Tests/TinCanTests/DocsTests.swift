@@ -20,6 +20,14 @@ final class DocsTests: XCTestCase {
         XCTAssertEqual(manFiles, ManPage.all().map(\.name).sorted(), "man/ holds exactly the generated pages")
     }
 
+    /// The README prints the end-of-stream rules: the same rows as the code's table.
+    func testTheReadmesEndOfStreamTableIsTheRules() throws {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for rule in SessionEnding.rules {
+            XCTAssertTrue(readme.contains("  | \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "README lacks the row for '\(rule.event)'")
+        }
+    }
+
     func testManPagesRenderWithoutWarnings() throws {
         for (name, _) in ManPage.all() {
             let path = root.appendingPathComponent("man/\(name)").path

@@ -39,6 +39,27 @@ final class EndOfStreamTests: XCTestCase {
         XCTAssertEqual(fileText(got), "first\nsecond\n")
     }
 
+    /// The same over TLS: the listener's close_notify comes at once, the client keeps sending.
+    func testOverTLSTheClientKeepsSendingAfterTheServersCloseNotify() throws {
+        let port = freePort()
+        let got = temporaryFile("tls")
+        let listener = try Tool.tincan(["listen", "--tls", "127.0.0.1", String(port)], stdoutTo: got)
+        defer { listener.stop() }
+        listener.closeInput()
+        waitForListener(port: port)
+        let client = try Tool(["tls", "-vv", "--insecure", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("first\n")
+        waitUntil("the listener's close_notify at the client") { client.stderrText.contains("the peer ended its stream") }
+        waitUntil("the first line at the listener") { fileText(got) == "first\n" }
+        pauseLikeAScript()
+        client.send("second\n")
+        client.closeInput()
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(fileText(got), "first\nsecond\n")
+    }
+
     /// The other way round: the client's stdin is empty, the server pauses between lines.
     func testAClientWithEmptyStdinGetsWhatTheServerSendsAfterItsHalfClose() throws {
         let port = freePort()

@@ -96,9 +96,11 @@ public enum OptionTable {
             Connects to HOST on PORT (racing IPv6 and IPv4 as RFC 8305 says, so a broken address \
             family costs a quarter of a second) and copies stdin to the connection and the \
             connection to stdout, byte for byte. At the end of stdin the connection is half-closed \
-            and tincan keeps reading until the peer closes, then exits once stdout is flushed. If \
-            the peer closes first, tincan still sends what stdin has, and ends once stdin is quiet \
-            for half a second.
+            and tincan keeps reading until the peer closes. If the peer closes first, tincan still \
+            sends everything stdin has, however long it pauses (only -q, -w or a terminal on stdin \
+            end it sooner). It exits 0 only when every byte from stdin was acknowledged by the peer \
+            and every byte received reached stdout; otherwise the exit code and one line on stderr \
+            say what was lost and why.
             """,
         positionals: hostAndPort,
         options: [help, verbose] + family + dialing + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [

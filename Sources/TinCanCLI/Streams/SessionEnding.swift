@@ -4,18 +4,23 @@
 /// no socket and no clock: every call carries the time (since the session started) and the
 /// last activity each way, so tests drive it deterministically.
 ///
-/// | event | rule |
-/// | --- | --- |
-/// | stdin ends | half-close (FIN; TLS: close_notify, deferred by ``Policy/closeWriteDelay``); keep receiving |
-/// | the peer ends its stream | everything received is on stdout; keep sending stdin until it ends |
-/// | both ended | the session is over (exit 0) |
-/// | stdin is a terminal and the peer ended | over at once (a person typing, not a script) |
-/// | the peer resets, or sending fails | over, exit 1, the reason named |
-/// | stdout fails or its reader leaves | over, exit 1, the reason named |
-/// | `-q D` | quit D after stdin ended (exit 0) |
-/// | `-w D` | after stdin ended, quit once nothing has arrived for D (exit 0) |
-/// | `--idle-timeout D` | nothing moved either way for D: over (exit 3) |
+/// The rules, as people read them, are ``rules`` (the README and the man pages print them).
 struct SessionEnding: Sendable {
+    /// What happens, what tincan does, and the exit code: the table the README and the man
+    /// pages print (a test keeps the README's copy the same).
+    static let rules: [(event: String, action: String, exit: String)] = [
+        ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving; a TLS client holds its close_notify until the server closes or sends nothing for 1 s (`--half-close` sends it at once)", ""),
+        ("the peer ends its stream", "everything it sent is on stdout; stdin goes on being sent until it ends", ""),
+        ("both ended", "done, once the peer has acknowledged every byte sent", "0"),
+        ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),
+        ("the peer resets, or answers bytes sent after it closed with a reset", "done, what arrived is on stdout, the reason named", "1"),
+        ("stdout fails: a full disk, closed (`>&-`), its reader left (`head`)", "done: `writing to stdout failed: ...`", "1"),
+        ("a TLS peer ends without close_notify", "between two records: an end (`-v` says which); in the middle of a record: data was cut", "0 / 1"),
+        ("`-q DURATION`", "quits that long after stdin ended", "0"),
+        ("`-w DURATION`", "as nc: gives up connecting after it (exit 3), and after stdin ended quits once nothing arrived for that long", "0"),
+        ("`--idle-timeout DURATION`", "nothing moved either way for that long", "3"),
+    ]
+
     struct Policy: Sendable {
         /// Tell the peer at the end of stdin (FIN, or close_notify then FIN); false: `--no-shutdown`.
         var halfClose = true
