@@ -10,27 +10,41 @@ import XCTest
 /// - 2001:db8::3 is a local IPv6 address (listening or refusing, per test),
 /// and an /etc/hosts of its own names them. Nothing leaves the namespace.
 final class HappyEyeballsNamespaceTests: XCTestCase {
-    func testHappyEyeballsOnRealTestHosts() throws {
-        if Namespace.isChild {
-            let scenarios = HappyEyeballsScenarios()
-            try scenarios.blackholedIPv6FallsBackToIPv4AfterTheAttemptDelay()
-            try scenarios.refusedIPv6FallsBackAtOnce()
-            try scenarios.bothWorkingPrefersIPv6UnlessToldOtherwise()
-            try scenarios.ipv4OnlyNameHasNoDelay()
-            try scenarios.overallTimeoutNamesTheSilentAddress()
-            try scenarios.blockingConnectorRacesAndTimesOutTheSameWay()
-            return
-        }
-        try Namespace.run(
-            test: "SocketCoreTests.HappyEyeballsNamespaceTests/testHappyEyeballsOnRealTestHosts",
-            setup: Namespace.testNetwork(extra: ["2001:db8::3"]),
-            hosts: """
-                127.0.0.1 localhost
-                198.18.0.1 blackhole6.test refused6.test both.test v4only.test
-                2001:db8::1 blackhole6.test v6blackhole.test
-                2001:db8::3 refused6.test both.test
+    static let hosts = """
+        127.0.0.1 localhost
+        198.18.0.1 blackhole6.test refused6.test both.test v4only.test
+        2001:db8::1 blackhole6.test v6blackhole.test
+        2001:db8::3 refused6.test both.test
 
-                """)
+        """
+
+    /// The namespace every scenario here runs in, each in one of its own.
+    private func inNetwork(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(extra: ["2001:db8::3"]), hosts: HappyEyeballsNamespaceTests.hosts, file: file, line: line, body)
+    }
+
+    func testBlackholedIPv6FallsBackToIPv4AfterTheAttemptDelay() throws {
+        try inNetwork { try HappyEyeballsScenarios().blackholedIPv6FallsBackToIPv4AfterTheAttemptDelay() }
+    }
+
+    func testRefusedIPv6FallsBackAtOnce() throws {
+        try inNetwork { try HappyEyeballsScenarios().refusedIPv6FallsBackAtOnce() }
+    }
+
+    func testBothWorkingPrefersIPv6UnlessToldOtherwise() throws {
+        try inNetwork { try HappyEyeballsScenarios().bothWorkingPrefersIPv6UnlessToldOtherwise() }
+    }
+
+    func testIPv4OnlyNameHasNoDelay() throws {
+        try inNetwork { try HappyEyeballsScenarios().ipv4OnlyNameHasNoDelay() }
+    }
+
+    func testOverallTimeoutNamesTheSilentAddress() throws {
+        try inNetwork { try HappyEyeballsScenarios().overallTimeoutNamesTheSilentAddress() }
+    }
+
+    func testBlockingConnectorRacesAndTimesOutTheSameWay() throws {
+        try inNetwork { try HappyEyeballsScenarios().blockingConnectorRacesAndTimesOutTheSameWay() }
     }
 }
 

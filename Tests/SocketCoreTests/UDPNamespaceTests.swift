@@ -7,20 +7,33 @@ import XCTest
 /// Multicast and broadcast for real, inside a private network namespace: IPv4 groups on its
 /// loopback, IPv6 groups over a veth pair, broadcast to 127.255.255.255. Nothing leaves it.
 final class UDPNamespaceTests: XCTestCase {
-    func testMulticastAndBroadcastInAPrivateNetwork() throws {
-        if Namespace.isChild {
-            let scenarios = MulticastScenarios()
-            try scenarios.twoReceiversShareAGroupAndSeeItsAddress()
-            try scenarios.sourceSpecificJoinAcceptsOneSourceAndIgnoresAnother()
-            try scenarios.leavingAGroupStopsItsDatagrams()
-            try scenarios.broadcastNeedsPermission()
-            try scenarios.ipv6GroupOverVeth()
-            try scenarios.loopbackOffHidesOwnMulticastAndTTLIsSet()
-            return
-        }
-        try Namespace.run(
-            test: "SocketCoreTests.UDPNamespaceTests/testMulticastAndBroadcastInAPrivateNetwork",
-            setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n")
+    /// The namespace every scenario here runs in, each in one of its own.
+    private func inNetwork(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n", file: file, line: line, body)
+    }
+
+    func testTwoReceiversShareAGroupAndSeeItsAddress() throws {
+        try inNetwork { try MulticastScenarios().twoReceiversShareAGroupAndSeeItsAddress() }
+    }
+
+    func testSourceSpecificJoinAcceptsOneSourceAndIgnoresAnother() throws {
+        try inNetwork { try MulticastScenarios().sourceSpecificJoinAcceptsOneSourceAndIgnoresAnother() }
+    }
+
+    func testLeavingAGroupStopsItsDatagrams() throws {
+        try inNetwork { try MulticastScenarios().leavingAGroupStopsItsDatagrams() }
+    }
+
+    func testBroadcastNeedsPermission() throws {
+        try inNetwork { try MulticastScenarios().broadcastNeedsPermission() }
+    }
+
+    func testIPv6GroupOverVeth() throws {
+        try inNetwork { try MulticastScenarios().ipv6GroupOverVeth() }
+    }
+
+    func testLoopbackOffHidesOwnMulticastAndTTLIsSet() throws {
+        try inNetwork { try MulticastScenarios().loopbackOffHidesOwnMulticastAndTTLIsSet() }
     }
 }
 

@@ -12,6 +12,33 @@ import XCTest
 public enum Namespace {
     public static var isChild: Bool { ProcessInfo.processInfo.environment["TINCAN_NETNS_CHILD"] == "1" }
 
+    /// Set (`TINCAN_REQUIRE_PRIVILEGED=1`) by scripts/test as root and in CI: a test that needs
+    /// root or unshare and cannot have them fails instead of being skipped, so a green run
+    /// means every area ran.
+    public static var privilegesRequired: Bool { ProcessInfo.processInfo.environment["TINCAN_REQUIRE_PRIVILEGED"] == "1" }
+
+    /// A test that needs what the machine lacks: skipped, or (``privilegesRequired``) failed.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public let reason: String
+        public var description: String { "\(reason), and TINCAN_REQUIRE_PRIVILEGED=1 says this area must run" }
+    }
+
+    /// Throws a skip for `reason`, or, when privileges are required, an error that fails the test.
+    public static func unavailable(_ reason: String) -> any Error {
+        privilegesRequired ? Unavailable(reason: reason) : XCTSkip(reason)
+    }
+
+    /// Runs `body` inside a private network namespace made by `setup` (see ``run(test:setup:hosts:timeout:file:line:)``):
+    /// in the parent, `test` runs again, alone, in the namespace; there, `body` is the test. One
+    /// scenario per test method, so a failure names its scenario.
+    public static func scenario(_ test: XCTestCase, setup: String, hosts: String = "127.0.0.1 localhost\n",
+                                timeout: Duration = .seconds(120), file: StaticString = #filePath, line: UInt = #line,
+                                _ body: () throws -> Void) throws {
+        if isChild { return try body() }
+        let method = test.name.split(whereSeparator: { $0 == "." || $0 == " " || $0 == "]" }).last.map(String.init) ?? test.name
+        try run(test: "\(String(reflecting: type(of: test)))/\(method)", setup: setup, hosts: hosts, timeout: timeout, file: file, line: line)
+    }
+
     /// The usual test network: a veth pair `va`/`vb`, 198.18.0.1/24 and 2001:db8::2/64 on `va`
     /// (plus `extra` addresses), and 2001:db8::1 as a blackhole (a permanent neighbour entry for
     /// a MAC nobody has, so SYNs to it vanish).
@@ -30,8 +57,8 @@ public enum Namespace {
     /// Fails the calling test if the child failed or ran nothing. `test` is `Module.Class/method`.
     public static func run(test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
                     file: StaticString = #filePath, line: UInt = #line) throws {
-        guard getuid() == 0 else { throw XCTSkip("network namespace tests need root") }
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw XCTSkip("no unshare") }
+        guard getuid() == 0 else { throw unavailable("network namespace tests need root") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") else { throw unavailable("no /usr/bin/unshare") }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ns-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }

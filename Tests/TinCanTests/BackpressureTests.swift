@@ -5,10 +5,10 @@ import XCTest
 /// A slow reader slows the sender: tincan's peak RSS stays under a fixed bound while 100 MB go
 /// into a reader limited to 20 MB/s, plain and TLS.
 final class BackpressureTests: XCTestCase {
-    /// The bound tincan promises on every data path. Under a sanitizer (`Tests/sanitize`) the
+    /// The bound tincan promises on every data path. Under a sanitizer (`scripts/sanitize`) the
     /// shadow memory grows with the work done, so the bound applies to real builds only.
     private let boundKiB = ProcessInfo.processInfo.environment["TINCAN_SANITIZER"] == nil ? 32 * 1024 : Int.max
-    /// Bytes per transfer: 100 MB in the suite; `Tests/soak` sets TINCAN_BACKPRESSURE_BYTES=2147483648.
+    /// Bytes per transfer: 100 MB in the suite; `scripts/soak` sets TINCAN_BACKPRESSURE_BYTES=2147483648.
     private let bytes = Int(ProcessInfo.processInfo.environment["TINCAN_BACKPRESSURE_BYTES"] ?? "") ?? 100_000_000
     /// Long enough for `bytes` at 10 MB/s, plus slack.
     private var timeout: Duration { .seconds(bytes / 10_000_000 + 60) }
@@ -32,11 +32,13 @@ final class BackpressureTests: XCTestCase {
             """
         let script = """
             set -e
-            /usr/bin/time -f %M -o \(dir)/listen.rss "\(t)" \(listen.joined(separator: " ")) 127.0.0.1 \(port) < /dev/null 2>/dev/null | python3 -c '\(slowReader)' > \(dir)/received &
+            trap 'cat \(dir)/listen.err \(dir)/send.err >&2 2>/dev/null || true' EXIT
+            { set +e; /usr/bin/time -f %M -o \(dir)/listen.rss "\(t)" \(listen.joined(separator: " ")) 127.0.0.1 \(port) < /dev/null 2>\(dir)/listen.err; echo $? > \(dir)/listen.status; } | python3 -c '\(slowReader)' > \(dir)/received &
             reader=$!
             for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
-            head -c \(bytes) /dev/zero | /usr/bin/time -f %M -o \(dir)/send.rss "\(t)" \(send.joined(separator: " ")) 127.0.0.1 \(port) 2>/dev/null
+            head -c \(bytes) /dev/zero | /usr/bin/time -f %M -o \(dir)/send.rss "\(t)" \(send.joined(separator: " ")) 127.0.0.1 \(port) 2>\(dir)/send.err
             wait $reader
+            test "$(cat \(dir)/listen.status)" = 0 || { echo "the listener exited with $(cat \(dir)/listen.status)" >&2; exit 1; }
             """
         let run = try Tool(["-c", script], program: "/bin/sh")
         defer { run.stop() }
@@ -50,6 +52,7 @@ final class BackpressureTests: XCTestCase {
         print("plain TCP, \(bytes) bytes at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, connect \(r.sendKiB) KiB")
         XCTAssertEqual(r.received, bytes)
         XCTAssertGreaterThan(r.listenKiB, 0)
+        XCTAssertGreaterThan(r.sendKiB, 0, "a peak RSS was measured (-1: none)")
         XCTAssertLessThan(r.listenKiB, boundKiB)
         XCTAssertLessThan(r.sendKiB, boundKiB)
     }
@@ -61,6 +64,7 @@ final class BackpressureTests: XCTestCase {
         print("TLS, \(bytes) bytes at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, tls \(r.sendKiB) KiB")
         XCTAssertEqual(r.received, bytes)
         XCTAssertGreaterThan(r.listenKiB, 0)
+        XCTAssertGreaterThan(r.sendKiB, 0, "a peak RSS was measured (-1: none)")
         XCTAssertLessThan(r.listenKiB, boundKiB)
         XCTAssertLessThan(r.sendKiB, boundKiB)
     }

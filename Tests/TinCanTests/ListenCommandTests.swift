@@ -66,14 +66,12 @@ final class ListenCommandTests: XCTestCase {
     func testExecAndShExecForOneConnection() throws {
         let port = freePort()
         let listener = try startListener(["--sh-exec", "read line; echo \"you said: $line\""], port: port)
-        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "hello\n")
-        XCTAssertEqual(r.out, "you said: hello\n")
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port)], input: "hello\n"), "you said: hello\n")
         XCTAssertEqual(listener.wait(), 0)
 
         let port2 = freePort()
         let exec = try startListener(["--exec", "/usr/bin/tr a-z A-Z"], port: port2)
-        let r2 = try Tool.run(["connect", "127.0.0.1", String(port2)], input: "shout\n")
-        XCTAssertEqual(r2.out, "SHOUT\n")
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port2)], input: "shout\n"), "SHOUT\n")
         XCTAssertEqual(exec.wait(), 0)
 
         let bad = try Tool.run(["listen", "--exec", "/no/such/program", "9"])
@@ -86,14 +84,14 @@ final class ListenCommandTests: XCTestCase {
         let port = freePort()
         let listener = try startListener(["-k", "--sh-exec", "grep -E '^Sig(Blk|Ign)' /proc/self/status"], port: port)
         defer { listener.stop() }
-        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "")
-        let masks = Dictionary(uniqueKeysWithValues: r.out.split(separator: "\n").map {
+        let out = try Tool.output(["connect", "127.0.0.1", String(port)], input: "")
+        let masks = Dictionary(uniqueKeysWithValues: out.split(separator: "\n").map {
             let parts = $0.split(separator: "\t")
             return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
         })
-        XCTAssertEqual(masks["SigBlk:"], 0, r.out)
+        XCTAssertEqual(masks["SigBlk:"], 0, out)
         // Signals 1-31 at their defaults (32 and up are glibc's own).
-        XCTAssertEqual((masks["SigIgn:"] ?? .max) & 0x7FFF_FFFF, 0, r.out)
+        XCTAssertEqual((masks["SigIgn:"] ?? .max) & 0x7FFF_FFFF, 0, out)
     }
 
     func testDenyClosesBeforeReadingAndAllowAdmits() throws {
@@ -114,7 +112,7 @@ final class ListenCommandTests: XCTestCase {
         let port2 = freePort()
         let allowing = try startListener(["-k", "--allow", "10.0.0.0/8,127.0.0.1", "--exec", "/bin/cat"], port: port2)
         defer { allowing.stop() }
-        XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(port2)], input: "ok\n").out, "ok\n")
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port2)], input: "ok\n"), "ok\n")
     }
 
     func testMaxConnsRefusesTheExtraClient() throws {
@@ -127,11 +125,12 @@ final class ListenCommandTests: XCTestCase {
         waitUntil("the first client served") { Self.established(port: port) >= 1 }
         let second = try Tool.run(["connect", "127.0.0.1", String(port)], input: "two\n")
         XCTAssertEqual(second.out, "")
+        XCTAssertEqual(second.status, 1, "the refused client's line was not delivered: \(second.err)")
         first.closeInput()
         XCTAssertEqual(first.wait(), 0)
         XCTAssertEqual(first.stdoutText, "one\n")
         listener.signal(SIGTERM)
-        listener.wait()
+        XCTAssertEqual(listener.wait(), 128 + SIGTERM)
         XCTAssertTrue(listener.stderrText.contains("--max-conns 1 reached"), listener.stderrText)
     }
 
@@ -154,7 +153,7 @@ final class ListenCommandTests: XCTestCase {
         let listener = try Tool(["listen", "-k", "--unix", path, "--exec", "/bin/cat"])
         defer { listener.stop() }
         waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
-        XCTAssertEqual(try Tool.run(["connect", "--unix", path], input: "over unix\n").out, "over unix\n")
+        XCTAssertEqual(try Tool.output(["connect", "--unix", path], input: "over unix\n"), "over unix\n")
         listener.signal(SIGTERM)
         XCTAssertEqual(listener.wait(), 128 + SIGTERM)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the socket file is removed on SIGTERM")
@@ -191,12 +190,14 @@ final class ListenCommandTests: XCTestCase {
         let port = freePort()
         let listener = try startListener(["-k", "--exec", "/bin/cat"], port: port)
         defer { listener.stop() }
-        XCTAssertEqual(try Tool.run(["connect", "::1", String(port)], input: "6\n").out, "6\n")
-        XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(port)], input: "4\n").out, "4\n")
+        XCTAssertEqual(try Tool.output(["connect", "::1", String(port)], input: "6\n"), "6\n")
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port)], input: "4\n"), "4\n")
         let port4 = freePort()
         let only4 = try startListener(["-4", "-k", "--exec", "/bin/cat"], port: port4)
         defer { only4.stop() }
-        XCTAssertEqual(try Tool.run(["connect", "::1", String(port4)]).status, 1)
+        let refused = try Tool.run(["connect", "::1", String(port4)])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("connection refused"), refused.err)
     }
 }
 

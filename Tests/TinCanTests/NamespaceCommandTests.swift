@@ -6,25 +6,38 @@ import XCTest
 /// 2001:db8::1 is a blackhole, names come from the namespace's own /etc/hosts, and no DNS
 /// query or packet can leave the namespace.
 final class NamespaceCommandTests: XCTestCase {
-    func testConnectOnTestHosts() throws {
-        if Namespace.isChild {
-            try happyEyeballsTraceOnStderr()
-            try connectTimeoutExitsWithCode3()
-            try unresolvableNameExitsWithCode1()
-            try sourceAndInterfaceBinding()
-            try silentPortProbesAsFiltered()
-            return
-        }
-        try Namespace.run(
-            test: "TinCanTests.NamespaceCommandTests/testConnectOnTestHosts",
-            setup: Namespace.testNetwork(extra: ["198.18.0.5"])
-                + "\nip neigh add 198.18.0.99 lladdr 02:00:00:00:00:01 dev va nud permanent",
-            hosts: """
-                127.0.0.1 localhost
-                198.18.0.1 dual.test
-                2001:db8::1 dual.test v6blackhole.test
+    static let setup = Namespace.testNetwork(extra: ["198.18.0.5"])
+        + "\nip neigh add 198.18.0.99 lladdr 02:00:00:00:00:01 dev va nud permanent"
+    static let hosts = """
+        127.0.0.1 localhost
+        198.18.0.1 dual.test
+        2001:db8::1 dual.test v6blackhole.test
 
-                """)
+        """
+
+    /// The namespace every scenario here runs in, each in one of its own.
+    private func inNetwork(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) throws {
+        try Namespace.scenario(self, setup: NamespaceCommandTests.setup, hosts: NamespaceCommandTests.hosts, file: file, line: line, body)
+    }
+
+    func testHappyEyeballsTraceOnStderr() throws {
+        try inNetwork { try happyEyeballsTraceOnStderr() }
+    }
+
+    func testConnectTimeoutExitsWithCode3() throws {
+        try inNetwork { try connectTimeoutExitsWithCode3() }
+    }
+
+    func testUnresolvableNameExitsWithCode1() throws {
+        try inNetwork { try unresolvableNameExitsWithCode1() }
+    }
+
+    func testSourceAndInterfaceBinding() throws {
+        try inNetwork { try sourceAndInterfaceBinding() }
+    }
+
+    func testSilentPortProbesAsFiltered() throws {
+        try inNetwork { try silentPortProbesAsFiltered() }
     }
 
     private func echoServer(_ extra: [String] = []) throws -> (Tool, UInt16) {

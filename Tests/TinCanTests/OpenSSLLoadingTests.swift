@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import TestSupport
 
 /// OpenSSL is loaded when TLS is first used, not when tincan starts (COpenSSL/loader.c).
 final class OpenSSLLoadingTests: XCTestCase {
@@ -34,11 +35,11 @@ final class OpenSSLLoadingTests: XCTestCase {
     }
 
     func testTLSWithoutALoadableOpenSSLFailsWithOneClearLine() throws {
-        guard getuid() == 0 else { throw XCTSkip("hiding libssl in a mount namespace needs root") }
+        guard getuid() == 0 else { throw Namespace.unavailable("hiding libssl in a mount namespace needs root") }
         let candidates = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
             .map { $0 + "/libssl.so.3" }
         guard let library = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
-            throw XCTSkip("libssl.so.3 not found in the usual places")
+            throw Namespace.unavailable("libssl.so.3 not found in the usual places")
         }
         // In a private mount namespace, an empty file stands where libssl was. Both sides fail
         // the same way: one line, exit 1 (the machine lacks something; the arguments are fine).

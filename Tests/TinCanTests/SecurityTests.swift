@@ -12,8 +12,7 @@ final class SecurityTests: XCTestCase {
         let listener = try Tool(["listen", "--exec", "/bin/echo $HOME ; touch \(marker) `id` *", "127.0.0.1", String(port)])
         defer { listener.stop() }
         waitForListener(port: port)
-        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "")
-        XCTAssertEqual(r.out, "$HOME ; touch \(marker) `id` *\n")
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port)], input: ""), "$HOME ; touch \(marker) `id` *\n")
         XCTAssertEqual(listener.wait(), 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: marker), "no shell ran the touch")
     }

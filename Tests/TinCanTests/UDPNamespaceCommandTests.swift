@@ -5,19 +5,29 @@ import XCTest
 /// join-group, broadcast and a 200 000-datagram burst, inside a private network namespace
 /// (IPv4 groups on its loopback, IPv6 groups over a veth pair). Nothing leaves it.
 final class UDPNamespaceCommandTests: XCTestCase {
-    func testGroupsBroadcastAndBurstInAPrivateNetwork() throws {
-        if Namespace.isChild {
-            // First, while the namespace's UDP counters see no other traffic.
-            try burstOf200000DatagramsIsCountedWithItsLoss()
-            try twoJoinGroupReceiversShareAGroup()
-            try sourceSpecificJoinHearsOnlyItsSource()
-            try ipv6GroupOverVeth()
-            try broadcastWithPermission()
-            return
-        }
-        try Namespace.run(
-            test: "TinCanTests.UDPNamespaceCommandTests/testGroupsBroadcastAndBurstInAPrivateNetwork",
-            setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n")
+    /// The namespace every scenario here runs in, each in one of its own.
+    private func inNetwork(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n", file: file, line: line, body)
+    }
+
+    func testBurstOf200000DatagramsIsCountedWithItsLoss() throws {
+        try inNetwork { try burstOf200000DatagramsIsCountedWithItsLoss() }
+    }
+
+    func testTwoJoinGroupReceiversShareAGroup() throws {
+        try inNetwork { try twoJoinGroupReceiversShareAGroup() }
+    }
+
+    func testSourceSpecificJoinHearsOnlyItsSource() throws {
+        try inNetwork { try sourceSpecificJoinHearsOnlyItsSource() }
+    }
+
+    func testIPv6GroupOverVeth() throws {
+        try inNetwork { try ipv6GroupOverVeth() }
+    }
+
+    func testBroadcastWithPermission() throws {
+        try inNetwork { try broadcastWithPermission() }
     }
 
     /// Starts join-group and waits until the kernel lists `users` members of `group`.

@@ -4,7 +4,7 @@ import Glibc
 ///
 /// Why not `Mutex`: on Linux it locks with futex calls and atomics inside the prebuilt Swift
 /// standard library, which ThreadSanitizer cannot see, so every value it protects shows up as a
-/// data race in `Tests/sanitize thread`. pthread mutexes are intercepted by the sanitizer, so
+/// data race in `scripts/sanitize thread`. pthread mutexes are intercepted by the sanitizer, so
 /// its reports stay meaningful.
 public final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched with `mutex` held.

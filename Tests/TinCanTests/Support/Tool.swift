@@ -71,7 +71,19 @@ final class Tool: @unchecked Sendable {
         }
         process.waitUntilExit()
         _ = collected.wait(timeout: .now() + 10)
+        checkForSanitizerReports(file: file, line: line)
         return process.terminationStatus
+    }
+
+    /// Under `scripts/sanitize` (TINCAN_SANITIZER set) a sanitizer's report on stderr fails the
+    /// test that ran the program, whatever its exit status.
+    private func checkForSanitizerReports(file: StaticString, line: UInt) {
+        guard let sanitizer = ProcessInfo.processInfo.environment["TINCAN_SANITIZER"] else { return }
+        let err = stderrText
+        for marker in ["ThreadSanitizer:", "AddressSanitizer:", "LeakSanitizer:", "UndefinedBehaviorSanitizer:", "runtime error:"] where err.contains(marker) {
+            XCTFail("\(sanitizer) sanitizer report from \(process.arguments ?? []):\n\(err.suffix(4000))", file: file, line: line)
+            return
+        }
     }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
@@ -86,6 +98,14 @@ final class Tool: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+    }
+
+    /// Runs to completion and fails the test unless it exited 0: its stdout.
+    static func output(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30),
+                       file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let r = try run(arguments, input: input, timeout: timeout, file: file, line: line)
+        XCTAssertEqual(r.status, 0, "\(arguments): \(r.err)", file: file, line: line)
+        return r.out
     }
 
     /// Runs to completion: status, stdout, stderr.
@@ -113,6 +133,21 @@ func procText(_ path: String) -> String {
         bytes += chunk[0..<n]
     }
     return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The children of process `pid` (found by their PPid, whichever thread spawned them) and the
+/// state of each (`S`, `R`, `Z` for a zombie nobody reaped...).
+func childProcesses(of pid: Int32) -> [(pid: Int32, state: String)] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { entry -> (Int32, String)? in
+        guard let child = Int32(entry) else { return nil }
+        let status = procText("/proc/\(child)/status").split(separator: "\n")
+        func field(_ name: String) -> String? {
+            status.first { $0.hasPrefix(name + ":") }.map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+        }
+        guard field("PPid") == String(pid) else { return nil }
+        return (child, String(field("State")?.prefix(1) ?? "?"))
+    }
 }
 
 /// Waits until a socket listens on TCP `port` (a server just started). It reads
@@ -194,15 +229,18 @@ func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [Stri
     let dir = "/dev/shm/tincan-bulk-\(getpid())-\(port)"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
+    // Both sides' stderr is kept (a sanitizer's report fails the test) and both exit codes count.
     let script = """
         set -e
+        trap 'cat \(dir)/listen.err \(dir)/send.err >&2 2>/dev/null || true' EXIT
         head -c 67108864 /dev/urandom > \(dir)/chunk
         files=""; for i in $(seq \(chunks)); do files="$files \(dir)/chunk"; done
-        "$0" \(listen.joined(separator: " ")) < /dev/null 2>/dev/null | sha256sum > \(dir)/received &
+        { set +e; "$0" \(listen.joined(separator: " ")) < /dev/null 2>\(dir)/listen.err; echo $? > \(dir)/listen.status; } | sha256sum > \(dir)/received &
         reader=$!
         for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
-        cat $files | "$0" \(send.joined(separator: " ")) 2>/dev/null
+        cat $files | "$0" \(send.joined(separator: " ")) 2>\(dir)/send.err
         wait $reader
+        test "$(cat \(dir)/listen.status)" = 0 || { echo "the listener exited with $(cat \(dir)/listen.status)" >&2; exit 1; }
         cat $files | sha256sum > \(dir)/sent
         cmp \(dir)/sent \(dir)/received
         """
