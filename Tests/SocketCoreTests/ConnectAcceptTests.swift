@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SocketCore
+import TestSupport
 import XCTest
 
 final class ConnectAcceptTests: XCTestCase {
@@ -143,12 +144,16 @@ final class ConnectAcceptTests: XCTestCase {
         defer { listener.disconnect() }
         let client = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "c"))
         client.userData = "hello"
-        XCTAssertEqual(client.userData as? String, "hello")
         try client.connect(toHost: "127.0.0.1", port: listener.localPort)
         events.wait("accept") { $0.contains(.accepted) }
         XCTAssertTrue(events.acceptedSockets[0].socketQueue === queue)
         XCTAssertGreaterThanOrEqual(events.acceptedSockets[0].perform { events.acceptedSockets[0].socketFD }, 0)
+        // userData is the socket's own, read from its queue as from any other, through a
+        // connect and a disconnect; another socket has none.
+        XCTAssertEqual(client.perform { client.userData as? String }, "hello")
+        XCTAssertNil(events.acceptedSockets[0].userData)
         client.disconnect()
+        XCTAssertEqual(client.userData as? String, "hello")
     }
 
     func testUnixPathAcceptConnectAndCleanup() throws {
@@ -193,8 +198,16 @@ final class ConnectAcceptTests: XCTestCase {
         try Syscall.bind(fd, to: SocketAddress(unixPath: stale))
         Syscall.close(fd)
         XCTAssertEqual(Syscall.pathKind(stale), .socket)
-        let listener = AsyncSocket()
-        XCTAssertNoThrow(try listener.accept(onUnixPath: stale))
+        // The stale file is replaced by a live socket: a client gets through to it.
+        let events = Recorder()
+        let listener = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "d"))
+        try listener.accept(onUnixPath: stale)
+        let clientEvents = Recorder()
+        let client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "c"))
+        try client.connect(toUnixPath: stale)
+        clientEvents.wait("connected to the replaced socket") { $0.contains(.connectedUnix(stale)) }
+        events.wait("accepted") { $0.contains(.accepted) }
+        client.disconnect()
         listener.disconnect()
 
         let regular = dir.appendingPathComponent("file").path
@@ -211,6 +224,13 @@ final class ConnectAcceptTests: XCTestCase {
         let listener = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "d"))
         try listener.accept(onUnixPath: name)
         defer { listener.disconnect() }
+        // Abstract: no file anywhere, and the kernel lists it with its '@'.
+        let bare = String(name.dropFirst())
+        for path in [name, bare, FileManager.default.currentDirectoryPath + "/" + name, FileManager.default.currentDirectoryPath + "/" + bare] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) exists: bound as a file, not in the abstract namespace")
+        }
+        let listed = procText("/proc/net/unix")
+        XCTAssertTrue(listed.split(separator: "\n").contains { $0.hasSuffix(" " + name) }, "/proc/net/unix does not list \(name)")
         let client = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "c"))
         try client.connect(toUnixPath: name)
         events.wait("accepted") { $0.contains(.accepted) }

@@ -80,22 +80,23 @@ struct HappyEyeballsScenarios {
         XCTAssertTrue(events.all.connected, "\(events.all)")
         XCTAssertEqual(client.connectedHost, "198.18.0.1")
         XCTAssertEqual(trace(events), ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
-        // IPv4 waited for the attempt delay (250 ms), not for the kernel's connect timeout.
+        // IPv4 waited for the attempt delay (250 ms), not for the kernel's connect timeout (over
+        // a minute): the upper bound is that, with room for a loaded machine.
         XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(240))
-        XCTAssertLessThan(elapsed, .seconds(3))
+        XCTAssertLessThan(elapsed, .seconds(20))
     }
 
     func refusedIPv6FallsBackAtOnce() throws {
         let listener = try listen(on: "198.18.0.1")
         defer { listener.disconnect() }
-        // A 2 s attempt delay: falling back "at once" is then unmistakable.
-        let (events, client, elapsed) = try connect("refused6.test", port: listener.localPort, delay: .seconds(2))
+        // A 10 s attempt delay: falling back "at once" is then unmistakable, even on a loaded machine.
+        let (events, client, elapsed) = try connect("refused6.test", port: listener.localPort, delay: .seconds(10))
         defer { client.disconnect() }
         XCTAssertEqual(client.connectedHost, "198.18.0.1")
         XCTAssertEqual(trace(events), ["start 2001:db8::3", "failed 2001:db8::3", "start 198.18.0.1", "connected 198.18.0.1"])
         let refusal = events.all.compactMap { if case .attempt(let e) = $0, case .failed = e.kind { e.description } else { nil } }
         XCTAssertTrue(refusal.first?.hasPrefix("[2001:db8::3]:\(listener.localPort) connection refused (") == true, "\(refusal)")
-        XCTAssertLessThan(elapsed, .seconds(1))
+        XCTAssertLessThan(elapsed, .seconds(5), "did not wait for the attempt delay")
     }
 
     func bothWorkingPrefersIPv6UnlessToldOtherwise() throws {
@@ -114,11 +115,11 @@ struct HappyEyeballsScenarios {
     func ipv4OnlyNameHasNoDelay() throws {
         let listener = try listen(on: "198.18.0.1")
         defer { listener.disconnect() }
-        let (events, client, elapsed) = try connect("v4only.test", port: listener.localPort, delay: .seconds(2))
+        let (events, client, elapsed) = try connect("v4only.test", port: listener.localPort, delay: .seconds(10))
         defer { client.disconnect() }
         XCTAssertEqual(client.connectedHost, "198.18.0.1")
         XCTAssertEqual(trace(events), ["start 198.18.0.1", "connected 198.18.0.1"])
-        XCTAssertLessThan(elapsed, .seconds(1))
+        XCTAssertLessThan(elapsed, .seconds(5), "did not wait for the attempt delay")
     }
 
     func overallTimeoutNamesTheSilentAddress() throws {
@@ -128,7 +129,8 @@ struct HappyEyeballsScenarios {
             return XCTFail("\(String(describing: events.disconnectError))")
         }
         XCTAssertTrue(failure.description.hasPrefix("connect to v6blackhole.test:80 failed: [2001:db8::1]:80 timed out after "), failure.description)
-        XCTAssertLessThan(elapsed, .seconds(3))
+        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(390))
+        XCTAssertLessThan(elapsed, .seconds(20), "the 400 ms timeout ended it, not the kernel's")
     }
 
     /// ``BlockingConnector`` runs the same machine over poll(2): the same trace for a blackholed
@@ -147,7 +149,7 @@ struct HappyEyeballsScenarios {
         XCTAssertEqual(events.map { "\($0.kind == .started ? "start" : $0.kind == .connected ? "connected" : $0.kind == .abandoned ? "abandoned" : "failed") \($0.address.host)" },
                        ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
         XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(240))
-        XCTAssertLessThan(elapsed, .seconds(3))
+        XCTAssertLessThan(elapsed, .seconds(20))
 
         let timing = ContinuousClock.now
         XCTAssertThrowsError(try BlockingConnector().connect(toHost: "2001:db8::1", port: 80, timeout: .milliseconds(400))) { error in
@@ -155,6 +157,6 @@ struct HappyEyeballsScenarios {
             XCTAssertTrue(failure.description.hasPrefix("connect to [2001:db8::1]:80 failed: [2001:db8::1]:80 timed out after "), failure.description)
         }
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - timing, .milliseconds(390))
-        XCTAssertLessThan(ContinuousClock.now - timing, .seconds(3))
+        XCTAssertLessThan(ContinuousClock.now - timing, .seconds(20), "the 400 ms timeout ended it, not the kernel's")
     }
 }

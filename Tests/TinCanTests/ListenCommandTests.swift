@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 final class ListenCommandTests: XCTestCase {

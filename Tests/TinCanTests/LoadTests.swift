@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// tincan under load: many concurrent clients, every byte checked, nothing leaked afterwards.

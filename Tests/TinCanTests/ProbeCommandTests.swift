@@ -47,9 +47,9 @@ final class ProbeCommandTests: XCTestCase {
         let server = try smtpServer(ehloReply: "554 go away\\r\\n")
         defer { server.stop() }
         let r = try Tool.run(["connect", "--expect", "^220", "--send", "EHLO probe\\r\\n", "--expect", "^250 ",
-                              "--expect-timeout", "300ms", "127.0.0.1", String(server.port)])
+                              "--expect-timeout", "1500ms", "127.0.0.1", String(server.port)])
         XCTAssertEqual(r.status, 6)
-        XCTAssertEqual(r.err, "tincan: --expect '^250 ' failed: nothing matched within 300ms (--expect-timeout); received since the last match: \" probe.test ESMTP\\r\\n554 go away\\r\\n\"\n")
+        XCTAssertEqual(r.err, "tincan: --expect '^250 ' failed: nothing matched within 1500ms (--expect-timeout); received since the last match: \" probe.test ESMTP\\r\\n554 go away\\r\\n\"\n")
         XCTAssertEqual(r.out, "220 probe.test ESMTP\r\n554 go away\r\n", "what arrived is on stdout too")
 
         let closed = try Tool.run(["connect", "--send", "QUIT\\r\\n", "--expect", "^250", "127.0.0.1", String(server.port)])
@@ -84,6 +84,8 @@ final class ProbeCommandTests: XCTestCase {
                               "--expect", "^HTTP/1.0 200", "localhost", String(port)])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.hasPrefix("HTTP/1.0 200 ok"), r.out)
+        // s_server's page arrived whole (its last line), so the count below is the real size.
+        XCTAssertTrue(r.out.hasSuffix("</pre></BODY></HTML>\r\n\r\n"), String(r.out.suffix(80)))
         // Every line on stderr is a JSON object: the tls command's summary is in the tls event.
         let events = try jsonLines(r.err)
         let names = events.compactMap { $0["event"] as? String }
@@ -196,9 +198,9 @@ final class ProbeCommandTests: XCTestCase {
         let ok = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pong ping$", "--send", "again", "--expect", "again", "127.0.0.1", String(port)])
         XCTAssertEqual(ok.status, 0, ok.err)
         XCTAssertEqual(ok.out, "noisepong pingnoisepong again", "every reply is printed, matching or not")
-        let bad = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pang", "--expect-timeout", "300ms", "127.0.0.1", String(port)])
+        let bad = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pang", "--expect-timeout", "1500ms", "127.0.0.1", String(port)])
         XCTAssertEqual(bad.status, 6)
-        XCTAssertEqual(bad.err, "tincan: --expect '^pang' failed: no matching reply from 127.0.0.1:\(port) within 300ms (--expect-timeout); last reply \"pong ping\"\n")
+        XCTAssertEqual(bad.err, "tincan: --expect '^pang' failed: no matching reply from 127.0.0.1:\(port) within 1500ms (--expect-timeout); last reply \"pong ping\"\n")
         let refused = try Tool.run(["udp-send", "--send", "ping", "--expect", "x", "127.0.0.1", String(freeUDPPort())])
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.err.contains("refused the datagrams"), refused.err)

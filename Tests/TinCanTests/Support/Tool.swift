@@ -1,4 +1,5 @@
 import SocketCore
+import TestSupport
 import Foundation
 import XCTest
 
@@ -117,22 +118,6 @@ final class Tool: @unchecked Sendable {
         let status = tool.wait(timeout: timeout, file: file, line: line)
         return (status, tool.stdoutText, tool.stderrText)
     }
-}
-
-/// The whole text of a /proc file. (Foundation's String(contentsOfFile:) stops after the first
-/// page of these files, whose size reads as 0.)
-func procText(_ path: String) -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        bytes += chunk[0..<n]
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }
 
 /// The children of process `pid` (found by their PPid, whichever thread spawned them) and the
