@@ -1,16 +1,20 @@
 // swift-tools-version: 6.2
-// libFuzzer targets for tincan's parsers: `Fuzz/run` builds them with `--sanitize=fuzzer`.
-// A package of its own, so the fuzzing flags never reach the main build.
+// libFuzzer targets for tincan's parsers, one per parser: `Fuzz/run` builds them with
+// `--sanitize=fuzzer --sanitize=address`. A package of its own, so the fuzzing flags never
+// reach the main build. Each target's seeds are in corpus/<target>/, its dictionary (where the
+// input has keywords) in dict/<target>.dict.
 import PackageDescription
+
+let names = ["options", "addresses", "starttls", "read-request", "expect", "escapes", "port-list"]
 
 let package = Package(
     name: "tincan-fuzz",
     dependencies: [.package(name: "main", path: "..")],
-    targets: [
+    targets: names.map { name in
         .executableTarget(
-            name: "fuzz-inputs",
+            name: "fuzz-\(name)",
             dependencies: [.product(name: "TinCanCLI", package: "main"), .product(name: "SocketCore", package: "main")],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
-        ),
-    ]
+        )
+    }
 )
