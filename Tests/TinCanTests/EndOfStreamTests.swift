@@ -17,47 +17,50 @@ final class EndOfStreamTests: XCTestCase {
         return path
     }
 
+    /// The scenario every test here shares: `quiet` half-closed at once (its stdin is empty) and
+    /// writes what it receives to `got`; `talker` (run with -vv) sends a line, sees that end of
+    /// stream, pauses like a script and sends another. Both lines arrive and both exit 0.
+    private func assertTalkerOutlivesTheHalfClose(talker: Tool, quiet: Tool, got: String, _ label: String,
+                                                  file: StaticString = #filePath, line: UInt = #line) {
+        talker.send("first\n")
+        waitUntil("\(label): the end of stream at the talker", file: file, line: line) { talker.stderrText.contains("the peer ended its stream") }
+        waitUntil("\(label): the first line", file: file, line: line) { fileText(got) == "first\n" }
+        pauseLikeAScript()
+        talker.send("second\n")
+        talker.closeInput()
+        XCTAssertEqual(talker.wait(), 0, "\(label): \(talker.stderrText)", file: file, line: line)
+        XCTAssertEqual(quiet.wait(), 0, "\(label): \(quiet.stderrText)", file: file, line: line)
+        XCTAssertEqual(fileText(got), "first\nsecond\n", label, file: file, line: line)
+    }
+
+    /// A tincan listener on a free port with stdout to a file, its stdin already ended.
+    private func quietListener(_ extra: [String] = [], got: String) throws -> (Tool, UInt16) {
+        let port = freePort()
+        let listener = try Tool.tincan(["listen"] + extra + ["127.0.0.1", String(port)], stdoutTo: got)
+        listener.closeInput()
+        waitForListener(port: port)
+        return (listener, port)
+    }
+
     /// The script: `tincan listen PORT </dev/null > got.txt` and
     /// `(echo first; sleep 1; echo second) | tincan connect 127.0.0.1 PORT`.
     func testAListenerWithEmptyStdinGetsWhatTheClientSendsAfterItsHalfClose() throws {
-        let port = freePort()
         let got = temporaryFile("listen")
-        let listener = try Tool.tincan(["listen", "127.0.0.1", String(port)], stdoutTo: got)
+        let (listener, port) = try quietListener(got: got)
         defer { listener.stop() }
-        listener.closeInput()
-        waitForListener(port: port)
         let client = try Tool(["connect", "-vv", "127.0.0.1", String(port)])
         defer { client.stop() }
-        client.send("first\n")
-        waitUntil("the listener's end of stream at the client") { client.stderrText.contains("the peer ended its stream") }
-        waitUntil("the first line at the listener") { fileText(got) == "first\n" }
-        pauseLikeAScript()
-        client.send("second\n")
-        client.closeInput()
-        XCTAssertEqual(client.wait(), 0, client.stderrText)
-        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
-        XCTAssertEqual(fileText(got), "first\nsecond\n")
+        assertTalkerOutlivesTheHalfClose(talker: client, quiet: listener, got: got, "plain")
     }
 
     /// The same over TLS: the listener's close_notify comes at once, the client keeps sending.
     func testOverTLSTheClientKeepsSendingAfterTheServersCloseNotify() throws {
-        let port = freePort()
         let got = temporaryFile("tls")
-        let listener = try Tool.tincan(["listen", "--tls", "127.0.0.1", String(port)], stdoutTo: got)
+        let (listener, port) = try quietListener(["--tls"], got: got)
         defer { listener.stop() }
-        listener.closeInput()
-        waitForListener(port: port)
         let client = try Tool(["tls", "-vv", "--insecure", "127.0.0.1", String(port)])
         defer { client.stop() }
-        client.send("first\n")
-        waitUntil("the listener's close_notify at the client") { client.stderrText.contains("the peer ended its stream") }
-        waitUntil("the first line at the listener") { fileText(got) == "first\n" }
-        pauseLikeAScript()
-        client.send("second\n")
-        client.closeInput()
-        XCTAssertEqual(client.wait(), 0, client.stderrText)
-        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
-        XCTAssertEqual(fileText(got), "first\nsecond\n")
+        assertTalkerOutlivesTheHalfClose(talker: client, quiet: listener, got: got, "TLS")
     }
 
     /// The other way round: the client's stdin is empty, the server pauses between lines.
@@ -70,15 +73,7 @@ final class EndOfStreamTests: XCTestCase {
         let client = try Tool.tincan(["connect", "127.0.0.1", String(port)], stdoutTo: got)
         defer { client.stop() }
         client.closeInput()
-        listener.send("first\n")
-        waitUntil("the client's end of stream at the listener") { listener.stderrText.contains("the peer ended its stream") }
-        waitUntil("the first line at the client") { fileText(got) == "first\n" }
-        pauseLikeAScript()
-        listener.send("second\n")
-        listener.closeInput()
-        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
-        XCTAssertEqual(client.wait(), 0, client.stderrText)
-        XCTAssertEqual(fileText(got), "first\nsecond\n")
+        assertTalkerOutlivesTheHalfClose(talker: listener, quiet: client, got: got, "listener talks")
     }
 
     /// Real peers that half-close at once (their stdin is empty) and keep reading.
@@ -95,15 +90,7 @@ final class EndOfStreamTests: XCTestCase {
             waitForListener(port: port)
             let client = try Tool(["connect", "-vv", "127.0.0.1", String(port)])
             defer { client.stop() }
-            client.send("first\n")
-            waitUntil("\(peer.name)'s end of stream at the client") { client.stderrText.contains("the peer ended its stream") }
-            waitUntil("the first line at \(peer.name)") { fileText(got) == "first\n" }
-            pauseLikeAScript()
-            client.send("second\n")
-            client.closeInput()
-            XCTAssertEqual(client.wait(), 0, "\(peer.name): \(client.stderrText)")
-            XCTAssertEqual(server.wait(), 0, "\(peer.name): \(server.stderrText)")
-            XCTAssertEqual(fileText(got), "first\nsecond\n", peer.name)
+            assertTalkerOutlivesTheHalfClose(talker: client, quiet: server, got: got, peer.name)
         }
     }
 
