@@ -27,7 +27,7 @@ extension ExitCode {
 }
 
 /// A failure that ends the command: one line for stderr and its exit code.
-struct CommandError: Error {
+struct CommandError: Error, CustomStringConvertible {
     let message: String
     let code: ExitCode
 
@@ -35,4 +35,7 @@ struct CommandError: Error {
         self.message = message
         self.code = code
     }
+
+    /// The line, for a caller that reports it rather than exiting with it (a `-k` connection).
+    var description: String { message }
 }
