@@ -1,6 +1,6 @@
 // swift-tools-version: 6.2
-// libFuzzer targets for tincan's parsers, one per parser: `Fuzz/run` builds them with
-// `--sanitize=fuzzer --sanitize=address`. A package of its own, so the fuzzing flags never
+// libFuzzer targets for tincan's parsers, one per parser: `Fuzz/run` builds them with libFuzzer
+// and AddressSanitizer (and says why its flags look as they do). A package of its own, so the fuzzing flags never
 // reach the main build. Each target's seeds are in corpus/<target>/, its dictionary (where the
 // input has keywords) in dict/<target>.dict.
 import PackageDescription

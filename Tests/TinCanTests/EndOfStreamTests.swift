@@ -145,6 +145,19 @@ final class EndOfStreamTests: XCTestCase {
         }
     }
 
+    /// A keep-open hub whose stdout fails stops with exit 1, naming it.
+    func testAHubWhoseStdoutFailsSaysSoAndFails() throws {
+        let port = freePort()
+        let hub = try Tool(["-c", #"exec "$0" listen -k 127.0.0.1 "$1" > /dev/full"#, Tool.tincan, String(port)], program: "/bin/sh")
+        defer { hub.stop() }
+        waitForListener(port: port)
+        let client = try Tool(["connect", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("a line for the hub's stdout\n")
+        XCTAssertEqual(hub.wait(), 1, hub.stderrText)
+        XCTAssertTrue(hub.stderrText.contains("writing to stdout failed: no space left on device"), hub.stderrText)
+    }
+
     func testAClosedStdoutIsReportedNotSilent() throws {
         let server = try sender(1000)
         defer { server.stop() }

@@ -31,12 +31,14 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
         let bytes = Array(data)
         settings.relay.hex.map { hex in bytes.withUnsafeBytes { hex.dump($0, .received) } }
-        stdoutQueue.async { [self] in
+        stdoutQueue.async {
             do throws(SystemError) {
                 try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(1, raw, isSocket: false) } }.get()
             } catch {
-                settings.say("stdout closed; stopping")
-                exit(error.errno == EPIPE ? 0 : 1)
+                // What a client sent could not be written: the hub stops, and says so (exit 1).
+                let reason = error.errno == EPIPE ? "its reader closed it (broken pipe)" : error.lowercaseReason
+                Console.note("writing to stdout failed: \(reason); stopping")
+                exit(ExitCode.failure.rawValue)
             }
             sock.readData(maxLength: Relay.chunkSize)
         }
