@@ -66,7 +66,6 @@ struct ConnectCommand {
         }
         let socket = try dialer.open(
             target, source: args.value("source"), device: args.value("interface"), timeout: settings.connectTimeout)
-        let transport: any Transport
         if let tls {
             defer { if args.has("show-cert") { socket.disconnect() } }
             let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
@@ -81,14 +80,10 @@ struct ConnectCommand {
                 Console.out(info.peerChain.map(\.pem).joined())
                 return
             }
-            transport = try TLSTransport(socket, peer: target.description)
-            if let program { return try ProgramSession.run(program, over: transport, settings: settings, peer: target.description) }
-        } else {
-            let fd = try dialer.takeDescriptor(socket, peer: target.description)
-            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
-            transport = DescriptorTransport(fd: fd)
         }
-        try settings.serve(transport, peer: target.description, started: started)
+        let connection = try HandOver.take(socket, peer: target.description)
+        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: target.description) }
+        try settings.serve(HandOver.transport(connection), peer: target.description, started: started)
     }
 }
 
@@ -160,16 +155,6 @@ struct Dialer {
     private func announce(remote: String, local: String?) {
         settings.say("connected to \(remote)" + (local.map { " from \($0)" } ?? ""))
         EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
-    }
-
-    /// A descriptor of the socket's connection for the plain relay; the socket is closed.
-    func takeDescriptor(_ socket: AsyncSocket, peer: String) throws(CommandError) -> Int32 {
-        defer { socket.disconnect() }
-        do throws(SystemError) {
-            return try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
-        } catch {
-            throw CommandError("connected to \(peer), but: \(error)")
-        }
     }
 }
 

@@ -83,7 +83,8 @@ struct ListenCommand {
                     DispatchQueue.global().async {
                         defer { gate.closed() }
                         do {
-                            try ProgramSession.run(program, over: TLSTransport(socket, peer: peer), settings: settings, peer: peer, level: 2)
+                            try ProgramSession.run(program, connection: HandOver.take(socket, peer: peer), settings: settings,
+                                                   peer: peer, level: 2)
                         } catch {
                             settings.say("\(peer): \(error)")
                         }
@@ -158,26 +159,16 @@ struct ListenCommand {
         let started = ContinuousClock.now
         let log = EventLog.current.withLock { $0 }
         log?.accepted(local: socket.localAddress?.description, remote: peer)
-        let transport: any Transport
         if let context {
             let info = try TLSOptions.handshake(socket, context.settings, context: context, timeout: .seconds(30), peer: peer)
             log?.tls(info, took: .now - started)
             if settings.verbosity > 0 {
                 for line in TLSOptions.summary(info, settings: context.settings) { Console.note(line) }
             }
-            transport = try TLSTransport(socket, peer: peer)
-            if let program {
-                try ProgramSession.run(program, over: transport, settings: settings, peer: peer)
-                return
-            }
-        } else {
-            let fd = try Dialer(settings: settings).takeDescriptor(socket, peer: peer)
-            if let program {
-                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: peer)
-                return
-            }
-            transport = DescriptorTransport(fd: fd)
         }
+        let connection = try HandOver.take(socket, peer: peer)
+        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
+        let transport = HandOver.transport(connection)
         try settings.serve(transport, peer: peer, started: started)
     }
 

@@ -21,16 +21,27 @@ enum ProgramSession {
         }
     }
 
-    /// Runs `program` on a plain connection's descriptor (its stdin and stdout are the socket,
-    /// so the kernel carries the bytes) and waits for it. A program that fails is a failure.
-    static func run(_ program: [String], descriptor fd: Int32, settings: StreamSettings, peer: String) throws(CommandError) {
+    /// Runs `program` on a connection handed over: a plain one is its stdin and stdout (the
+    /// kernel carries the bytes), a TLS one (or one with bytes read ahead) is bridged by a relay.
+    static func run(_ program: [String], connection: Connection, settings: StreamSettings, peer: String, level: Int = 1) throws {
+        switch connection {
+        case .plain(let fd, let readAhead) where readAhead.isEmpty:
+            try run(program, descriptor: fd, settings: settings, peer: peer, level: level)
+        default:
+            try run(program, over: HandOver.transport(connection), settings: settings, peer: peer, level: level)
+        }
+    }
+
+    /// Runs `program` with its stdin and stdout on the socket `fd` and waits for it. A program
+    /// that fails is a failure.
+    static func run(_ program: [String], descriptor fd: Int32, settings: StreamSettings, peer: String, level: Int = 1) throws(CommandError) {
         let pid: Int32
         do throws(CommandError) { pid = try start(program, socket: fd) } catch {
             Syscall.close(fd)
             throw error
         }
         Syscall.close(fd)  // the program holds the connection now: its end is the connection's end
-        try conclude(program, status: Syscall.waitForChild(pid)?.status ?? 0, settings: settings, peer: peer, level: 1)
+        try conclude(program, status: Syscall.waitForChild(pid)?.status ?? 0, settings: settings, peer: peer, level: level)
     }
 
     /// Spawns `program` with stdin and stdout on the socket `fd` (made blocking for it).
@@ -46,7 +57,7 @@ enum ProgramSession {
     /// Runs `program` with its stdin and stdout on pipes bridged to `transport` (TLS) by a
     /// relay, until both sides are done; the program sees end of file when the peer ends its
     /// stream. A program that fails is a failure.
-    static func run(_ program: [String], over transport: any Transport, settings: StreamSettings, peer: String, level: Int = 1) throws {
+    private static func run(_ program: [String], over transport: any Transport, settings: StreamSettings, peer: String, level: Int) throws {
         let toProgram: (read: Int32, write: Int32)
         let fromProgram: (read: Int32, write: Int32)
         do throws(SystemError) {

@@ -18,10 +18,19 @@ final class Reaper: @unchecked Sendable {
     /// Starts `program` on `socket`'s connection; this process keeps no copy of it.
     func spawn(_ program: [String], on socket: AsyncSocket) {
         let peer = socket.connectedAddress?.description ?? "a Unix peer"
+        socket.setDelegate(nil, delegateQueue: nil)
         do {
-            let fd = try socket.perform { () throws(SystemError) in try Syscall.duplicate(socket.socketFD) }
-            socket.setDelegate(nil, delegateQueue: nil)
-            socket.disconnect()
+            let connection = try HandOver.take(socket, peer: peer)
+            guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty else {
+                // Bytes already read from it must reach the program first: bridge it instead.
+                DispatchQueue.global().async { [self] in
+                    defer { gate.closed() }
+                    do { try ProgramSession.run(program, connection: connection, settings: settings, peer: peer, level: 2) } catch {
+                        settings.say("\(peer): \(error)")
+                    }
+                }
+                return
+            }
             defer { Syscall.close(fd) }
             let pid = try ProgramSession.start(program, socket: fd)
             running.withLock { $0[pid] = peer }

@@ -40,18 +40,46 @@ enum TransportError: Error {
     }
 }
 
+/// The hand-over: the connection an ``AsyncSocket`` established (Happy Eyeballs, TLS,
+/// STARTTLS), taken out of it (``AsyncSocket/takeConnection(blocking:)``) for the relay's
+/// blocking calls or a program.
+enum HandOver {
+    /// `socket`'s connection; the socket is disconnected either way.
+    static func take(_ socket: AsyncSocket, peer: String) throws(CommandError) -> Connection {
+        do throws(AsyncSocketError) {
+            return try socket.takeConnection()
+        } catch {
+            socket.disconnect()
+            throw CommandError("connected to \(peer), but: \(error)")
+        }
+    }
+
+    /// The transport a relay drives a taken connection with.
+    static func transport(_ connection: Connection) -> any Transport {
+        switch connection {
+        case .plain(let fd, let readAhead): DescriptorTransport(fd: fd, readAhead: readAhead)
+        case .tls(let stream): TLSTransport(stream: stream)
+        }
+    }
+}
+
 /// A connected socket descriptor used with blocking calls: the fast path for plain TCP/Unix.
 struct DescriptorTransport: Transport {
     let fd: Int32
-    var descriptor: Int32? { fd }
+    /// Bytes the socket had read ahead before the hand-over, returned first (while any are left
+    /// the relay copies rather than splices, so none is skipped).
+    private let readAhead: ReadAhead?
+    var descriptor: Int32? { readAhead?.isEmpty == false ? nil : fd }
     var socketDescriptor: Int32? { fd }
 
-    init(fd: Int32) {
+    init(fd: Int32, readAhead: [UInt8] = []) {
         self.fd = fd
+        self.readAhead = readAhead.isEmpty ? nil : ReadAhead(readAhead)
         try? Syscall.setNonBlocking(fd, false)
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
+        if let readAhead, let n = readAhead.take(into: buffer) { return n }
         do throws(SystemError) {
             return try Syscall.readWaiting(fd, into: buffer)
         } catch {
@@ -73,6 +101,7 @@ struct DescriptorTransport: Transport {
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
+        if let readAhead, let n = readAhead.take(into: buffer) { return n }
         let ready: Bool
         do throws(SystemError) {
             ready = try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: Int32(clamping: Int64(timeout.milliseconds.rounded(.up))))
@@ -100,16 +129,6 @@ struct DescriptorTransport: Transport {
 struct TLSTransport: Transport {
     let stream: TLSStream
     var socketDescriptor: Int32? { stream.descriptor }
-
-    /// Takes the connection out of `socket` (TLS up, nothing queued); the socket is closed.
-    init(_ socket: AsyncSocket, peer: String) throws(CommandError) {
-        do throws(AsyncSocketError) {
-            stream = try socket.takeTLSStream()
-        } catch {
-            socket.disconnect()
-            throw CommandError("connected to \(peer), but: \(error)")
-        }
-    }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
         try receive(into: buffer, timeout: nil)!
@@ -144,4 +163,24 @@ struct TLSTransport: Transport {
 
     func closeWrite() { stream.shutdownWrite() }
     func abort() { stream.abort() }
+}
+
+/// Bytes read ahead before a hand-over, taken by the one thread that reads.
+final class ReadAhead: @unchecked Sendable {
+    // @unchecked Sendable: only the relay's reading thread touches it.
+    private var bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var isEmpty: Bool { offset == bytes.count }
+
+    /// Copies what fits into `buffer`: the count, or nil when nothing is left.
+    func take(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        guard offset < bytes.count else { return nil }
+        let n = min(buffer.count, bytes.count - offset)
+        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+        offset += n
+        return n
+    }
 }
