@@ -61,7 +61,7 @@ struct ConnectCommand {
             let fd = try dialer.connect(host: host, port: port, source: args.value("source"), device: args.value("interface"),
                                         timeout: settings.connectTimeout)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
-            try settings.serve(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
         let socket = try dialer.open(
@@ -83,7 +83,7 @@ struct ConnectCommand {
         }
         let connection = try HandOver.take(socket, peer: target.description)
         if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: target.description) }
-        try settings.serve(HandOver.transport(connection), peer: target.description, started: started)
+        try Session(settings: settings).run(HandOver.transport(connection), peer: target.description, started: started)
     }
 }
 

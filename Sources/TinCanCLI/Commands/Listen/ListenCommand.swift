@@ -3,7 +3,8 @@ import Glibc
 import SocketCore
 
 /// `tincan listen [ADDR] PORT | --unix PATH`: accept one connection and relay it (default), many
-/// into one stdin/stdout (`-k`), or hand each to a program (`--exec`, `--sh-exec`).
+/// into one stdin/stdout (`-k`), or hand each to a program (`--exec`, `--sh-exec`): the modes of
+/// ListenModes.swift, over one per-connection step (gate → secure → mode).
 struct ListenCommand {
     let args: ParsedArguments
     let settings: StreamSettings
@@ -66,73 +67,20 @@ struct ListenCommand {
         }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
         // How connections are served is decided before the first one can arrive.
-        let first = DispatchSemaphore(value: 0)
-        let accepted = Locked<AsyncSocket?>(nil)
-        var broker: Broker?
-        if keepOpen, let program, let context {
-            // Each connection: TLS, then its program on pipes, on a thread of its own.
-            let settings = self.settings
-            gate.onConnection = { socket in
-                let peer = socket.connectedAddress?.description ?? "a Unix peer"
-                socket.startTLS(context.settings, context: context, timeout: .seconds(30)) { result in
-                    guard case .success = result else {
-                        if case .failure(let error) = result { settings.say(TLSOptions.explain(error, peer: peer).message) }
-                        gate.closed()
-                        return
-                    }
-                    DispatchQueue.global().async {
-                        defer { gate.closed() }
-                        do {
-                            try ProgramSession.run(program, connection: HandOver.take(socket, peer: peer), settings: settings,
-                                                   peer: peer, level: 2)
-                        } catch {
-                            settings.say("\(peer): \(error)")
-                        }
-                    }
-                }
-            }
-        } else if keepOpen, let program {
-            let reaper = Reaper(gate: gate, settings: settings)
-            gate.onConnection = { socket in reaper.spawn(program, on: socket) }
-        } else if keepOpen {
-            let hub = Broker(settings: settings, gate: gate)
-            if let context {
-                let settings = self.settings
-                gate.onConnection = { socket in
-                    let peer = socket.connectedAddress?.description ?? "a Unix peer"
-                    socket.startTLS(context.settings, context: context, timeout: .seconds(30)) { result in
-                        switch result {
-                        case .success: hub.add(socket)
-                        case .failure(let error):
-                            settings.say(TLSOptions.explain(error, peer: peer).message)
-                            gate.closed()
-                        }
-                    }
-                }
-            } else {
-                // Plain clients live on the broker's queue: reads, delegate calls and the
-                // broker's bookkeeping without a thread hop between them.
-                gate.runConnections(on: hub.queue)
-                gate.onConnection = { socket in hub.add(socket) }
-            }
-            broker = hub
-        } else {
-            gate.onConnection = { socket in
-                let isFirst = accepted.withLock { current -> Bool in
-                    guard current == nil else { return false }
-                    current = socket
-                    return true
-                }
-                if isFirst { first.signal() } else { socket.disconnect() }
-            }
+        let mode: any ListenMode
+        switch (keepOpen, program) {
+        case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
+        case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings))
+        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate), secure: context != nil)
         }
+        if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
+        let step = ConnectionStep(context: context, mode: mode)
+        gate.onConnection = { socket in step.handle(socket) }
 
         let listener = AsyncSocket(delegate: gate, delegateQueue: DispatchQueue(label: "tincan.accept"))
         listener.isIPv4Enabled = !settings.ipv6Only
         listener.isIPv6Enabled = !settings.ipv4Only
-        // Connections handed to a relay or a program keep their descriptor even if the peer
-        // ends its stream first; the broker's clients close on end of stream.
-        listener.autoDisconnectOnClosedReadStream = keepOpen && program == nil
+        listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)
@@ -144,32 +92,7 @@ struct ListenCommand {
         let stop = Interruption.install { listener.disconnect() }
         defer { stop.cancel() }
         settings.say("listening on " + listener.listeningAddresses.joined(by: ", "))
-
-        if keepOpen {
-            broker?.startReadingInput()
-            Interruption.waitForever()
-        }
-
-        // One connection: stop listening once it arrives, then serve it.
-        first.wait()
-        listener.disconnect()
-        let socket = accepted.withLock { $0! }
-        let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "the peer"
-        socket.setDelegate(nil, delegateQueue: nil)
-        let started = ContinuousClock.now
-        let log = EventLog.current.withLock { $0 }
-        log?.accepted(local: socket.localAddress?.description, remote: peer)
-        if let context {
-            let info = try TLSOptions.handshake(socket, context.settings, context: context, timeout: .seconds(30), peer: peer)
-            log?.tls(info, took: .now - started)
-            if settings.verbosity > 0 {
-                for line in TLSOptions.summary(info, settings: context.settings) { Console.note(line) }
-            }
-        }
-        let connection = try HandOver.take(socket, peer: peer)
-        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
-        let transport = HandOver.transport(connection)
-        try settings.serve(transport, peer: peer, started: started)
+        try mode.run(listener: listener)
     }
 
     static func explain(_ error: AsyncSocketError, target: Target, address: String?) -> String {

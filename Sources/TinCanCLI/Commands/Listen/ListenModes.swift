@@ -1,0 +1,144 @@
+import Dispatch
+import SocketCore
+
+/// What `listen` does with each connection its gate admits: one of a few named modes, each a
+/// small type over the same per-connection step (``ConnectionStep``: gate → secure → mode).
+protocol ListenMode: Sendable {
+    /// Whether admitted connections keep their descriptor after the peer ends its stream (a
+    /// relay or a program decides when it is done), or close then (the hub's clients).
+    var keepsConnectionAfterPeerEnds: Bool { get }
+    /// The queue admitted connections should run on, when the mode wants them on its own.
+    var connectionQueue: DispatchQueue? { get }
+    /// A connection the gate admitted, with its TLS handshake's outcome when the listener
+    /// serves TLS (`nil` info for plain).
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)
+    /// After the listener is up, until the run is over: returns for one client, never with -k.
+    func run(listener: AsyncSocket) throws
+}
+
+/// What the secure step found: the TLS session's details and how long its handshake took.
+struct SecuredConnection: Sendable {
+    let info: TLSInfo?
+    let took: Duration
+}
+
+/// The step every admitted connection takes: a TLS handshake when the listener serves TLS
+/// (bounded), then the mode.
+struct ConnectionStep: Sendable {
+    let context: TLSContext?
+    let mode: any ListenMode
+    static let handshakeTimeout: Duration = .seconds(30)
+
+    func handle(_ socket: AsyncSocket) {
+        let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "a Unix peer"
+        guard let context else { return mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: nil, took: .zero))) }
+        let started = ContinuousClock.now
+        socket.startTLS(context.settings, context: context, timeout: ConnectionStep.handshakeTimeout) { [mode] result in
+            switch result {
+            case .success(let info): mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: info, took: .now - started)))
+            case .failure(let error): mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
+            }
+        }
+    }
+}
+
+/// `listen PORT`: the first client, then stdin/stdout with it (or `--exec` on it), and the end
+/// of the run with its end.
+final class OneClient: ListenMode, @unchecked Sendable {
+    // @unchecked Sendable: `first` is written once under its lock, read after the semaphore.
+    private let settings: StreamSettings
+    private let program: [String]?
+    /// The listener's TLS settings, for the session summary (-v).
+    private let tls: TLSSettings?
+    private let first = Locked<(socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)?>(nil)
+    private let arrived = DispatchSemaphore(value: 0)
+
+    init(settings: StreamSettings, program: [String]?, tls: TLSSettings?) {
+        self.settings = settings
+        self.program = program
+        self.tls = tls
+    }
+
+    var keepsConnectionAfterPeerEnds: Bool { true }
+    var connectionQueue: DispatchQueue? { nil }
+
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+        let isFirst = first.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = (socket, peer, secured)
+            return true
+        }
+        if isFirst { arrived.signal() } else { socket.disconnect() }
+    }
+
+    func run(listener: AsyncSocket) throws {
+        arrived.wait()
+        listener.disconnect()  // one client: stop listening once it is here
+        let (socket, peer, secured) = first.withLock { $0! }
+        socket.setDelegate(nil, delegateQueue: nil)
+        let started = ContinuousClock.now
+        let log = EventLog.current.withLock { $0 }
+        log?.accepted(local: socket.localAddress?.description, remote: peer)
+        let done = try secured.get()
+        if let info = done.info {
+            log?.tls(info, took: done.took)
+            if settings.verbosity > 0, let tls {
+                for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
+            }
+        }
+        let connection = try HandOver.take(socket, peer: peer)
+        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
+        try Session(settings: settings).run(HandOver.transport(connection), peer: peer, started: started)
+    }
+}
+
+/// `listen -k PORT`: a hub, as ncat's keep-open: stdin to every client, every client to stdout.
+struct KeepOpenHub: ListenMode {
+    let settings: StreamSettings
+    let gate: Gate
+    let hub: Broker
+    let secure: Bool
+
+    var keepsConnectionAfterPeerEnds: Bool { false }
+    /// Plain clients live on the hub's queue: reads, delegate calls and its bookkeeping without
+    /// a thread hop between them (TLS clients keep queues of their own for their handshakes).
+    var connectionQueue: DispatchQueue? { secure ? nil : hub.queue }
+
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+        switch secured {
+        case .success: hub.add(socket)
+        case .failure(let error):
+            settings.say(error.message)
+            gate.closed()
+        }
+    }
+
+    func run(listener: AsyncSocket) throws {
+        hub.startReadingInput()
+        Interruption.waitForever()
+    }
+}
+
+/// `listen -k --exec PROG PORT`: a program per connection, until interrupted.
+struct ProgramPerConnection: ListenMode {
+    let settings: StreamSettings
+    let gate: Gate
+    let program: [String]
+    let reaper: Reaper
+
+    var keepsConnectionAfterPeerEnds: Bool { true }
+    var connectionQueue: DispatchQueue? { nil }
+
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+        switch secured {
+        case .success: reaper.spawn(program, on: socket)
+        case .failure(let error):
+            settings.say(error.message)
+            gate.closed()
+        }
+    }
+
+    func run(listener: AsyncSocket) throws {
+        Interruption.waitForever()
+    }
+}

@@ -1,0 +1,49 @@
+import SocketCore
+
+/// The options connect and listen share, read once.
+struct StreamSettings {
+    let verbosity: Int
+    let relay: Relay.Options
+    let ipv4Only: Bool
+    let ipv6Only: Bool
+    /// The --idle-timeout as the user wrote it, for messages.
+    let idleText: String?
+    /// --send/--expect steps to run before the relay.
+    let script: Script
+    /// How long connecting may take: --connect-timeout, else -w.
+    let connectTimeout: Duration?
+
+    /// How long a TLS client holds its close_notify after the end of stdin while nothing
+    /// arrives (unless the server closes first, or --half-close).
+    static let closeNotifyDelay: Duration = .seconds(1)
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        idleText = args.value("idle-timeout")
+        script = try Script(args)
+        verbosity = args.count("verbose")
+        ipv4Only = args.has("ipv4")
+        ipv6Only = args.has("ipv6")
+        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        if args.has("json"), let text = ["hex", "progress", "force-progress"].first(where: args.has) {
+            throw UsageError("--\(text) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
+        }
+        connectTimeout = args.duration("connect-timeout") ?? args.duration("wait")
+        var relay = Relay.Options()
+        relay.ending.halfClose = !args.has("no-shutdown")
+        relay.ending.quitAfterEOF = args.duration("quit-after-eof")
+        relay.ending.waitAfterEOF = args.duration("wait")
+        relay.ending.idleTimeout = args.duration("idle-timeout")
+        relay.ending.inputIsTerminal = Syscall.isTerminal(0)
+        let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has("tls"))
+        if tlsClient && !args.has("half-close") { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
+        relay.crlf = args.has("crlf")
+        if args.has("hex") { relay.hex = HexDump() }
+        if verbosity >= 2 { relay.trace = { Console.note($0) } }
+        if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
+        self.relay = relay
+    }
+
+    func say(_ line: @autoclosure () -> String, level: Int = 1) {
+        if verbosity >= level { Console.note(line()) }
+    }
+}
