@@ -82,7 +82,7 @@ private struct BlockingRun {
         self.binding = binding
         self.onEvent = onEvent
         self.onLookup = onLookup
-        target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        target = Endpoint(host: host, port: port).description
         machine = HappyEyeballs(target: target, configuration: configuration)
     }
 

@@ -48,7 +48,7 @@ final class Connector: @unchecked Sendable {
         self.onEvent = onEvent
         self.onLookup = onLookup
         self.onDone = onDone
-        let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let target = Endpoint(host: host, port: port).description
         machine = HappyEyeballs(target: target, configuration: configuration)
     }
 

@@ -23,12 +23,3 @@ public struct SystemResolver: HostResolving {
         Resolver.lookup(host: host, port: port, family: family, completionQueue: queue, completion: completion)
     }
 }
-
-/// A one-shot timer on `queue`, already running.
-func makeOneShotTimer(queue: DispatchQueue, after delay: Duration, _ handler: @escaping @Sendable () -> Void) -> DispatchSourceTimer {
-    let timer = DispatchSource.makeTimerSource(queue: queue)
-    timer.schedule(deadline: .now() + delay.dispatchInterval)
-    timer.setEventHandler(handler: handler)
-    timer.resume()
-    return timer
-}

@@ -331,20 +331,6 @@ extension AsyncSocket {
         after delay: Duration, started: ContinuousClock.Instant,
         _ fired: @escaping @Sendable (Duration) -> Void
     ) -> DispatchSourceTimer {
-        let timer = DispatchSource.makeTimerSource(queue: socketQueue)
-        timer.schedule(deadline: .now() + delay.dispatchInterval)
-        timer.setEventHandler { fired(ContinuousClock.now - started) }
-        timer.resume()
-        return timer
-    }
-}
-
-extension Duration {
-    /// This duration as a dispatch interval (nanoseconds, saturating).
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        let nanos = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if nanos.overflow || seconds > Int64(Int.max / 1_000_000_000) { return .never }
-        return .nanoseconds(Int(nanos.partialValue + attoseconds / 1_000_000_000))
+        makeOneShotTimer(queue: socketQueue, after: delay) { fired(ContinuousClock.now - started) }
     }
 }

@@ -26,6 +26,7 @@ public enum CLI {
             case .generateDocs(let directory):
                 try Docs.write(to: directory)
             case .run(let parsed):
+                Console.verbosity.store(parsed.count("verbose"), ordering: .relaxed)
                 EventLog.start(parsed)
                 switch parsed.command.name {
                 case "connect" where parsed.has("zero-io"): try PortScan(parsed, settings: StreamSettings(parsed)).run()
@@ -50,40 +51,9 @@ public enum CLI {
         }
         let log = EventLog.current.withLock { $0 }
         // With --json the error is an event, so stderr stays one JSON object per line.
-        if let message, log?.json != true { Console.error("tincan: " + message) }
+        if let message, log?.json != true { Console.note(message) }
         log?.finish(exitCode: code.rawValue, error: message)
         return code.rawValue
-    }
-}
-
-/// Writes to stdout/stderr with write(2): no C stdio buffers shared between threads.
-enum Console {
-    /// Started with stdin, stdout or stderr closed (`>&-`), the next socket or pipe would take
-    /// that number and bytes meant for stdout would go to it. /dev/null takes the place
-    /// instead: stdin reads as empty, stdout is opened read-only so every write to it fails and
-    /// is reported, stderr discards.
-    static func occupyClosedStandardDescriptors() {
-        for fd: Int32 in 0...2 where !Syscall.isOpen(fd) {
-            try? Syscall.occupy(fd, writable: fd == 2)
-        }
-    }
-
-    static func out(_ text: String) { write(text, to: 1) }
-    static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
-
-    /// A note for people on stderr, `tincan: ` first; with --json a `note` event instead, so
-    /// stderr stays one JSON object per line.
-    static func note(_ line: String) {
-        if let log = EventLog.current.withLock({ $0 }), log.json {
-            log.emit("note", [("message", .string(line))])
-        } else {
-            error("tincan: " + line)
-        }
-    }
-
-    static func write(_ text: String, to fd: Int32) {
-        var text = text
-        text.withUTF8 { try? Syscall.writeAll(fd, UnsafeRawBufferPointer($0), isSocket: false) }
     }
 }
 

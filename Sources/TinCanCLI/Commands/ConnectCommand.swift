@@ -130,11 +130,11 @@ struct Dialer {
             let (fd, address) = try connector.connect(
                 toHost: host, port: port, timeout: timeout,
                 onEvent: { event in
-                    settings.say(event.description)
+                    Console.note(event.description, level: 1)
                     log?.attempt(event)
                 },
                 onLookup: { event in
-                    settings.say(event.description, level: 2)
+                    Console.note(event.description, level: 2)
                     log?.lookup(event)
                 })
             announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
@@ -153,7 +153,7 @@ struct Dialer {
     }
 
     private func announce(remote: String, local: String?) {
-        settings.say("connected to \(remote)" + (local.map { " from \($0)" } ?? ""))
+        Console.note("connected to \(remote)" + (local.map { " from \($0)" } ?? ""), level: 1)
         EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
     }
 }
@@ -167,12 +167,12 @@ final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
     init(settings: StreamSettings) { self.settings = settings }
 
     func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {
-        settings.say(event.description)
+        Console.note(event.description, level: 1)
         EventLog.current.withLock { $0 }?.attempt(event)
     }
 
     func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {
-        settings.say(event.description, level: 2)
+        Console.note(event.description, level: 2)
         EventLog.current.withLock { $0 }?.lookup(event)
     }
 

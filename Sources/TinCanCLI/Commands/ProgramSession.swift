@@ -99,6 +99,6 @@ enum ProgramSession {
 
     private static func conclude(_ program: [String], status: Int32, settings: StreamSettings, peer: String, level: Int) throws(CommandError) {
         guard status == 0 else { throw CommandError("\(program[0]) for \(peer) exited with status \(status)") }
-        settings.say("\(program[0]) for \(peer) exited with status 0", level: level)
+        Console.note("\(program[0]) for \(peer) exited with status 0", level: level)
     }
 }

@@ -18,7 +18,7 @@ struct Session {
         let outcome = relay.run()
         log?.relayed(sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
                      firstByte: relay.firstByte.withLock { $0 })
-        if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote { settings.say(note) }
+        if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote { Console.note(note, level: 1) }
         try conclude(outcome, relay: relay, peer: peer, started: started)
     }
 
@@ -27,9 +27,9 @@ struct Session {
         let seconds = Double(Int((ContinuousClock.now - started).milliseconds)) / 1000
         let totals = "sent \(relay.bytesSent.load(ordering: .relaxed)) bytes, received \(relay.bytesReceived.load(ordering: .relaxed)) bytes in \(seconds) s"
         switch outcome {
-        case .peerClosed: settings.say("\(peer) closed the connection; \(totals)")
-        case .quitAfterEOF: settings.say("quit after end of input (-q); \(totals)")
-        case .waitedAfterEOF: settings.say("nothing arrived for the -w time after end of input: quit; \(totals)")
+        case .peerClosed: Console.note("\(peer) closed the connection; \(totals)", level: 1)
+        case .quitAfterEOF: Console.note("quit after end of input (-q); \(totals)", level: 1)
+        case .waitedAfterEOF: Console.note("nothing arrived for the -w time after end of input: quit; \(totals)", level: 1)
         case .outputClosed:
             throw CommandError("writing to stdout failed: its reader closed it (broken pipe); what arrived after that was not written (\(totals))")
         case .idleTimeout:

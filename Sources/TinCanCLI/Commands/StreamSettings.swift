@@ -43,7 +43,4 @@ struct StreamSettings {
         self.relay = relay
     }
 
-    func say(_ line: @autoclosure () -> String, level: Int = 1) {
-        if verbosity >= level { Console.note(line()) }
-    }
 }

@@ -7,7 +7,7 @@ enum Target {
 
     var description: String {
         switch self {
-        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        case .tcp(let host, let port): Endpoint(host: host, port: port).description
         case .unix(let path): path
         }
     }

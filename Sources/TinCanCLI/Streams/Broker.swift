@@ -46,7 +46,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
 
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
         if clients.removeValue(forKey: ObjectIdentifier(sock)) != nil {
-            settings.say("\(error.map { "\($0)" } ?? "connection closed")", level: 1)
+            Console.note("\(error.map { "\($0)" } ?? "connection closed")", level: 1)
             gate.closed()
         }
     }

@@ -24,8 +24,7 @@ final class DeadlineTimer: @unchecked Sendable {
             guard !cancelled else { return }
             if let due, due <= deadline { return }
             due = deadline
-            let wait = max(deadline - .now, .zero)
-            let when = DispatchTime.now() + .nanoseconds(Int(min(wait.milliseconds * 1e6, Double(Int.max / 2))))
+            let when = DispatchTime.now() + max(deadline - .now, .zero).dispatchInterval
             if let source {
                 source.schedule(deadline: when)
                 return

@@ -324,8 +324,3 @@ final class Relay: @unchecked Sendable {
         bytesSent.add(n, ordering: .relaxed)
     }
 }
-
-extension Duration {
-    /// As a dispatch interval.
-    var dispatchTime: DispatchTimeInterval { .nanoseconds(Int(min(milliseconds * 1e6, Double(Int.max / 2)))) }
-}

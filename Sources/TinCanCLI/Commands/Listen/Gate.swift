@@ -72,17 +72,17 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         let peer = newSocket.connectedAddress
         let name = peer?.description ?? "a Unix peer"
         if let reason = filter.refusal(for: peer) {
-            settings.say("refused connection from \(name): \(reason)")
+            Console.note("refused connection from \(name): \(reason)", level: 1)
             newSocket.disconnect()
             return
         }
         if active.add(1, ordering: .relaxed).newValue > limit {
             active.subtract(1, ordering: .relaxed)
-            settings.say("refused connection from \(name): --max-conns \(limit) reached")
+            Console.note("refused connection from \(name): --max-conns \(limit) reached", level: 1)
             newSocket.disconnect()
             return
         }
-        settings.say("connection from \(name)")
+        Console.note("connection from \(name)", level: 1)
         guard let handler = onConnection else {
             newSocket.disconnect()
             closed()

@@ -91,7 +91,7 @@ struct ListenCommand {
         }
         let stop = Interruption.install { listener.disconnect() }
         defer { stop.cancel() }
-        settings.say("listening on " + listener.listeningAddresses.joined(by: ", "))
+        Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
         try mode.run(listener: listener)
     }
 
@@ -99,7 +99,7 @@ struct ListenCommand {
         let place: String
         switch target {
         case .unix(let path): place = path
-        case .tcp(_, let port): place = "\(address.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*"):\(port)"
+        case .tcp(_, let port): place = Endpoint(host: address ?? "*", port: port).description
         }
         if case .system(let e) = error, e.errno == EADDRINUSE {
             return "listen on \(place) failed: address already in use; is another program listening there? pick another port or stop it"

@@ -108,7 +108,7 @@ struct KeepOpenHub: ListenMode {
         switch secured {
         case .success: hub.add(socket)
         case .failure(let error):
-            settings.say(error.message)
+            Console.note(error.message, level: 1)
             gate.closed()
         }
     }
@@ -133,7 +133,7 @@ struct ProgramPerConnection: ListenMode {
         switch secured {
         case .success: reaper.spawn(program, on: socket)
         case .failure(let error):
-            settings.say(error.message)
+            Console.note(error.message, level: 1)
             gate.closed()
         }
     }

@@ -26,7 +26,7 @@ final class Reaper: @unchecked Sendable {
                 DispatchQueue.global().async { [self] in
                     defer { gate.closed() }
                     do { try ProgramSession.run(program, connection: connection, settings: settings, peer: peer, level: 2) } catch {
-                        settings.say("\(peer): \(error)")
+                        Console.note("\(peer): \(error)", level: 1)
                     }
                 }
                 return
@@ -36,7 +36,7 @@ final class Reaper: @unchecked Sendable {
             running.withLock { $0[pid] = peer }
             children.signal()
         } catch {
-            settings.say("could not serve \(peer): \(error)")
+            Console.note("could not serve \(peer): \(error)", level: 1)
             socket.disconnect()
             gate.closed()
         }
@@ -47,7 +47,7 @@ final class Reaper: @unchecked Sendable {
             children.wait()  // at least one child is running
             guard let (pid, status) = Syscall.waitForChild() else { continue }
             let peer = running.withLock { $0.removeValue(forKey: pid) } ?? "?"
-            settings.say("program for \(peer) exited with status \(status)", level: 2)
+            Console.note("program for \(peer) exited with status \(status)", level: 2)
             gate.closed()
         }
     }

@@ -10,7 +10,6 @@ struct DatagramScript {
     let destination: SocketAddress?
     let target: String
     let receiver: DatagramReceiver
-    let say: (String) -> Void
 
     func run() throws {
         let log = EventLog.current.withLock { $0 }
@@ -37,7 +36,7 @@ struct DatagramScript {
                 }
                 log?.sent(bytes.count)
                 log?.emit("send", [("bytes", .number(Double(bytes.count))), ("text", .string(text))])
-                say("sent \(bytes.count) bytes to \(target) (--send '\(text)')")
+                Console.note("sent \(bytes.count) bytes to \(target) (--send '\(text)')", level: 1)
                 if !listening {
                     do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
                     listening = true
@@ -58,7 +57,7 @@ struct DatagramScript {
                         throw UDPSendCommand.failure(error, target: target)
                     }
                     let left = deadline - .now
-                    if left <= .zero || arrived.wait(timeout: .now() + left.dispatchTime) == .timedOut {
+                    if left <= .zero || arrived.wait(timeout: .now() + left.dispatchInterval) == .timedOut {
                         if inbox.withLock({ !$0.isEmpty }) { continue }
                         let got = last.isEmpty ? "no reply" : "last reply \(Script.quote(last[...]))"
                         log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(false)),
@@ -69,7 +68,7 @@ struct DatagramScript {
                 let took = ContinuousClock.now - started
                 log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(true)),
                                      ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-                say("matched --expect '\(expectation.text)' (\(EventLog.format(took)))")
+                Console.note("matched --expect '\(expectation.text)' (\(EventLog.format(took)))", level: 1)
             }
         }
     }

@@ -35,7 +35,7 @@ struct StreamScript {
                 }
                 log?.sent(bytes.count)
                 log?.emit("send", [("bytes", .number(Double(bytes.count))), ("text", .string(text))])
-                settings.say("sent \(bytes.count) bytes (--send '\(text)')")
+                Console.note("sent \(bytes.count) bytes (--send '\(text)')", level: 1)
             case .expect(let expectation):
                 let started = ContinuousClock.now
                 let deadline = started + script.timeout
@@ -67,7 +67,7 @@ struct StreamScript {
                 let took = ContinuousClock.now - started
                 log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(true)),
                                      ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-                settings.say("matched --expect '\(expectation.text)' (\(EventLog.format(took)))")
+                Console.note("matched --expect '\(expectation.text)' (\(EventLog.format(took)))", level: 1)
             }
         }
     }

@@ -130,7 +130,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             if let idle {
                 let deadline = snapshot.lastActivity + idle
                 if now >= deadline { return .timedOut }
-                _ = wake.wait(timeout: .now() + (deadline - now).dispatchTime)
+                _ = wake.wait(timeout: .now() + (deadline - now).dispatchInterval)
             } else {
                 wake.wait()
             }

@@ -56,7 +56,7 @@ struct JoinGroupCommand {
                 } catch {
                     throw CommandError("cannot join \(group)\(source.map { " for source \($0)" } ?? ""): \(error)\(interface == nil ? " (try --interface IF)" : "")")
                 }
-                settings.say("joined \(group)\(source.map { " for source \($0)" } ?? "")\(interface.map { " on \($0)" } ?? "") port \(port)")
+                Console.note("joined \(group)\(source.map { " for source \($0)" } ?? "")\(interface.map { " on \($0)" } ?? "") port \(port)", level: 1)
             }
         }
         // Bound to the wildcard: unicast to the port arrives too; show only the groups' traffic.

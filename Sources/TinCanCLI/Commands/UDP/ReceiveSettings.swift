@@ -31,9 +31,6 @@ struct ReceiveSettings {
         return socket
     }
 
-    func say(_ line: @autoclosure () -> String) {
-        if verbosity > 0 { Console.note(line()) }
-    }
 
     /// Prints until the run ends, then turns its end into success or the error to report.
     func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
@@ -46,11 +43,11 @@ struct ReceiveSettings {
         receiver.closeWhenSent()
         switch outcome {
         case .complete:
-            say("received \(receiver.received) datagram(s)")
+            Console.note("received \(receiver.received) datagram(s)", level: 1)
         case .timedOut:
             let got = receiver.received
             if count == nil && got > 0 {
-                say("no datagram for \(timeoutText ?? "the timeout"); received \(got)")
+                Console.note("no datagram for \(timeoutText ?? "the timeout"); received \(got)", level: 1)
                 return
             }
             throw CommandError("no datagram for \(timeoutText ?? "the timeout") on \(what) (--timeout); received \(got)\(count.map { " of \($0)" } ?? "")", code: .timeout)

@@ -30,14 +30,14 @@ struct UDPReceiveCommand {
         let socket = settings.makeSocket()
         socket.isIPv4Enabled = !ipv6Only
         socket.isIPv6Enabled = !ipv4Only
-        let place = (address.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "*") + ":\(port)"
+        let place = Endpoint(host: address ?? "*", port: port).description
         do throws(UDPSocketError) {
             try socket.bind(port: port, interface: address)
         } catch {
             throw CommandError("cannot bind UDP \(place): \(error.description.replacingAddressInUse)")
         }
         let bound = [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
-        settings.say("receiving on \(bound.joined(by: " and "))")
+        Console.note("receiving on \(bound.joined(by: " and "))", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
         try settings.serve(receiver, what: bound.first ?? place)
     }

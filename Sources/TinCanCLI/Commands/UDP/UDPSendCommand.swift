@@ -61,9 +61,6 @@ struct UDPSendCommand {
         verbosity = args.count("verbose")
     }
 
-    private func say(_ line: @autoclosure () -> String) {
-        if verbosity > 0 { Console.note(line()) }
-    }
 
     func run() throws {
         let stop = Interruption.install {}
@@ -99,7 +96,7 @@ struct UDPSendCommand {
         defer { socket.close() }
         if !script.isEmpty {
             try DatagramScript(script: script, socket: socket, destination: connected ? nil : destination, target: target,
-                               receiver: receiver, say: { say($0) }).run()
+                               receiver: receiver).run()
             return
         }
         let sent = Atomic<Int>(0)
@@ -120,7 +117,7 @@ struct UDPSendCommand {
                 if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                 sent.add(1, ordering: .relaxed)
                 log?.sent(datagram.count)
-                say("sent \(datagram.count) bytes to \(target)")
+                Console.note("sent \(datagram.count) bytes to \(target)", level: 1)
                 if waitReply != nil {
                     // After the first send, when the socket surely has its port; replies wait in
                     // the kernel's buffer until then.
@@ -139,13 +136,13 @@ struct UDPSendCommand {
         if sent.load(ordering: .relaxed) == 0 { return }
         switch receiver.wait(idle: waitReply, expected: { sent.load(ordering: .relaxed) }) {
         case .complete:
-            say("\(receiver.received) replies to \(sent.load(ordering: .relaxed)) datagrams")
+            Console.note("\(receiver.received) replies to \(sent.load(ordering: .relaxed)) datagrams", level: 1)
         case .timedOut:
             let replies = receiver.received
             if replies == 0 {
                 throw CommandError("no reply from \(target) within \(args.value("wait-reply") ?? "the wait") (--wait-reply)", code: .timeout)
             }
-            say("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams")
+            Console.note("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams", level: 1)
         case .failed(let error):
             throw UDPSendCommand.failure(error, target: target)
         }

@@ -153,7 +153,7 @@ final class EventLog: Sendable {
              + [("exit", .number(Double(exitCode)))])
         guard timing, !json else { return }  // with --json the closed event has the times
         let parts = phases.map { "\($0.name) \($0.value.map(EventLog.format) ?? "-")" } + ["sent \(m.sent) B", "received \(m.received) B"]
-        Console.error("tincan: timing: " + parts.joined(by: ", "))
+        Console.note("timing: " + parts.joined(by: ", "))
     }
 
     static func format(_ duration: Duration) -> String {

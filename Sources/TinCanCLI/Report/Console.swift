@@ -1,0 +1,38 @@
+import SocketCore
+import Synchronization
+
+/// Writes to stdout/stderr with write(2): no C stdio buffers shared between threads.
+enum Console {
+    /// Started with stdin, stdout or stderr closed (`>&-`), the next socket or pipe would take
+    /// that number and bytes meant for stdout would go to it. /dev/null takes the place
+    /// instead: stdin reads as empty, stdout is opened read-only so every write to it fails and
+    /// is reported, stderr discards.
+    static func occupyClosedStandardDescriptors() {
+        for fd: Int32 in 0...2 where !Syscall.isOpen(fd) {
+            try? Syscall.occupy(fd, writable: fd == 2)
+        }
+    }
+
+    static func out(_ text: String) { write(text, to: 1) }
+    static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
+
+    /// How much the run says on stderr: the count of -v, set once from the command line.
+    static let verbosity = Atomic<Int>(0)
+
+    /// A line for people on stderr, `tincan: ` first, when the run is at least this verbose
+    /// (`level` 0: always; 1: -v; 2: -vv); with --json a `note` event instead, so stderr stays
+    /// one JSON object per line.
+    static func note(_ line: @autoclosure () -> String, level: Int = 0) {
+        guard verbosity.load(ordering: .relaxed) >= level else { return }
+        if let log = EventLog.current.withLock({ $0 }), log.json {
+            log.emit("note", [("message", .string(line()))])
+        } else {
+            error("tincan: " + line())
+        }
+    }
+
+    static func write(_ text: String, to fd: Int32) {
+        var text = text
+        text.withUTF8 { try? Syscall.writeAll(fd, UnsafeRawBufferPointer($0), isSocket: false) }
+    }
+}
