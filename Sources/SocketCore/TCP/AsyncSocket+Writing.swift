@@ -175,7 +175,7 @@ extension AsyncSocket {
     private func writeTimedOut(elapsed: Duration) {
         guard let packet = currentWrite else { return }
         if case .startTLS = packet.kind {
-            closeWithError(.tls(.handshakeFailed("timed out after \(Int(elapsed.milliseconds)) ms")))
+            closeWithError(.tls(.handshakeTimedOut(after: elapsed)))
             return
         }
         guard packet.completion == nil, let delegate = delegateStorage, let queue = delegateQueueStorage else {

@@ -118,13 +118,20 @@ final class TLSSession {
         default:
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                var reason = String(cString: X509_verify_cert_error_string(verify))
+                let reason = String(cString: X509_verify_cert_error_string(verify))
                 _ = TLSContext.drainErrors()
-                if verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH,
-                   let names = peerNames() {
-                    reason += ": the certificate is for \(names)"
+                let kind: VerificationFailure.Kind
+                switch Int32(verify) {
+                case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH: kind = .nameMismatch
+                case X509_V_ERR_CERT_HAS_EXPIRED: kind = .expired
+                case X509_V_ERR_CERT_NOT_YET_VALID: kind = .notYetValid
+                case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+                     X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+                    kind = .untrusted
+                default: kind = .other
                 }
-                throw .verificationFailed(reason)
+                throw .verificationFailed(VerificationFailure(kind: kind, reason: reason,
+                                                              certificateNames: kind == .nameMismatch ? peerNames() : nil))
             }
             let errors = TLSContext.drainErrors()
             throw .handshakeFailed(errors == "unknown error" ? "the peer closed the connection during the handshake" : errors)

@@ -56,13 +56,15 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case configuration(String)
     /// The system's OpenSSL could not be loaded: the reason, and what to install.
     case unavailable(String)
-    /// The peer's certificate did not verify: OpenSSL's reason, e.g. "self-signed certificate";
-    /// for a name mismatch, followed by the names the certificate is for.
-    case verificationFailed(String)
+    /// The peer's certificate did not verify: what kind of problem, in OpenSSL's words, and for
+    /// a name mismatch the names the certificate is for.
+    case verificationFailed(VerificationFailure)
     /// The peer's key matched none of the pins; its actual pin is given.
     case pinMismatch(actual: String)
     /// The handshake failed (protocol error, no shared cipher, alert from the peer...).
     case handshakeFailed(String)
+    /// The handshake did not finish within its timeout.
+    case handshakeTimedOut(after: Duration)
     /// The peer's TCP stream ended in the middle of a TLS record: data was cut short. (An end
     /// between records without close_notify is an end of stream, not this error; see
     /// ``TLSStream/peerSentCloseNotify``.)
@@ -77,6 +79,7 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .verificationFailed(let reason): "certificate verification failed: \(reason)"
         case .pinMismatch(let actual): "the peer's public key matches no --pin (its pin is sha256//\(actual))"
         case .handshakeFailed(let reason): "TLS handshake failed: \(reason)"
+        case .handshakeTimedOut(let after): "TLS handshake timed out after \(Int(after.milliseconds)) ms"
         case .truncated: "the peer closed the TLS connection in the middle of a record: data was cut short"
         case .failed(let reason): "TLS error: \(reason)"
         }
@@ -89,4 +92,33 @@ extension TLSError {
         if case .unavailable = self { return true }
         return false
     }
+}
+
+/// Why a peer's certificate did not verify.
+public struct VerificationFailure: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The certificate is not for the name (or address) asked for.
+        case nameMismatch
+        case expired
+        case notYetValid
+        /// Its chain does not lead to a trusted issuer (self-signed, unknown CA).
+        case untrusted
+        case other
+    }
+
+    public let kind: Kind
+    /// OpenSSL's words for it, e.g. "hostname mismatch", "self-signed certificate".
+    public let reason: String
+    /// For a name mismatch: the names the certificate is for (its subject alternative names,
+    /// else its subject).
+    public let certificateNames: String?
+
+    public init(kind: Kind, reason: String, certificateNames: String? = nil) {
+        self.kind = kind
+        self.reason = reason
+        self.certificateNames = certificateNames
+    }
+
+    /// `hostname mismatch: the certificate is for DNS:localhost, IP:::1`.
+    public var description: String { reason + (certificateNames.map { ": the certificate is for \($0)" } ?? "") }
 }

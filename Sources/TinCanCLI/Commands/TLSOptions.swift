@@ -76,28 +76,26 @@ enum TLSOptions {
         }
     }
 
-    /// What to try when verification failed for `reason` (OpenSSL's words for it).
-    static func verificationHint(_ reason: String) -> String {
-        if reason.contains("mismatch") {  // "hostname mismatch", "IP address mismatch"
-            return "use one of its names as HOST or with --servername NAME, or skip the check with --insecure"
+    /// What to try when verification failed this way.
+    static func verificationHint(_ failure: VerificationFailure) -> String {
+        switch failure.kind {
+        case .nameMismatch: "use one of its names as HOST or with --servername NAME, or skip the check with --insecure"
+        case .expired, .notYetValid: "check the server's certificate dates and this machine's clock, or skip the check with --insecure"
+        case .untrusted, .other: "trust its issuer with --ca FILE, or skip the check with --insecure"
         }
-        if reason.contains("expired") || reason.contains("not yet valid") {
-            return "check the server's certificate dates and this machine's clock, or skip the check with --insecure"
-        }
-        return "trust its issuer with --ca FILE, or skip the check with --insecure"
     }
 
     /// One line, and the exit code, for a TLS failure.
     static func explain(_ error: AsyncSocketError, peer: String) -> CommandError {
         switch error {
-        case .tls(.verificationFailed(let reason)):
-            return CommandError("TLS with \(peer): certificate verification failed: \(reason) (\(verificationHint(reason)))", code: .tlsVerification)
+        case .tls(.verificationFailed(let failure)):
+            return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure)))", code: .tlsVerification)
         case .tls(.pinMismatch):
             return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
         case .startTLSRefused(let reason):
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
-        case .tls(.handshakeFailed(let reason)) where reason.hasPrefix("timed out"):
-            return CommandError("TLS with \(peer): handshake \(reason)", code: .timeout)
+        case .tls(.handshakeTimedOut(let after)):
+            return CommandError("TLS with \(peer): handshake timed out after \(Int(after.milliseconds)) ms", code: .timeout)
         case .tls(.unavailable):
             return CommandError("\(error)")
         case .readTimeout, .writeTimeout:
