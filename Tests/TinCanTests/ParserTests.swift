@@ -19,15 +19,23 @@ final class ParserTests: XCTestCase {
 
     func testBundlesAttachedValuesAndLongForms() throws {
         let p = try parse("connect -4vv -w5 --idle-timeout=2s -q 500ms host 80")
-        XCTAssertTrue(p.has("ipv4"))
-        XCTAssertEqual(p.count("verbose"), 2)
-        XCTAssertEqual(p.duration("wait"), .seconds(5))
-        XCTAssertNil(p.duration("connect-timeout"))
-        XCTAssertEqual(p.duration("idle-timeout"), .seconds(2))
-        XCTAssertEqual(p.duration("quit-after-eof"), .milliseconds(500))
+        XCTAssertTrue(p.has(.ipv4))
+        XCTAssertEqual(p.count(.verbose), 2)
+        XCTAssertEqual(p.duration(.wait), .seconds(5))
+        XCTAssertNil(p.duration(.connectTimeout))
+        XCTAssertEqual(p.duration(.idleTimeout), .seconds(2))
+        XCTAssertEqual(p.duration(.quitAfterEof), .milliseconds(500))
         XCTAssertEqual(p.positionals, ["host", "80"])
         let q = try parse("connect --connect-timeout 1m host 80")
-        XCTAssertEqual(q.duration("connect-timeout"), .seconds(60))
+        XCTAssertEqual(q.duration(.connectTimeout), .seconds(60))
+    }
+
+    /// The typed names and the table agree: every name is some command's option, and every
+    /// command runs from its own table row.
+    func testEveryOptionNameBelongsToTheTable() {
+        let used = Set((OptionTable.commands.flatMap(\.options) + OptionTable.global).map(\.name))
+        XCTAssertEqual(used, Set(Option.allCases))
+        for option in Option.allCases { XCTAssertEqual(Option(rawValue: option.rawValue), option) }
     }
 
     func testEveryCommandIsFoundByItsNameAndOnlyThose() {
@@ -41,14 +49,14 @@ final class ParserTests: XCTestCase {
     func testDoubleDashEndsOptions() throws {
         let p = try parse("connect -v -- -weird-host 80")
         XCTAssertEqual(p.positionals, ["-weird-host", "80"])
-        XCTAssertEqual(p.count("verbose"), 1)
+        XCTAssertEqual(p.count(.verbose), 1)
     }
 
     func testRepeatableAccumulatesAndOthersTakeTheLast() throws {
         let p = try parse("listen --allow 10.0.0.0/8,127.0.0.1 --allow ::1 9000")
-        XCTAssertEqual(p.list("allow"), ["10.0.0.0/8", "127.0.0.1", "::1"])
+        XCTAssertEqual(p.list(.allow), ["10.0.0.0/8", "127.0.0.1", "::1"])
         let q = try parse("connect -w 1 -w 3 h 1")
-        XCTAssertEqual(q.duration("wait"), .seconds(3))
+        XCTAssertEqual(q.duration(.wait), .seconds(3))
     }
 
     func testDurations() throws {

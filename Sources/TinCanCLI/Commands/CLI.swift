@@ -26,17 +26,9 @@ public enum CLI {
             case .generateDocs(let directory):
                 try Docs.write(to: directory)
             case .run(let parsed):
-                Console.verbosity.store(parsed.count("verbose"), ordering: .relaxed)
+                Console.verbosity.store(parsed.count(.verbose), ordering: .relaxed)
                 EventLog.start(parsed)
-                switch parsed.command.name {
-                case "connect" where parsed.has("zero-io"): try PortScan(parsed, settings: StreamSettings(parsed)).run()
-                case "connect", "tls": try ConnectCommand(parsed).run()
-                case "listen": try ListenCommand(parsed).run()
-                case "udp-send": try UDPSendCommand(parsed).run()
-                case "udp-recv": try UDPReceiveCommand(parsed).run()
-                case "join-group": try JoinGroupCommand(parsed).run()
-                default: throw CommandError("'\(parsed.command.name)' is not available yet", code: .usage)
-                }
+                try parsed.command.run(parsed)
             }
             code = .success
         } catch let error as UsageError {

@@ -23,29 +23,29 @@ struct ConnectCommand {
             let (host, port) = try Target.hostAndPort(positionals, command: name)
             target = .tcp(host: host, port: port)
         }
-        if args.has("parallel") { throw UsageError("--parallel needs -z", command: name) }
+        if args.has(.parallel) { throw UsageError("--parallel needs -z", command: name) }
         program = try ProgramSession.parse(args)
-        if program != nil, let other = ["send", "expect", "show-cert"].first(where: args.has) {
-            throw UsageError("--\(other) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
+        if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {
+            throw UsageError("--\(other.rawValue) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
         }
-        if let device = args.value("interface"), Interfaces.index(of: device) == nil {
+        if let device = args.value(.interface), Interfaces.index(of: device) == nil {
             throw UsageError("no network interface named '\(device)'", command: name)
         }
-        if let source = args.value("source") {
+        if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
-        if name == "tls" || args.has("tls") {
+        if name == "tls" || args.has(.tls) {
             let host: String
             switch target {
             case .tcp(let h, _): host = h
-            case .unix: host = args.value("servername") ?? "localhost"
+            case .unix: host = args.value(.servername) ?? "localhost"
             }
             tls = try TLSOptions.client(args, host: host)
         } else {
-            for option in ["servername", "ca", "cert", "key", "alpn", "insecure", "pin", "show-cert", "starttls"] where args.has(option) {
-                throw UsageError("--\(option) needs --tls", command: name)
+            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .halfClose] where args.has(option) {
+                throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             tls = nil
         }
@@ -58,25 +58,25 @@ struct ConnectCommand {
         if tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
-            let fd = try dialer.connect(host: host, port: port, source: args.value("source"), device: args.value("interface"),
+            let fd = try dialer.connect(host: host, port: port, source: args.value(.source), device: args.value(.interface),
                                         timeout: settings.connectTimeout)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
         let socket = try dialer.open(
-            target, source: args.value("source"), device: args.value("interface"), timeout: settings.connectTimeout)
+            target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
         if let tls {
-            defer { if args.has("show-cert") { socket.disconnect() } }
+            defer { if args.has(.showCert) { socket.disconnect() } }
             let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
             let handshakeStarted = ContinuousClock.now
-            let info = try TLSOptions.handshake(socket, tls, starttls: args.value("starttls").flatMap(StartTLSDialogue.Kind.init),
+            let info = try TLSOptions.handshake(socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
                                                 timeout: budget, peer: target.description)
             EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
-            if (args.command.name == "tls" || settings.verbosity > 0) && !args.has("json") {  // the tls event has it
+            if (args.command.name == "tls" || settings.verbosity > 0) && !args.has(.json) {  // the tls event has it
                 for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
             }
-            if args.has("show-cert") {
+            if args.has(.showCert) {
                 Console.out(info.peerChain.map(\.pem).joined())
                 return
             }

@@ -7,8 +7,8 @@ enum ProgramSession {
     /// `/bin/sh -c`), or nil.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> [String]? {
         let name = args.command.name
-        if args.has("exec") || args.has("sh-exec") { Syscall.restoreChildSignal() }  // its exit status counts
-        switch (args.value("exec"), args.value("sh-exec")) {
+        if args.has(.exec) || args.has(.shExec) { Syscall.restoreChildSignal() }  // its exit status counts
+        switch (args.value(.exec), args.value(.shExec)) {
         case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)
         case (let line?, nil):
             let words = line.split(separator: " ").map(String.init)

@@ -18,28 +18,28 @@ struct StreamSettings {
     static let closeNotifyDelay: Duration = .seconds(1)
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        idleText = args.value("idle-timeout")
+        idleText = args.value(.idleTimeout)
         script = try Script(args)
-        verbosity = args.count("verbose")
-        ipv4Only = args.has("ipv4")
-        ipv6Only = args.has("ipv6")
+        verbosity = args.count(.verbose)
+        ipv4Only = args.has(.ipv4)
+        ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
-        if args.has("json"), let text = ["hex", "progress", "force-progress"].first(where: args.has) {
-            throw UsageError("--\(text) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
+        if args.has(.json), let text = [Option.hex, .progress, .forceProgress].first(where: args.has) {
+            throw UsageError("--\(text.rawValue) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
         }
-        connectTimeout = args.duration("connect-timeout") ?? args.duration("wait")
+        connectTimeout = args.duration(.connectTimeout) ?? args.duration(.wait)
         var relay = Relay.Options()
-        relay.ending.halfClose = !args.has("no-shutdown")
-        relay.ending.quitAfterEOF = args.duration("quit-after-eof")
-        relay.ending.waitAfterEOF = args.duration("wait")
-        relay.ending.idleTimeout = args.duration("idle-timeout")
+        relay.ending.halfClose = !args.has(.noShutdown)
+        relay.ending.quitAfterEOF = args.duration(.quitAfterEof)
+        relay.ending.waitAfterEOF = args.duration(.wait)
+        relay.ending.idleTimeout = args.duration(.idleTimeout)
         relay.ending.inputIsTerminal = Syscall.isTerminal(0)
-        let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has("tls"))
-        if tlsClient && !args.has("half-close") { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
-        relay.crlf = args.has("crlf")
-        if args.has("hex") { relay.hex = HexDump() }
+        let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
+        if tlsClient && !args.has(.halfClose) { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
+        relay.crlf = args.has(.crlf)
+        if args.has(.hex) { relay.hex = HexDump() }
         if verbosity >= 2 { relay.trace = { Console.note($0) } }
-        if args.has("force-progress") || (args.has("progress") && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
+        if args.has(.forceProgress) || (args.has(.progress) && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
     }
 

@@ -5,12 +5,12 @@ import SocketCore
 enum TLSOptions {
     /// Client settings: verified against the system store (or --ca) unless --insecure.
     static func client(_ args: ParsedArguments, host: String) throws(UsageError) -> TLSSettings {
-        var settings = TLSSettings(peerName: args.value("servername") ?? host)
-        settings.insecure = args.has("insecure")
+        var settings = TLSSettings(peerName: args.value(.servername) ?? host)
+        settings.insecure = args.has(.insecure)
         try trust(args, into: &settings)
         try identity(args, into: &settings)
-        settings.alpn = args.list("alpn")
-        settings.pinnedKeys = args.list("pin")
+        settings.alpn = args.list(.alpn)
+        settings.pinnedKeys = args.list(.pin)
         for pin in settings.pinnedKeys {
             let value = pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin
             let isBase64 = value.count == 44 && value.hasSuffix("=")
@@ -26,14 +26,14 @@ enum TLSOptions {
     static func server(_ args: ParsedArguments) throws(UsageError) -> TLSSettings {
         var settings = TLSSettings.server(certificateFile: nil, keyFile: nil)
         try identity(args, into: &settings)
-        settings.requireClientCertificate = args.has("require-client-cert")
-        settings.alpn = args.list("alpn")
+        settings.requireClientCertificate = args.has(.requireClientCert)
+        settings.alpn = args.list(.alpn)
         if settings.requireClientCertificate { try trust(args, into: &settings) }
         return settings
     }
 
     private static func trust(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
-        guard let ca = args.value("ca") else { return }
+        guard let ca = args.value(.ca) else { return }
         switch Syscall.fileKind(ca) {
         case .directory: settings.caDirectory = ca
         case .file: settings.caFile = ca
@@ -43,11 +43,11 @@ enum TLSOptions {
 
     private static func identity(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
         let name = args.command.name
-        if let cert = args.value("cert") {
+        if let cert = args.value(.cert) {
             guard Syscall.fileKind(cert) == .file else { throw UsageError("--cert \(cert): no such file", command: name) }
             settings.certificateFile = cert
         }
-        if let key = args.value("key") {
+        if let key = args.value(.key) {
             guard settings.certificateFile != nil else { throw UsageError("--key needs --cert", command: name) }
             guard Syscall.fileKind(key) == .file else { throw UsageError("--key \(key): no such file", command: name) }
             settings.keyFile = key

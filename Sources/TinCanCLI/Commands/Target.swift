@@ -88,7 +88,7 @@ enum Target {
 
     /// `--unix PATH` when given (then no positional may follow), else `nil`.
     static func unix(_ args: ParsedArguments) throws(UsageError) -> Target? {
-        guard let path = args.value("unix") else { return nil }
+        guard let path = args.value(.unix) else { return nil }
         if let extra = args.positionals.first {
             throw UsageError("unexpected argument '\(extra)' with --unix", command: args.command.name)
         }

@@ -22,7 +22,9 @@ public enum ValueKind: Sendable, Equatable {
 
 /// One option in the table. Help, man pages and completions are generated from these.
 public struct OptionSpec: Sendable, Equatable {
-    public let long: String
+    public let name: Option
+    /// The long name on the command line, without its dashes.
+    public var long: String { name.rawValue }
     public let short: Character?
     /// `nil` for a flag.
     public let value: ValueKind?
@@ -33,9 +35,9 @@ public struct OptionSpec: Sendable, Equatable {
     public let help: String
     public let defaultText: String?
 
-    public init(_ long: String, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
+    public init(_ name: Option, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
                 repeatable: Bool = false, default defaultText: String? = nil, help: String) {
-        self.long = long
+        self.name = name
         self.short = short
         self.value = value
         self.valueName = valueName
@@ -68,9 +70,14 @@ public struct CommandSpec: Sendable {
     public let positionals: [PositionalSpec]
     public let options: [OptionSpec]
     public let examples: [(command: String, explanation: String)]
+    /// What the command does with its parsed arguments (the table row names it, as socat's
+    /// address table names each address's open function).
+    let run: @Sendable (ParsedArguments) throws -> Void
 
     /// The option with this long name, or `nil`.
     public func option(long: String) -> OptionSpec? { options.first { $0.long == long } }
+    /// Whether the command takes this option.
+    public func takes(_ option: Option) -> Bool { options.contains { $0.name == option } }
     /// The option with this short name, or `nil`.
     public func option(short: Character) -> OptionSpec? { options.first { $0.short == short } }
 }

@@ -1,24 +1,24 @@
 // The datagram commands: udp-send, udp-recv and join-group.
 extension OptionTable {
-    static let datagramVerbose = OptionSpec("verbose", short: "v", repeatable: true,
+    static let datagramVerbose = OptionSpec(.verbose, short: "v", repeatable: true,
         help: "Say on stderr what happens: the address bound or joined, and each datagram's size, sender, destination and interface.")
 
     /// How received datagrams are shown: udp-recv, join-group and the replies of udp-send.
     static let datagramOutput: [OptionSpec] = [
-        OptionSpec("format", short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
+        OptionSpec(.format, short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
             help: "Print each datagram as raw bytes, as a hex dump with a header line, or as one JSON object per line (from, to, interface, length, truncated, text when UTF-8, base64)."),
-        OptionSpec("max-size", value: .integer(1...65535), valueName: "BYTES", default: "65535",
+        OptionSpec(.maxSize, value: .integer(1...65535), valueName: "BYTES", default: "65535",
             help: "Receive at most BYTES of each datagram; a longer one is cut and reported on stderr."),
     ]
 
     /// What ends a receiver, and its reply: udp-recv and join-group.
     static let receiving: [OptionSpec] = [
-        OptionSpec("count", short: "n", value: .integer(1...Int(Int32.max)), valueName: "N",
+        OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N",
             help: "Exit after N datagrams."),
-        OptionSpec("timeout", short: "t", value: .duration, valueName: "DURATION",
+        OptionSpec(.timeout, short: "t", value: .duration, valueName: "DURATION",
             help: "Exit when no datagram came for this long; exit code 3 if that ends the run before --count datagrams (or before any)."),
-        OptionSpec("echo", help: "Send each datagram back to its sender."),
-        OptionSpec("rcvbuf", value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
+        OptionSpec(.echo, help: "Send each datagram back to its sender."),
+        OptionSpec(.rcvbuf, value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
             help: "The kernel receive buffer to ask for, so bursts are not dropped (past the system limit when run as root)."),
     ]
 
@@ -37,22 +37,22 @@ extension OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, datagramVerbose] + family + [
-            OptionSpec("message", short: "m", value: .text, valueName: "TEXT", repeatable: true,
+            OptionSpec(.message, short: "m", value: .text, valueName: "TEXT", repeatable: true,
                 help: "Send TEXT as one datagram instead of reading stdin; escapes \\n \\r \\t \\0 \\\\ and \\xHH are understood. Repeat for several."),
-            OptionSpec("lines", help: "One datagram per line of stdin, its newline included, as nc -u sends them (the default)."),
-            OptionSpec("strip-newline", help: "With lines: leave each line's newline out of its datagram."),
-            OptionSpec("chunk", value: .integer(1...65527), valueName: "BYTES", help: "Datagrams of BYTES each from stdin (the last may be shorter)."),
-            OptionSpec("whole", help: "All of stdin as one datagram."),
-            OptionSpec("count", short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
+            OptionSpec(.lines, help: "One datagram per line of stdin, its newline included, as nc -u sends them (the default)."),
+            OptionSpec(.stripNewline, help: "With lines: leave each line's newline out of its datagram."),
+            OptionSpec(.chunk, value: .integer(1...65527), valueName: "BYTES", help: "Datagrams of BYTES each from stdin (the last may be shorter)."),
+            OptionSpec(.whole, help: "All of stdin as one datagram."),
+            OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
                 help: "Send each datagram N times."),
-            OptionSpec("interval", short: "i", value: .duration, valueName: "DURATION", help: "Wait this long between datagrams."),
-            OptionSpec("broadcast", short: "b", help: "Allow sending to a broadcast address (SO_BROADCAST)."),
-            OptionSpec("ttl", value: .integer(1...255), valueName: "N",
+            OptionSpec(.interval, short: "i", value: .duration, valueName: "DURATION", help: "Wait this long between datagrams."),
+            OptionSpec(.broadcast, short: "b", help: "Allow sending to a broadcast address (SO_BROADCAST)."),
+            OptionSpec(.ttl, value: .integer(1...255), valueName: "N",
                 help: "The TTL (hop limit) of the datagrams; for a multicast group, its multicast TTL (default 1)."),
-            OptionSpec("interface", value: .interface, valueName: "IF",
+            OptionSpec(.interface, value: .interface, valueName: "IF",
                 help: "For a multicast group, send through this interface; otherwise send only through it (SO_BINDTODEVICE)."),
-            OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
-            OptionSpec("wait-reply", short: "W", value: .duration, valueName: "DURATION",
+            OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
+            OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
         ] + datagramOutput + probing,
         examples: [
@@ -62,7 +62,8 @@ extension OptionTable {
             ("printf '\\x1b%47s' | tr ' ' '\\0' | tincan udp-send --whole -W 2s -f hex ntp.example 123", "Probe an NTP server by hand."),
             ("tincan udp-send --interface eth0 --ttl 2 -m hello 239.1.2.3 5000", "Send to a multicast group through eth0."),
             ("tincan udp-send -b -m wake 198.18.0.255 9", "Broadcast on a subnet."),
-        ])
+        ],
+        run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
         name: "udp-recv",
@@ -83,7 +84,8 @@ extension OptionTable {
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),
             ("tincan udp-recv --echo 7007", "A UDP echo server."),
-        ])
+        ],
+        run: { try UDPReceiveCommand($0).run() })
 
     public static let joinGroup = CommandSpec(
         name: "join-group",
@@ -101,14 +103,15 @@ extension OptionTable {
             PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services.", optional: false),
         ],
         options: [help, datagramVerbose] + [
-            OptionSpec("interface", value: .interface, valueName: "IF",
+            OptionSpec(.interface, value: .interface, valueName: "IF",
                 help: "Join on this interface (default: the group's %scope, else the route for the group)."),
-            OptionSpec("source", value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
+            OptionSpec(.source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
                 help: "Hear only these senders (source-specific multicast)."),
         ] + datagramOutput + receiving,
         examples: [
             ("tincan join-group --interface eth0 239.1.2.3 5000", "Print what is sent to a group."),
             ("tincan join-group -v --source 198.18.0.7 232.1.1.1 5000", "Hear one sender only (SSM)."),
             ("tincan join-group ff12::1234%eth0,239.1.2.3 5000", "An IPv6 and an IPv4 group at once."),
-        ])
+        ],
+        run: { try JoinGroupCommand($0).run() })
 }

@@ -5,81 +5,81 @@ import SocketCore
 public enum OptionTable {
     public static let version = "0.2.0"
 
-    static let help = OptionSpec("help", short: "h", help: "Show this help and exit.")
-    static let verbose = OptionSpec("verbose", short: "v", repeatable: true,
+    static let help = OptionSpec(.help, short: "h", help: "Show this help and exit.")
+    static let verbose = OptionSpec(.verbose, short: "v", repeatable: true,
         help: "Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program's exit.")
 
     static let family: [OptionSpec] = [
-        OptionSpec("ipv4", short: "4", help: "Use IPv4 only."),
-        OptionSpec("ipv6", short: "6", help: "Use IPv6 only."),
+        OptionSpec(.ipv4, short: "4", help: "Use IPv4 only."),
+        OptionSpec(.ipv6, short: "6", help: "Use IPv6 only."),
     ]
 
     /// The stream options that connect and listen share.
     static let stream: [OptionSpec] = [
-        OptionSpec("idle-timeout", value: .duration, valueName: "DURATION",
+        OptionSpec(.idleTimeout, value: .duration, valueName: "DURATION",
             help: "Close the connection when no data has moved either way for this long (exit code 3)."),
-        OptionSpec("quit-after-eof", short: "q", value: .duration, valueName: "DURATION",
+        OptionSpec(.quitAfterEof, short: "q", value: .duration, valueName: "DURATION",
             help: "Quit this long after end of input on stdin, even if the peer has not closed."),
-        OptionSpec("no-shutdown", help: "At end of input, keep the connection open for writing instead of half-closing it."),
-        OptionSpec("crlf", help: "Send LF line endings as CRLF."),
-        OptionSpec("hex", help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
-        OptionSpec("progress", help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
-        OptionSpec("force-progress", help: "Show progress even when stderr is not a terminal."),
-        OptionSpec("unix", short: "U", value: .path, valueName: "PATH",
+        OptionSpec(.noShutdown, help: "At end of input, keep the connection open for writing instead of half-closing it."),
+        OptionSpec(.crlf, help: "Send LF line endings as CRLF."),
+        OptionSpec(.hex, help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
+        OptionSpec(.progress, help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
+        OptionSpec(.forceProgress, help: "Show progress even when stderr is not a terminal."),
+        OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
             help: "Use a Unix domain socket at PATH (or @NAME, abstract) instead of TCP."),
     ]
 
     /// TLS as a client: connect --tls and the tls command.
     static let tlsClient: [OptionSpec] = [
-        OptionSpec("servername", value: .text, valueName: "NAME", default: "HOST",
+        OptionSpec(.servername, value: .text, valueName: "NAME", default: "HOST",
             help: "The name sent as SNI and checked against the certificate."),
-        OptionSpec("ca", value: .path, valueName: "FILE|DIR",
+        OptionSpec(.ca, value: .path, valueName: "FILE|DIR",
             help: "Trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
-        OptionSpec("cert", value: .path, valueName: "FILE", help: "A client certificate chain (PEM), for servers that ask for one."),
-        OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
-        OptionSpec("alpn", value: .text, valueName: "LIST", help: "Offer these ALPN protocols, comma-separated (e.g. h2,http/1.1)."),
-        OptionSpec("insecure", help: "Do not verify the certificate chain or name (--pin is still checked)."),
-        OptionSpec("pin", value: .text, valueName: "sha256//BASE64", repeatable: true,
+        OptionSpec(.cert, value: .path, valueName: "FILE", help: "A client certificate chain (PEM), for servers that ask for one."),
+        OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
+        OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Offer these ALPN protocols, comma-separated (e.g. h2,http/1.1)."),
+        OptionSpec(.insecure, help: "Do not verify the certificate chain or name (--pin is still checked)."),
+        OptionSpec(.pin, value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
-        OptionSpec("show-cert", help: "Print the server's certificate chain (PEM) on stdout and exit."),
-        OptionSpec("half-close", help: "Send close_notify as soon as stdin ends. Without it, close_notify waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and the reset would drop that reply."),
-        OptionSpec("starttls", value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
+        OptionSpec(.showCert, help: "Print the server's certificate chain (PEM) on stdout and exit."),
+        OptionSpec(.halfClose, help: "Send close_notify as soon as stdin ends. Without it, close_notify waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and the reset would drop that reply."),
+        OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
 
     /// Scripted probing and machine-readable reports: connect, tls, listen and udp-send.
     static let probing: [OptionSpec] = [
-        OptionSpec("send", value: .text, valueName: "TEXT", repeatable: true,
+        OptionSpec(.send, value: .text, valueName: "TEXT", repeatable: true,
             help: "Send TEXT (escapes \\n \\r \\t \\0 \\\\ \\xHH) before stdin is piped; --send and --expect run in the order given."),
-        OptionSpec("expect", value: .text, valueName: "REGEX", repeatable: true,
+        OptionSpec(.expect, value: .text, valueName: "REGEX", repeatable: true,
             help: "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."),
-        OptionSpec("expect-timeout", value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
-        OptionSpec("json", help: "Report events on stderr as JSON lines: resolved, attempt, connected, tls, send, expect, port, error, closed (bytes each way, exit code)."),
-        OptionSpec("timing", help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
+        OptionSpec(.expectTimeout, value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
+        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, tls, send, expect, port, error, closed (bytes each way, exit code)."),
+        OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
     ]
 
-    static let tlsFlag = OptionSpec("tls", help: "Use TLS (verified by default) over the connection.")
+    static let tlsFlag = OptionSpec(.tls, help: "Use TLS (verified by default) over the connection.")
 
     /// A program on the connection instead of stdin/stdout: listen (`each`: for each connection)
     /// and connect.
     static func programs(each: String) -> [OptionSpec] {
         [
-            OptionSpec("exec", short: "e", value: .command, valueName: "\"PROG ARGS\"",
+            OptionSpec(.exec, short: "e", value: .command, valueName: "\"PROG ARGS\"",
                 help: "Run PROG with ARGS (split on spaces, no shell) \(each), its stdin and stdout on the connection; a program that fails (non-zero status) makes tincan fail."),
-            OptionSpec("sh-exec", short: "c", value: .command, valueName: "\"COMMAND\"",
+            OptionSpec(.shExec, short: "c", value: .command, valueName: "\"COMMAND\"",
                 help: "Run COMMAND with /bin/sh -c \(each), its stdin and stdout on the connection."),
         ]
     }
 
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
-        OptionSpec("wait", short: "w", value: .duration, valueName: "DURATION", default: "none",
+        OptionSpec(.wait, short: "w", value: .duration, valueName: "DURATION", default: "none",
             help: "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0). With -z: the bound on each probe (default 2s)."),
-        OptionSpec("connect-timeout", value: .duration, valueName: "DURATION", default: "none",
+        OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
             help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3); unlike -w it does not end an idle session."),
-        OptionSpec("source", short: "s", value: .address, valueName: "ADDR[:PORT]",
+        OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",
             help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
-        OptionSpec("interface", value: .interface, valueName: "IF",
+        OptionSpec(.interface, value: .interface, valueName: "IF",
             help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
     ]
 
@@ -104,8 +104,8 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, verbose] + family + dialing + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
-            OptionSpec("zero-io", short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
-            OptionSpec("parallel", value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
+            OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
+            OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
         ],
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
@@ -117,7 +117,8 @@ public enum OptionTable {
             ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
-        ])
+        ],
+        run: { args in args.has(.zeroIo) ? try PortScan(args, settings: StreamSettings(args)).run() : try ConnectCommand(args).run() })
 
     public static let listen = CommandSpec(
         name: "listen",
@@ -135,20 +136,20 @@ public enum OptionTable {
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
         options: [help, verbose] + family + [
-            OptionSpec("keep-open", short: "k", help: "Accept many connections, concurrently, until interrupted."),
-            OptionSpec("max-conns", short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
+            OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
+            OptionSpec(.maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
                 help: "With -k, refuse connections beyond N at once."),
-            OptionSpec("allow", value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+            OptionSpec(.allow, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Accept only peers in these networks; others are closed before any byte is read."),
-            OptionSpec("deny", value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+            OptionSpec(.deny, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Close connections from these networks before any byte is read."),
         ] + programs(each: "for each connection") + stream + [
-            OptionSpec("tls", help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
-            OptionSpec("cert", value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
-            OptionSpec("key", value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
-            OptionSpec("ca", value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
-            OptionSpec("require-client-cert", help: "Accept only clients with a valid certificate (mutual TLS)."),
-            OptionSpec("alpn", value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
+            OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
+            OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
+            OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
+            OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
+            OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
+            OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
         ] + probing,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
@@ -156,7 +157,8 @@ public enum OptionTable {
             ("tincan listen -k --allow 127.0.0.0/8 127.0.0.1 8080", "A chat hub on loopback: stdin to every client, every client to stdout."),
             ("tincan listen --unix /tmp/app.sock", "Listen on a Unix domain socket."),
             ("tincan listen -k --tls --cert server.pem --key server.key 8443", "A TLS hub for many clients."),
-        ])
+        ],
+        run: { try ListenCommand($0).run() })
 
     public static let tls = CommandSpec(
         name: "tls",
@@ -170,7 +172,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream.filter { $0.long != "unix" } + tlsClient + probing,
+        options: [help, verbose] + family + dialing + stream.filter { $0.name != .unix } + tlsClient + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
@@ -178,7 +180,8 @@ public enum OptionTable {
             ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
             ("tincan tls --starttls smtp mail.example 587", "Upgrade an SMTP session, then type SMTP over TLS."),
             ("tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null", "Check a page answers 200 over TLS, and time each phase."),
-        ])
+        ],
+        run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.
     public static let commands: [CommandSpec] = [connect, listen, tls, udpSend, udpRecv, joinGroup]
@@ -186,7 +189,7 @@ public enum OptionTable {
     /// Options accepted before a subcommand.
     public static let global: [OptionSpec] = [
         help,
-        OptionSpec("version", help: "Print the version and exit."),
+        OptionSpec(.version, help: "Print the version and exit."),
     ]
 
     /// The subcommand called `name`. Only that one's table is built (each is a lazy global):

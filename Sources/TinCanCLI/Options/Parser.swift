@@ -12,31 +12,31 @@ public enum Invocation: Sendable {
 /// A subcommand's arguments, checked against its table entry.
 public struct ParsedArguments: Sendable {
     public let command: CommandSpec
-    var flags: [String: Int] = [:]
-    var values: [String: [String]] = [:]
+    var flags: [Option: Int] = [:]
+    var values: [Option: [String]] = [:]
     public internal(set) var positionals: [String] = []
     /// Every value option in the order given (for options whose relative order matters, such as
     /// --send and --expect).
-    public internal(set) var sequence: [(option: String, value: String)] = []
+    public internal(set) var sequence: [(option: Option, value: String)] = []
 
     init(command: CommandSpec) { self.command = command }
 
     /// True if the flag (or value option) was given.
-    public func has(_ long: String) -> Bool { flags[long, default: 0] > 0 || values[long] != nil }
+    public func has(_ option: Option) -> Bool { flags[option, default: 0] > 0 || values[option] != nil }
     /// How often a flag was given (`-vv` is 2).
-    public func count(_ long: String) -> Int { flags[long, default: 0] }
+    public func count(_ option: Option) -> Int { flags[option, default: 0] }
     /// The value of an option (the last one given).
-    public func value(_ long: String) -> String? { values[long]?.last }
+    public func value(_ option: Option) -> String? { values[option]?.last }
     /// Every value of a repeatable option, as given.
-    public func values(_ long: String) -> [String] { values[long] ?? [] }
+    public func values(_ option: Option) -> [String] { values[option] ?? [] }
     /// Every value of a repeatable option, comma lists split.
-    public func list(_ long: String) -> [String] {
-        (values[long] ?? []).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
+    public func list(_ option: Option) -> [String] {
+        (values[option] ?? []).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
     }
     /// A duration option's value (checked when parsed).
-    public func duration(_ long: String) -> Duration? { value(long).flatMap { try? Parser.duration($0) } }
+    public func duration(_ option: Option) -> Duration? { value(option).flatMap { try? Parser.duration($0) } }
     /// An integer option's value (checked when parsed).
-    public func integer(_ long: String) -> Int? { value(long).flatMap { Int($0) } }
+    public func integer(_ option: Option) -> Int? { value(option).flatMap { Int($0) } }
 }
 
 /// The hand-rolled parser: GNU/POSIX conventions (`-abc` bundles, `-w5`, `--timeout 5`,
@@ -66,7 +66,7 @@ public enum Parser {
             }
             guard let spec = OptionTable.command(named: first) else { throw unknownCommand(first, arguments) }
             let parsed = try parse(Array(arguments.dropFirst()), for: spec)
-            return parsed.has("help") ? .help(spec) : .run(parsed)
+            return parsed.has(.help) ? .help(spec) : .run(parsed)
         }
     }
 
@@ -80,11 +80,11 @@ public enum Parser {
             if let kind = option.value {
                 guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
                 try check(value, kind, for: option, in: spec)
-                result.sequence.append((option.long, value))
-                if option.repeatable { result.values[option.long, default: []].append(value) }
-                else { result.values[option.long] = [value] }  // the last one wins, as with GNU tools
+                result.sequence.append((option.name, value))
+                if option.repeatable { result.values[option.name, default: []].append(value) }
+                else { result.values[option.name] = [value] }  // the last one wins, as with GNU tools
             } else {
-                result.flags[option.long, default: 0] += 1
+                result.flags[option.name, default: 0] += 1
             }
         }
 

@@ -33,8 +33,8 @@ final class EventLog: Sendable {
     /// Starts the run's log if `args` asks for --json or --timing.
     @discardableResult
     static func start(_ args: ParsedArguments) -> EventLog? {
-        guard args.has("json") || args.has("timing") else { return nil }
-        let log = EventLog(json: args.has("json"), timing: args.has("timing"))
+        guard args.has(.json) || args.has(.timing) else { return nil }
+        let log = EventLog(json: args.has(.json), timing: args.has(.timing))
         current.withLock { $0 = log }
         return log
     }

@@ -9,8 +9,8 @@ struct DatagramPrinter: Sendable {
     let verbosity: Int
 
     init(_ args: ParsedArguments) {
-        format = args.value("format").flatMap(Format.init) ?? .raw
-        verbosity = args.count("verbose")
+        format = args.value(.format).flatMap(Format.init) ?? .raw
+        verbosity = args.count(.verbose)
     }
 
     /// Prints one datagram. Throws when the output is gone.

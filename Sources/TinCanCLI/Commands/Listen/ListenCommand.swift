@@ -32,26 +32,26 @@ struct ListenCommand {
         }
         program = try ProgramSession.parse(args)
         do {
-            filter = try PeerFilter(allow: args.list("allow"), deny: args.list("deny"))
+            filter = try PeerFilter(allow: args.list(.allow), deny: args.list(.deny))
         } catch {
             throw UsageError("\(error)", command: name)
         }
-        keepOpen = args.has("keep-open")
-        maxConnections = args.integer("max-conns") ?? 1000
-        if args.has("tls") {
+        keepOpen = args.has(.keepOpen)
+        maxConnections = args.integer(.maxConns) ?? 1000
+        if args.has(.tls) {
             tls = try TLSOptions.server(args)
         } else {
-            for option in ["cert", "key", "ca", "require-client-cert", "alpn"] where args.has(option) {
-                throw UsageError("--\(option) needs --tls", command: name)
+            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn] where args.has(option) {
+                throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             tls = nil
+        }
+        if !settings.script.isEmpty && (keepOpen || program != nil) {
+            throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
     }
 
     func run() throws {
-        if !settings.script.isEmpty && (keepOpen || program != nil) {
-            throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: "listen")
-        }
         // TLS material is loaded (or a certificate made) once, for every connection.
         var context: TLSContext?
         if let tls {

@@ -24,8 +24,8 @@ struct PortScan {
     init(_ args: ParsedArguments, settings: StreamSettings) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        for option in ["tls", "unix", "send", "expect"] where args.has(option) {
-            throw UsageError("-z only connects: it does not take --\(option)", command: name)
+        for option in [Option.tls, .unix, .send, .expect] where args.has(option) {
+            throw UsageError("-z only connects: it does not take --\(option.rawValue)", command: name)
         }
         switch positionals.count {
         case 0:
@@ -39,8 +39,8 @@ struct PortScan {
             host = try Target.host(positionals[0], command: name)
             ports = try PortList.parse(Array(positionals.dropFirst()), command: name)
         }
-        parallel = args.integer("parallel") ?? 100
-        timeout = args.duration("connect-timeout") ?? args.duration("wait") ?? .seconds(2)
+        parallel = args.integer(.parallel) ?? 100
+        timeout = args.duration(.connectTimeout) ?? args.duration(.wait) ?? .seconds(2)
         self.settings = settings
     }
 

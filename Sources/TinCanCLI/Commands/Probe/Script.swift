@@ -39,11 +39,11 @@ struct Script: Sendable {
         var steps: [Step] = []
         for (option, value) in args.sequence {
             switch option {
-            case "send":
+            case .send:
                 do throws(UsageError) { steps.append(.send(try Escapes.decode(value), text: value)) } catch {
                     throw UsageError("--send: \(error.message)", command: args.command.name)
                 }
-            case "expect":
+            case .expect:
                 do throws(PatternError) {
                     steps.append(.expect(Expectation(pattern: try Pattern(value))))
                 } catch {
@@ -54,8 +54,8 @@ struct Script: Sendable {
             }
         }
         self.steps = steps
-        timeout = args.duration("expect-timeout") ?? Script.defaultTimeout
-        timeoutText = args.value("expect-timeout") ?? "10s"
+        timeout = args.duration(.expectTimeout) ?? Script.defaultTimeout
+        timeoutText = args.value(.expectTimeout) ?? "10s"
     }
 
     /// What arrived, quoted for a message: printable ASCII kept, the rest escaped, at most the

@@ -22,11 +22,11 @@ struct JoinGroupCommand {
                 throw UsageError(error.description, command: name)
             }
         }
-        interface = args.value("interface")
+        interface = args.value(.interface)
         if let interface, Interfaces.index(of: interface) == nil {
             throw UsageError("no network interface named '\(interface)'", command: name)
         }
-        sources = args.list("source")
+        sources = args.list(.source)
         for source in sources where (try? SocketAddress(ip: source, port: 0)) == nil {
             throw UsageError("--source '\(source)' is not a numeric IP address", command: name)
         }

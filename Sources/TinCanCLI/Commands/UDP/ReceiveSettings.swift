@@ -13,13 +13,13 @@ struct ReceiveSettings {
 
     init(_ args: ParsedArguments) {
         printer = DatagramPrinter(args)
-        count = args.integer("count")
-        timeout = args.duration("timeout")
-        timeoutText = args.value("timeout")
-        echo = args.has("echo")
-        maxSize = args.integer("max-size") ?? 65535
-        receiveBuffer = args.integer("rcvbuf") ?? 32 << 20
-        verbosity = args.count("verbose")
+        count = args.integer(.count)
+        timeout = args.duration(.timeout)
+        timeoutText = args.value(.timeout)
+        echo = args.has(.echo)
+        maxSize = args.integer(.maxSize) ?? 65535
+        receiveBuffer = args.integer(.rcvbuf) ?? 32 << 20
+        verbosity = args.count(.verbose)
     }
 
     /// A socket with the receive options applied.

@@ -12,8 +12,8 @@ struct UDPReceiveCommand {
         let name = args.command.name
         let positionals = args.positionals
         (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
-        ipv4Only = args.has("ipv4")
-        ipv6Only = args.has("ipv6")
+        ipv4Only = args.has(.ipv4)
+        ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
         if let address, let literal = try? SocketAddress(ip: address, port: 0), literal.isMulticast {
             throw UsageError("\(address) is a multicast group: use 'tincan join-group \(address) \(port)'", command: name)

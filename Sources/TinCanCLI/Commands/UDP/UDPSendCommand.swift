@@ -21,15 +21,15 @@ struct UDPSendCommand {
         let name = args.command.name
         let positionals = args.positionals
         (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
-        if args.has("ipv4") && args.has("ipv6") { throw UsageError("-4 and -6 exclude each other", command: name) }
-        if args.has("strip-newline"), let other = ["chunk", "whole", "message"].first(where: args.has) {
-            throw UsageError("--strip-newline is for lines of stdin: not with --\(other)", command: name)
+        if args.has(.ipv4) && args.has(.ipv6) { throw UsageError("-4 and -6 exclude each other", command: name) }
+        if args.has(.stripNewline), let other = [Option.chunk, .whole, .message].first(where: args.has) {
+            throw UsageError("--strip-newline is for lines of stdin: not with --\(other.rawValue)", command: name)
         }
-        let modes = ["lines", "chunk", "whole", "message"].filter { args.has($0) }
+        let modes = [Option.lines, .chunk, .whole, .message].filter { args.has($0) }
         if modes.count > 1 {
-            throw UsageError("--\(modes[0]) and --\(modes[1]) exclude each other", command: name)
+            throw UsageError("--\(modes[0].rawValue) and --\(modes[1].rawValue) exclude each other", command: name)
         }
-        let messages = args.values("message")
+        let messages = args.values(.message)
         if !messages.isEmpty {
             var decoded: [[UInt8]] = []
             for text in messages {
@@ -38,27 +38,27 @@ struct UDPSendCommand {
                 }
             }
             source = DatagramSource(mode: .messages(decoded), input: 0)
-        } else if let size = args.integer("chunk") {
+        } else if let size = args.integer(.chunk) {
             source = DatagramSource(mode: .chunks(size), input: 0)
         } else {
-            source = DatagramSource(mode: args.has("whole") ? .whole : .lines(strip: args.has("strip-newline")), input: 0)
+            source = DatagramSource(mode: args.has(.whole) ? .whole : .lines(strip: args.has(.stripNewline)), input: 0)
         }
-        if let interface = args.value("interface"), Interfaces.index(of: interface) == nil {
+        if let interface = args.value(.interface), Interfaces.index(of: interface) == nil {
             throw UsageError("no network interface named '\(interface)'", command: name)
         }
-        if let local = args.value("source") {
+        if let local = args.value(.source) {
             do { _ = try Interfaces.addresses(for: local) } catch {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
         script = try Script(args)
-        if !script.isEmpty, let other = ["message", "lines", "chunk", "whole"].first(where: args.has) {
-            throw UsageError("--send and --expect replace stdin: not with --\(other)", command: name)
+        if !script.isEmpty, let other = [Option.message, .lines, .chunk, .whole].first(where: args.has) {
+            throw UsageError("--send and --expect replace stdin: not with --\(other.rawValue)", command: name)
         }
-        count = args.integer("count") ?? 1
-        interval = args.duration("interval")
-        waitReply = args.duration("wait-reply")
-        verbosity = args.count("verbose")
+        count = args.integer(.count) ?? 1
+        interval = args.duration(.interval)
+        waitReply = args.duration(.waitReply)
+        verbosity = args.count(.verbose)
     }
 
 
@@ -70,17 +70,17 @@ struct UDPSendCommand {
         let socket = AsyncUDPSocket()
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6
-        let broadcast = args.has("broadcast")
+        let broadcast = args.has(.broadcast)
         let connected = !broadcast && !destination.isMulticast
         do throws(UDPSocketError) {
             if broadcast { try socket.enableBroadcast(true) }
-            if let interface = args.value("interface") {
+            if let interface = args.value(.interface) {
                 if destination.isMulticast { try socket.setMulticastInterface(interface) } else { try socket.bindToDevice(interface) }
             }
-            if let ttl = args.integer("ttl") {
+            if let ttl = args.integer(.ttl) {
                 if destination.isMulticast { try socket.setMulticastTTL(ttl) } else { try socket.setTTL(ttl) }
             }
-            if let local = args.value("source") {
+            if let local = args.value(.source) {
                 let found = try? Interfaces.addresses(for: local)
                 guard let address = destination.isIPv6 ? found?.ipv6 : found?.ipv4 else {
                     throw UDPSocketError.badParam("--source \(local) has no IPv\(destination.isIPv6 ? 6 : 4) address to send to \(target) from")
@@ -140,7 +140,7 @@ struct UDPSendCommand {
         case .timedOut:
             let replies = receiver.received
             if replies == 0 {
-                throw CommandError("no reply from \(target) within \(args.value("wait-reply") ?? "the wait") (--wait-reply)", code: .timeout)
+                throw CommandError("no reply from \(target) within \(args.value(.waitReply) ?? "the wait") (--wait-reply)", code: .timeout)
             }
             Console.note("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams", level: 1)
         case .failed(let error):
@@ -168,7 +168,7 @@ struct UDPSendCommand {
 
     /// The destination, looked up (IPv4 first unless -6).
     private func resolve() throws -> SocketAddress {
-        let families: [SocketAddress.Family] = args.has("ipv6") ? [.ipv6] : args.has("ipv4") ? [.ipv4] : [.ipv4, .ipv6]
+        let families: [SocketAddress.Family] = args.has(.ipv6) ? [.ipv6] : args.has(.ipv4) ? [.ipv4] : [.ipv4, .ipv6]
         var reason = "no address"
         for family in families {
             do throws(ResolveError) {

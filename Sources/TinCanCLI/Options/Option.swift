@@ -1,0 +1,61 @@
+/// Every option's long name, typed: a lookup with a typo does not compile. The raw value is the
+/// name on the command line (`--connect-timeout`).
+public enum Option: String, CaseIterable, Sendable {
+    case allow
+    case alpn
+    case broadcast
+    case ca
+    case cert
+    case chunk
+    case connectTimeout = "connect-timeout"
+    case count
+    case crlf
+    case deny
+    case echo
+    case exec
+    case expect
+    case expectTimeout = "expect-timeout"
+    case forceProgress = "force-progress"
+    case format
+    case halfClose = "half-close"
+    case help
+    case hex
+    case idleTimeout = "idle-timeout"
+    case insecure
+    case interface
+    case interval
+    case ipv4
+    case ipv6
+    case json
+    case keepOpen = "keep-open"
+    case key
+    case lines
+    case maxConns = "max-conns"
+    case maxSize = "max-size"
+    case message
+    case noShutdown = "no-shutdown"
+    case parallel
+    case pin
+    case progress
+    case quitAfterEof = "quit-after-eof"
+    case rcvbuf
+    case requireClientCert = "require-client-cert"
+    case send
+    case servername
+    case shExec = "sh-exec"
+    case showCert = "show-cert"
+    case source
+    case starttls
+    case stripNewline = "strip-newline"
+    case timeout
+    case timing
+    case tls
+    case ttl
+    case unix
+    case verbose
+    case version
+    case wait
+    case waitReply = "wait-reply"
+    case whole
+    case zeroIo = "zero-io"
+}
