@@ -56,6 +56,13 @@ let package = Package(
             dependencies: ["SocketCore", "COpenSSL", "TestSupport"],
             swiftSettings: strict
         ),
+        // The CLI's pure parts: the option parser, the end-of-stream machine, the --expect
+        // matcher, scripts, transports. No tincan process runs here.
+        .testTarget(
+            name: "TinCanUnitTests",
+            dependencies: ["TinCanCLI"],
+            swiftSettings: strict
+        ),
         // End-to-end: runs the built `tincan` binary (the dependency makes sure it is built).
         .testTarget(
             name: "TinCanTests",

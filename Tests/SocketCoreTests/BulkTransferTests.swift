@@ -44,7 +44,7 @@ final class BulkTransferTests: XCTestCase {
     /// A real peer: python3 reads to end of stream, then answers with the SHA-256 of what it got
     /// and closes. Exercises our half-close against another TCP implementation.
     func testHalfCloseAgainstPythonPeer() async throws {
-        let peer = try PythonPeer(PythonPeers.sha256AfterEOF, arguments: ["0", "::1"])
+        let peer = try PythonPeer(PythonPeers.sha256AfterEOF, host: "::1")
         defer { peer.stop() }
         let client = AsyncSocket()
         try await client.connect(host: "::1", port: peer.port, timeout: .seconds(5))

@@ -15,7 +15,7 @@ final class TLSStreamTests: XCTestCase {
             ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
             c, _ = s.accept(); t = ctx.wrap_socket(c, server_side=True)
 
-            """ + body, arguments: ["0"])
+            """ + body)
     }
 
     private func secured(port: UInt16) async throws -> AsyncSocket {
@@ -117,7 +117,7 @@ final class TLSStreamTests: XCTestCase {
 
     func testACutRecordIsTruncationAfterTheRecordsBeforeIt() async throws {
         let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
-                                                              cut: true), arguments: ["0"])
+                                                              cut: true))
         defer { peer.stop() }
         let socket = try await secured(port: peer.port)
         let stream = try socket.takeTLSStream()

@@ -269,7 +269,7 @@ final class TLSTests: XCTestCase {
         // A peer that accepts and never answers the ClientHello.
         let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); time.sleep(30)
-            """, arguments: ["0"])
+            """)
         defer { peer.stop() }
         let socket = AsyncSocket()
         try await socket.connect(host: "127.0.0.1", port: peer.port)
@@ -286,7 +286,7 @@ final class TLSTests: XCTestCase {
     func testAnEndBetweenRecordsIsAnEndAndACutRecordIsTruncation() async throws {
         for cut in [false, true] {
             let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
-                                                                  cut: cut), arguments: ["0"])
+                                                                  cut: cut))
             defer { peer.stop() }
             let socket = try await connectTLS(port: peer.port, verifying())
             let line = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))

@@ -26,7 +26,7 @@ final class ConnectCommandTests: XCTestCase {
 
     func testHalfCloseLetsThePeerAnswerAfterOurEOF() throws {
         // The peer answers only once it has read our whole input (it waits for end of stream).
-        let peer = try Python(PythonPeers.sha256AfterEOF)
+        let peer = try PythonPeer(PythonPeers.sha256AfterEOF)
         defer { peer.stop() }
         let input = String(repeating: "0123456789abcdef", count: 65536)  // 1 MiB
         let r = try Tool.run(["connect", "-vv", "127.0.0.1", String(peer.port)], input: input)
@@ -43,7 +43,7 @@ final class ConnectCommandTests: XCTestCase {
 
     func testNoShutdownKeepsTheConnectionOpen() throws {
         // The peer reports whether it saw our end of stream within 1.5 s, then closes.
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             for _ in range(2):
                 c, _ = s.accept(); c.settimeout(1.5); data = b''
                 try:
@@ -65,7 +65,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testQuitAfterEOFWithASilentPeer() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(30)
             """)
         defer { peer.stop() }
@@ -80,7 +80,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testIdleTimeoutExitsWithCode3() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'partial'); time.sleep(30)
             """)
         defer { peer.stop() }
@@ -94,7 +94,7 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testCRLFAndHexDump() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); data = b''
             while True:
                 b = c.recv(100)
@@ -111,13 +111,13 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testForcedProgressReportsOnStderr() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'z' * 300000); c.close()
             """)
         defer { peer.stop() }
         let r = try Tool.run(["connect", "--force-progress", "127.0.0.1", String(peer.port)], input: "")
         // Without --force-progress, --progress stays quiet when stderr is not a terminal.
-        let quietPeer = try Python(PythonPeers.listenPrelude + """
+        let quietPeer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'z' * 1000); c.close()
             """)
         defer { quietPeer.stop() }
@@ -195,7 +195,7 @@ final class ConnectCommandTests: XCTestCase {
 
 final class SignalTests: XCTestCase {
     func testSIGTERMEndsConnectWith143AndKeepsWhatArrived() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'first part\\n'); time.sleep(30)
             """)
         defer { peer.stop() }

@@ -16,7 +16,7 @@ final class ConnectExecTests: XCTestCase {
     /// The program sends 4 MiB, then reads the server's digest of them (a python server that
     /// answers once it has them all) and exits.
     func testTheProgramsBytesAllArriveAndTheAnswerReachesIt() throws {
-        let peer = try Python(PythonPeers.listenPrelude + """
+        let peer = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); h = hashlib.sha256(); n = 0
             while n < 4194304:
                 b = c.recv(65536)

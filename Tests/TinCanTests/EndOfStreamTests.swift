@@ -96,7 +96,7 @@ final class EndOfStreamTests: XCTestCase {
 
     /// A peer that closed its socket entirely cannot take what stdin sends later: exit 1, said so.
     func testSendingToAPeerThatClosedCompletelyIsAFailure() throws {
-        let server = try Python(PythonPeers.listenPrelude + """
+        let server = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
             """)
         defer { server.stop() }
@@ -112,7 +112,7 @@ final class EndOfStreamTests: XCTestCase {
 
     /// ... but if stdin ends without more to send, the session simply ends well.
     func testAPeerThatClosesFirstThenStdinEndingIsSuccess() throws {
-        let server = try Python(PythonPeers.listenPrelude + """
+        let server = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
             """)
         defer { server.stop() }
@@ -125,8 +125,8 @@ final class EndOfStreamTests: XCTestCase {
     }
 
     /// A server sending `bytes` then closing, for the stdout tests.
-    private func sender(_ bytes: Int) throws -> Python {
-        try Python(PythonPeers.listenPrelude + """
+    private func sender(_ bytes: Int) throws -> PythonPeer {
+        try PythonPeer(PythonPeers.listenPrelude + """
             while True:
                 c, _ = s.accept(); c.sendall(b'x' * \(bytes)); c.close()
             """)
@@ -179,7 +179,7 @@ final class EndOfStreamTests: XCTestCase {
 
     /// `-w` as nc has it: after stdin ended, a silent server ends the session (exit 0).
     func testWaitEndsASilentSessionAfterStdinEnded() throws {
-        let server = try Python(PythonPeers.listenPrelude + """
+        let server = try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(60)
             """)
         defer { server.stop() }

@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// Faults from the peer: each ends with its exit code and one clear line, within its timeout,
 /// and nothing already received is lost from stdout.
 final class FaultTests: XCTestCase {
     func testAResetMidTransferKeepsWhatArrivedAndExitsWith1() throws {
-        let server = try Python("""
+        let server = try PythonPeer("""
             import socket, struct, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
@@ -26,7 +27,7 @@ final class FaultTests: XCTestCase {
     }
 
     func testAServerThatClosesDuringTheTLSHandshakeIsAClearFailure() throws {
-        let server = try Python("""
+        let server = try PythonPeer("""
             import socket, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5)
@@ -42,7 +43,7 @@ final class FaultTests: XCTestCase {
     }
 
     func testHalfAStartTLSReplyThenSilenceEndsWithinTheTimeout() throws {
-        let server = try Python("""
+        let server = try PythonPeer("""
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5)
@@ -62,7 +63,7 @@ final class FaultTests: XCTestCase {
     }
 
     func testAPeerThatStopsReadingEndsWithTheIdleTimeout() throws {
-        let server = try Python("""
+        let server = try PythonPeer("""
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

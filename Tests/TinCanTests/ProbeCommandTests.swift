@@ -8,8 +8,8 @@ final class ProbeCommandTests: XCTestCase {
 
     /// A python3 SMTP-like server: a 220 greeting, a multi-line 250 reply to EHLO (or `ehloReply`),
     /// 221 to QUIT, then it closes.
-    private func smtpServer(ehloReply: String = "250-probe.test hello\\r\\n250-SIZE 1000\\r\\n250 OK\\r\\n") throws -> Python {
-        try Python("""
+    private func smtpServer(ehloReply: String = "250-probe.test hello\\r\\n250-SIZE 1000\\r\\n250 OK\\r\\n") throws -> PythonPeer {
+        try PythonPeer("""
             import socket, sys
             server = socket.socket()
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -207,7 +207,7 @@ final class ProbeCommandTests: XCTestCase {
     }
 
     func testPortProbesReportOpenAndClosedInOrder() throws {
-        let open = try Python("""
+        let open = try PythonPeer("""
             import socket, sys
             s = socket.socket()
             s.bind(("127.0.0.1", int(sys.argv[1])))
@@ -254,8 +254,8 @@ final class ProbeCommandTests: XCTestCase {
 /// `--expect` on hostile input: one pass over the bytes, and --expect-timeout always wins.
 final class ExpectBoundsTests: XCTestCase {
     /// A server that sends `count` bytes of `byte`, then `tail`, and keeps the connection open.
-    private func flood(_ count: Int, _ byte: String, tail: String = "") throws -> Python {
-        try Python(PythonPeers.listenPrelude + """
+    private func flood(_ count: Int, _ byte: String, tail: String = "") throws -> PythonPeer {
+        try PythonPeer(PythonPeers.listenPrelude + """
             c, _ = s.accept(); c.sendall(b'\(byte)' * \(count) + b'\(tail)'); time.sleep(60)
             """)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import XCTest
 
 /// What tincan must never do: run a shell it was not asked for, or make a socket file more open

@@ -11,8 +11,8 @@ final class TLSEndOfStreamTests: XCTestCase {
     /// without close_notify and without reading further: a close_notify of ours that had arrived
     /// would still be unread, so the close would reset the connection and the reset would drop the
     /// 221 from our receive queue.
-    private func quitServer() throws -> Python {
-        try Python(PythonPeers.listenPrelude + """
+    private func quitServer() throws -> PythonPeer {
+        try PythonPeer(PythonPeers.listenPrelude + """
             import ssl
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
@@ -49,8 +49,8 @@ final class TLSEndOfStreamTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
     }
 
-    private func recordServer(cut: Bool) throws -> Python {
-        try Python(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"), cut: cut))
+    private func recordServer(cut: Bool) throws -> PythonPeer {
+        try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"), cut: cut))
     }
 
     func testAServerSkippingCloseNotifyBetweenRecordsIsNotAnError() throws {

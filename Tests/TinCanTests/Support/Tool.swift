@@ -135,54 +135,6 @@ func childProcesses(of pid: Int32) -> [(pid: Int32, state: String)] {
     }
 }
 
-/// Waits until a socket listens on TCP `port` (a server just started). It reads
-/// /proc/net/tcp and tcp6 rather than connecting, so a peer that accepts once is not used up.
-func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: Duration = .seconds(10),
-                     file: StaticString = #filePath, line: UInt = #line) {
-    let wanted = String(port, radix: 16, uppercase: true)
-    let suffix = ":" + String(repeating: "0", count: 4 - wanted.count) + wanted
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            let text = procText(table)
-            for row in text.split(separator: "\n").dropFirst() {
-                let fields = row.split(separator: " ")
-                if fields.count > 3, fields[1].hasSuffix(suffix), fields[3] == "0A" { return }
-            }
-        }
-        usleep(5_000)
-    }
-    XCTFail("nothing listening on port \(port) after \(timeout)", file: file, line: line)
-}
-
-/// A TCP port on loopback that was free a moment ago.
-func freePort() -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return UInt16(bigEndian: a.sin_port)
-}
-
-/// A python3 peer (standard library only) serving on `port` (given to the script as argv[1]);
-/// ready when its listener accepts. Killed by `stop()`.
-final class Python {
-    let tool: Tool
-    let port: UInt16
-
-    init(_ script: String, host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line) throws {
-        port = freePort()
-        tool = try Tool(["python3", "-u", "-c", script, String(port), host], program: "/usr/bin/env")
-        waitForListener(port: port, host: host, file: file, line: line)
-    }
-
-    func stop() { tool.stop() }
-}
-
 extension Tool {
     /// Runs tincan with `arguments`, its stdout going to the file `path` (so a test can watch
     /// what arrived while it runs) and stdin a pipe the test writes to.

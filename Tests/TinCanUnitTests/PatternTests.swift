@@ -163,10 +163,19 @@ final class PatternTests: XCTestCase {
                 if theirs != ours: bad.append(f'{p!r} on {t!r}: re {theirs}, ours {ours}')
             print(len(bad)); print('\\n'.join(bad[:10]))
             """
-        let python = try Tool(["python3", "-c", script], program: "/usr/bin/env")
-        python.send(lines.joined(separator: "\n") + "\n")
-        python.closeInput()
-        XCTAssertEqual(python.wait(), 0, python.stderrText)
-        XCTAssertTrue(python.stdoutText.hasPrefix("0\n"), python.stdoutText)
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        let input = Pipe(), output = Pipe()
+        python.standardInput = input
+        python.standardOutput = output
+        try python.run()
+        // The answer is small; the input goes in first, then the answer is read to its end.
+        try input.fileHandleForWriting.write(contentsOf: Data((lines.joined(separator: "\n") + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        XCTAssertEqual(python.terminationStatus, 0)
+        XCTAssertTrue(answer.hasPrefix("0\n"), answer)
     }
 }
