@@ -4,10 +4,9 @@ extension Array where Element == String {
     ///
     /// The standard library's `joined(separator:)` is not specialised for `[String]`: its first
     /// call looks up the collection's associated types by mangled name, which checks a protocol
-    /// conformance by scanning every conformance record in the executable: 114 000 instructions
-    /// and 18 page faults, a tenth of a `tincan connect` to a closed port (counted with
-    /// callgrind). This one is concrete: nothing is looked up at run time. Use it on the paths a
-    /// short run takes (messages, traces, per-event output).
+    /// conformance by scanning every conformance record in the executable, a noticeable share of
+    /// a short run's start-up. This one is concrete: nothing is looked up at run time. Use it on
+    /// the paths a short run takes (messages, traces, per-event output).
     package func joined(by separator: String) -> String {
         var text = ""
         for (index, part) in enumerated() {

@@ -192,8 +192,8 @@ public enum OptionTable {
         OptionSpec(.version, help: "Print the version and exit."),
     ]
 
-    /// The subcommand called `name`. Only that one's table is built (each is a lazy global):
-    /// building all six cost a run about a tenth of its start-up instructions.
+    /// The subcommand called `name`. Only that one's table is built (each is a lazy global): a run
+    /// needs one, and building six is a noticeable share of start-up.
     public static func command(named name: String) -> CommandSpec? {
         switch name {
         case "connect": connect
