@@ -27,6 +27,7 @@ let package = Package(
         .target(
             name: "SocketCore",
             dependencies: ["CSystem", "COpenSSL"],
+            exclude: ["README.md"],
             swiftSettings: strict
         ),
         // The CLI: option table, subcommands, stdin/stdout streams. A library so its pure parts
