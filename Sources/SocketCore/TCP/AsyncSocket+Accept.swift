@@ -140,6 +140,7 @@ extension AsyncSocket {
         let inherited = settings
         child.sync {
             child.settings = inherited
+            child.knownPeer = peer
             child.didConnect(fd: fd) {}
         }
         // Without a delegate, connections wait for the async face (``connections()``).

@@ -135,7 +135,8 @@ extension AsyncSocket {
         if preBuffer.capacity == 0 { preBuffer = PreBuffer(capacity: AsyncSocket.readChunk) }
         phase = .connected
         announce()
-        connection?.resumeRead()
+        // No read source yet: pumpReads looks at the socket (watchWhileIdle) and arms one only
+        // when there is nothing to read, so bytes and an end already there cost no source.
         pumpReads()
         pumpWrites()
     }

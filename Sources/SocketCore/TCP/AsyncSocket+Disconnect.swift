@@ -82,6 +82,7 @@ extension AsyncSocket {
         preBuffer.reset()
         flags = []
         deferredReadError = nil
+        knownPeer = nil
         phase = .idle
         if wasInUse { closeReason = error ?? .disconnected }
 

@@ -54,6 +54,10 @@ public final class AsyncSocket: @unchecked Sendable {
     /// back-off (out of descriptors) while accepting.
     var phaseTimer: DispatchSourceTimer?
 
+    /// The peer's address as accept(2) gave it (a connection's peer does not change), so asking
+    /// for it costs no getpeername(2); cleared when the socket closes.
+    var knownPeer: SocketAddress?
+
     /// A TLS stream that was cut while no read was queued (and the socket stays open after the
     /// peer's end): the error the next read gets, once the bytes before it are taken.
     var deferredReadError: AsyncSocketError?
@@ -261,7 +265,7 @@ public final class AsyncSocket: @unchecked Sendable {
 
     /// The peer's address, if connected over TCP.
     public var connectedAddress: SocketAddress? {
-        sync { connection.flatMap { Syscall.peerAddress($0.fd) }.flatMap { $0.isUnix ? nil : $0 } }
+        sync { (knownPeer ?? connection.flatMap { Syscall.peerAddress($0.fd) }).flatMap { $0.isUnix ? nil : $0 } }
     }
     /// The peer's numeric host, if connected over TCP.
     public var connectedHost: String? { connectedAddress?.host }

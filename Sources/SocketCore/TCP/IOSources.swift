@@ -6,16 +6,25 @@ import Dispatch
 /// resumed before it is cancelled or released (releasing a suspended source traps); a source
 /// needs an owner until it is cancelled; the descriptor is closed in the cancel handler that runs
 /// last, so no event can fire on a closed or reused descriptor. Confined to its queue.
+///
+/// The sources are made when first resumed: creating one costs probes of the descriptor and an
+/// epoll registration, and a short connection that is read and closed without ever waiting
+/// (its bytes and its end already there) needs none.
 final class IOSources {
     let fd: Int32
-    private let readSource: DispatchSourceRead
-    private let writeSource: DispatchSourceWrite?
+    private let queue: DispatchQueue
+    private let withWriteSource: Bool
+    private let onReadable: @Sendable () -> Void
+    private let onWritable: @Sendable () -> Void
+    private let closer: DescriptorCloser
+    private var readSource: DispatchSourceRead?
+    private var writeSource: DispatchSourceWrite?
     private(set) var readSuspended = true
     private(set) var writeSuspended = true
     private var cancelled = false
 
-    /// Sources for `fd` on `queue`; both start suspended. `onClose` runs on `queue` once the
-    /// descriptor is closed.
+    /// Sources for `fd` on `queue`, made (suspended) when first resumed. `onClose` runs on
+    /// `queue` once the descriptor is closed.
     init(
         fd: Int32, queue: DispatchQueue, withWriteSource: Bool = true,
         onReadable: @escaping @Sendable () -> Void,
@@ -23,18 +32,11 @@ final class IOSources {
         onClose: @escaping @Sendable () -> Void = {}
     ) {
         self.fd = fd
-        let closer = DescriptorCloser(fd: fd, users: withWriteSource ? 2 : 1, onClose: onClose)
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        readSource.setEventHandler(handler: onReadable)
-        readSource.setCancelHandler { closer.release() }
-        if withWriteSource {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler(handler: onWritable)
-            source.setCancelHandler { closer.release() }
-            writeSource = source
-        } else {
-            writeSource = nil
-        }
+        self.queue = queue
+        self.withWriteSource = withWriteSource
+        self.onReadable = onReadable
+        self.onWritable = onWritable
+        closer = DescriptorCloser(fd: fd, onClose: onClose)
     }
 
     deinit {
@@ -45,33 +47,54 @@ final class IOSources {
     func resumeRead() {
         guard readSuspended, !cancelled else { return }
         readSuspended = false
-        readSource.resume()
+        if readSource == nil {
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler(handler: onReadable)
+            closer.users += 1
+            source.setCancelHandler { [closer] in closer.release() }
+            readSource = source
+        }
+        readSource?.resume()
     }
 
     func suspendRead() {
         guard !readSuspended, !cancelled else { return }
         readSuspended = true
-        readSource.suspend()
+        readSource?.suspend()
     }
 
     func resumeWrite() {
-        guard writeSuspended, !cancelled, let writeSource else { return }
+        guard writeSuspended, !cancelled, withWriteSource else { return }
         writeSuspended = false
-        writeSource.resume()
+        if writeSource == nil {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler(handler: onWritable)
+            closer.users += 1
+            source.setCancelHandler { [closer] in closer.release() }
+            writeSource = source
+        }
+        writeSource?.resume()
     }
 
     func suspendWrite() {
-        guard !writeSuspended, !cancelled, let writeSource else { return }
+        guard !writeSuspended, !cancelled else { return }
         writeSuspended = true
-        writeSource.suspend()
+        writeSource?.suspend()
     }
 
-    /// Cancels both sources; the descriptor is closed when the last cancel handler has run.
+    /// Cancels the sources; the descriptor is closed when the last cancel handler has run, or
+    /// at once if no source was ever made.
     func cancel() {
         guard !cancelled else { return }
         cancelled = true
-        readSource.cancel()
-        if readSuspended { readSource.resume() }
+        if readSource == nil && writeSource == nil {
+            closer.closeNow()
+            return
+        }
+        if let readSource {
+            readSource.cancel()
+            if readSuspended { readSource.resume() }
+        }
         if let writeSource {
             writeSource.cancel()
             if writeSuspended { writeSource.resume() }
@@ -83,20 +106,23 @@ final class IOSources {
 /// the sources' serial queue, so the count needs no lock.
 private final class DescriptorCloser: @unchecked Sendable {
     private let fd: Int32
-    private var users: Int
+    /// Sources made so far, each releasing once when cancelled (counted on the queue).
+    var users = 0
     private let onClose: @Sendable () -> Void
 
-    init(fd: Int32, users: Int, onClose: @escaping @Sendable () -> Void) {
+    init(fd: Int32, onClose: @escaping @Sendable () -> Void) {
         self.fd = fd
-        self.users = users
         self.onClose = onClose
     }
 
     func release() {
         users -= 1
-        if users == 0 {
-            Syscall.close(fd)
-            onClose()
-        }
+        if users == 0 { closeNow() }
+    }
+
+    /// Closes the descriptor (no source is left to fire on it).
+    func closeNow() {
+        Syscall.close(fd)
+        onClose()
     }
 }

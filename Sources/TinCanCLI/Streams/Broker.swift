@@ -11,7 +11,6 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private let gate: Gate
     /// The broker's queue: its clients' delegate queue and, without TLS, their socket queue.
     let queue = DispatchQueue(label: "tincan.broker")
-    private let stdoutQueue = DispatchQueue(label: "tincan.broker.stdout")
     /// Clients by identity; touched only on `queue`.
     private var clients: [ObjectIdentifier: AsyncSocket] = [:]
 
@@ -29,19 +28,18 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     }
 
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
-        let bytes = Array(data)
-        settings.relay.hex.map { hex in bytes.withUnsafeBytes { hex.dump($0, .received) } }
-        stdoutQueue.async {
-            do throws(SystemError) {
-                try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(1, raw, isSocket: false) } }.get()
-            } catch {
-                // What a client sent could not be written: the hub stops, and says so (exit 1).
-                let reason = error.errno == EPIPE ? "its reader closed it (broken pipe)" : error.lowercaseReason
-                Console.note("writing to stdout failed: \(reason); stopping")
-                exit(ExitCode.failure.rawValue)
-            }
-            sock.readData(maxLength: Relay.chunkSize)
+        settings.relay.hex.map { hex in data.withUnsafeBytes { hex.dump($0, .received) } }
+        // Written here, on the hub's queue: a slow stdout holds every client back (the bound),
+        // and no thread hop stands between a client's read and its next one.
+        do throws(SystemError) {
+            try data.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(1, raw, isSocket: false) } }.get()
+        } catch {
+            // What a client sent could not be written: the hub stops, and says so (exit 1).
+            let reason = error.errno == EPIPE ? "its reader closed it (broken pipe)" : error.lowercaseReason
+            Console.note("writing to stdout failed: \(reason); stopping")
+            exit(ExitCode.failure.rawValue)
         }
+        sock.readData(maxLength: Relay.chunkSize)
     }
 
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {

@@ -77,7 +77,10 @@ struct ListenCommand {
         let step = ConnectionStep(context: context, mode: mode)
         gate.onConnection = { socket in step.handle(socket) }
 
-        let listener = AsyncSocket(delegate: gate, delegateQueue: DispatchQueue(label: "tincan.accept"))
+        // A mode with a queue of its own runs the listener there too: accept, the gate and the
+        // connection's first read without a thread hop between them.
+        let acceptQueue = mode.connectionQueue ?? DispatchQueue(label: "tincan.accept")
+        let listener = AsyncSocket(delegate: gate, delegateQueue: acceptQueue, socketQueue: mode.connectionQueue)
         listener.isIPv4Enabled = !settings.ipv6Only
         listener.isIPv6Enabled = !settings.ipv4Only
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
