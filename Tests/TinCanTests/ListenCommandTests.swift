@@ -64,6 +64,65 @@ final class ListenCommandTests: XCTestCase {
         XCTAssertEqual(Set(lines()), Set((0..<50).map { "client \($0)" }))
     }
 
+    /// One client at a time (--max-conns 1, so a connection the hub forgot to count as ended
+    /// refuses the next): a bulk one that the hub adopts as a client, then 100 short ones that
+    /// are over when accepted. Every byte reaches stdout, in order, over TCP and a Unix socket.
+    func testKeepOpenHubServesBulkThenShortClientsOneAtATime() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-hub-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("hub.sock").path
+        for place in [["127.0.0.1", String(freePort())], ["--unix", path]] {
+            let output = dir.appendingPathComponent("out").path
+            let listener = try Tool.tincan(["listen", "-k", "-v", "--max-conns", "1"] + place, stdoutTo: output)
+            defer { listener.stop() }
+            if place[0] == "--unix" {
+                waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
+            } else {
+                waitForListener(port: UInt16(place[1])!)
+            }
+            let sent = dir.appendingPathComponent("bulk").path
+            let clients = try Tool(["python3", "-c", Self.bulkThenShort, sent] + place, program: "/usr/bin/env")
+            clients.closeInput()
+            XCTAssertEqual(clients.wait(timeout: .seconds(60)), 0, clients.stderrText)
+            let bulk = 4 << 20
+            waitUntil("every byte on stdout", timeout: .seconds(30)) {
+                ((try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0) >= bulk + 100 * 9
+            }
+            let written = try Data(contentsOf: URL(fileURLWithPath: output))
+            XCTAssertTrue(written.prefix(bulk) == (try Data(contentsOf: URL(fileURLWithPath: sent))), "the bulk client's bytes, in order")
+            let lines = String(decoding: written.dropFirst(bulk), as: UTF8.self).split(separator: "\n").map(String.init)
+            XCTAssertEqual(lines, (0..<100).map { String(format: "short %02d", $0) })
+            listener.signal(SIGTERM)
+            XCTAssertEqual(listener.wait(), 128 + SIGTERM)
+            let stderr = listener.stderrText
+            XCTAssertFalse(stderr.contains("reached"), stderr)
+            XCTAssertEqual(stderr.components(separatedBy: "connection closed").count - 1, 101, stderr)
+            if place[0] == "--unix" { XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the socket file is removed on SIGTERM") }
+        }
+    }
+
+    /// argv: FILE, then HOST PORT or --unix PATH. 4 MiB (also written to FILE) from one
+    /// connection, then 100 short connections, each waiting for the hub's close before the next.
+    private static let bulkThenShort = #"""
+    import os, socket, sys
+    def connect():
+        if sys.argv[2] == "--unix":
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[3])
+        else:
+            s = socket.create_connection((sys.argv[2], int(sys.argv[3])))
+        s.settimeout(20)
+        return s
+    def send(data):
+        s = connect(); s.sendall(data); s.shutdown(socket.SHUT_WR)
+        assert s.recv(1) == b"", "the hub sent something"
+        s.close()
+    bulk = os.urandom(4 << 20)
+    open(sys.argv[1], "wb").write(bulk)
+    send(bulk)
+    for i in range(100): send(b"short %02d\n" % i)
+    """#
+
     func testExecAndShExecForOneConnection() throws {
         let port = freePort()
         let listener = try startListener(["--sh-exec", "read line; echo \"you said: $line\""], port: port)

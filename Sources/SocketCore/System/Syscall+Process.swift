@@ -48,6 +48,15 @@ extension Syscall {
         return entries.filter { $0.revents != 0 }.map(\.fd)
     }
 
+    /// Waits until any of `fds` is readable (or has an error or hang-up pending), at most
+    /// `timeoutMilliseconds` (-1: no limit). Returns those that are; empty on timeout.
+    public static func waitForReadable(_ fds: [Int32], timeoutMilliseconds: Int32 = -1) throws(SystemError) -> [Int32] {
+        var entries = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
+        guard ready > 0 else { return [] }
+        return entries.filter { $0.revents != 0 }.map(\.fd)
+    }
+
     /// Reads into `buffer`, waiting when `fd` is non-blocking and nothing is ready: bytes read,
     /// 0 at end of file.
     public static func readWaiting(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {

@@ -47,7 +47,7 @@ extension AsyncSocket {
                 fds.forEach(Syscall.close)
                 throw .system(error)
             }
-            startAccepting(fds)
+            do throws(SystemError) { try startAccepting(fds) } catch { throw .system(error) }
         }
     }
 
@@ -75,7 +75,7 @@ extension AsyncSocket {
             let fd: Int32
             do throws(SystemError) { fd = try AsyncSocket.makeListener(address) } catch { throw .system(error) }
             if !isAbstract { listenUnixPath = path }
-            startAccepting([fd])
+            do throws(SystemError) { try startAccepting([fd]) } catch { throw .system(error) }
         }
     }
 
@@ -96,8 +96,14 @@ extension AsyncSocket {
         return (try? Syscall.connect(fd, to: address)) != nil
     }
 
-    private func startAccepting(_ fds: [Int32]) {
+    private func startAccepting(_ fds: [Int32]) throws(SystemError) {
         assertOnQueue()
+        if settings.acceptByWaiting {
+            do throws(SystemError) { try prepareWaitingAccept() } catch {
+                fds.forEach(Syscall.close)
+                throw error
+            }
+        }
         let group = descriptorsOpen
         listeners = fds.map { fd in
             group.enter()
@@ -107,7 +113,8 @@ extension AsyncSocket {
         }
         phase = .accepting
         closeReason = nil
-        if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
+        // Waiting mode: the caller's thread polls the descriptors; no source is made.
+        if !settings.acceptByWaiting && acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
     }
 
     /// Accepts every waiting connection (up to a batch, for fairness with other sockets).
@@ -134,21 +141,29 @@ extension AsyncSocket {
     }
 
     private func adoptAccepted(fd: Int32, peer: SocketAddress?) {
-        let peerAddress = peer ?? SocketAddress(storage: .unix(path: []))
-        let queue = delegateStorage?.newSocketQueueForConnection(from: peerAddress, on: self)
-        let child = AsyncSocket(delegate: delegateStorage, delegateQueue: delegateQueueStorage, socketQueue: queue)
-        let inherited = settings
-        child.sync {
-            child.settings = inherited
-            child.knownPeer = peer
-            child.didConnect(fd: fd) {}
-        }
+        let child = makeAcceptedSocket(fd: fd, peer: peer)
         // Without a delegate, connections wait for the async face (``connections()``).
         if delegateStorage == nil || acceptSink != nil {
             acceptSinkCreatingIfNeeded().deliver(child)
         } else {
             notify { [self] in $0.socket(self, didAccept: child) }
         }
+    }
+
+    /// A connected socket for an accepted descriptor: this listener's delegate, delegate queue
+    /// and settings, on the socket queue the delegate picks.
+    func makeAcceptedSocket(fd: Int32, peer: SocketAddress?) -> AsyncSocket {
+        let peerAddress = peer ?? SocketAddress(storage: .unix(path: []))
+        let (delegate, delegateQueue, inherited) = sync { (delegateStorage, delegateQueueStorage, settings) }
+        let queue = delegate?.newSocketQueueForConnection(from: peerAddress, on: self)
+        let child = AsyncSocket(delegate: delegate, delegateQueue: delegateQueue, socketQueue: queue)
+        child.sync {
+            child.settings = inherited
+            child.settings.acceptByWaiting = false
+            child.knownPeer = peer
+            child.didConnect(fd: fd) {}
+        }
+        return child
     }
 
     private func pauseAccepting(for delay: Duration) {

@@ -72,6 +72,7 @@ extension AsyncSocket {
         tearDownTLS()
         connection?.cancel()
         connection = nil
+        wakeWaitingAccept()
         for listener in listeners { listener.cancel() }
         listeners = []
         if let path = listenUnixPath {

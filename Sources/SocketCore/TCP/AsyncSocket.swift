@@ -50,6 +50,8 @@ public final class AsyncSocket: @unchecked Sendable {
     var connectWaiter: (@Sendable (Result<Void, AsyncSocketError>) -> Void)?
     /// The async face's queue of accepted connections.
     var acceptSink: AcceptSink?
+    /// The pipe that wakes ``waitForConnection()`` (listeners in waiting mode only).
+    var acceptWake: (read: Int32, write: Int32)?
     /// The timer of the current phase: the connect timeout while connecting, the accept
     /// back-off (out of descriptors) while accepting.
     var phaseTimer: DispatchSourceTimer?
@@ -111,6 +113,7 @@ public final class AsyncSocket: @unchecked Sendable {
         var autoDisconnectOnClosedReadStream = true
         var resolver: any HostResolving = SystemResolver()
         var device: String?
+        var acceptByWaiting = false
     }
 
     /// Bytes asked of the socket per read call when the read has no fixed length.
@@ -135,6 +138,10 @@ public final class AsyncSocket: @unchecked Sendable {
             closeWithError(nil, notify: false)
         } else {
             socketQueue.sync { closeWithError(nil, notify: false) }
+        }
+        if let wake = acceptWake {
+            Syscall.close(wake.read)
+            Syscall.close(wake.write)
         }
     }
 

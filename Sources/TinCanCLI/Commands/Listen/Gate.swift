@@ -68,21 +68,26 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     /// A connection ended: room for another.
     func closed() { active.subtract(1, ordering: .relaxed) }
 
-    func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
-        let peer = newSocket.connectedAddress
+    /// Whether a connection from `peer` may go on: the filter and --max-conns, each refusal
+    /// and admission noted (-v). An admitted connection counts until ``closed()``.
+    func admit(_ peer: SocketAddress?) -> Bool {
+        let peer = peer.flatMap { $0.isUnix ? nil : $0 }  // a Unix peer has no address to check
         let name = peer?.description ?? "a Unix peer"
         if let reason = filter.refusal(for: peer) {
             Console.note("refused connection from \(name): \(reason)", level: 1)
-            newSocket.disconnect()
-            return
+            return false
         }
         if active.add(1, ordering: .relaxed).newValue > limit {
             active.subtract(1, ordering: .relaxed)
             Console.note("refused connection from \(name): --max-conns \(limit) reached", level: 1)
-            newSocket.disconnect()
-            return
+            return false
         }
         Console.note("connection from \(name)", level: 1)
+        return true
+    }
+
+    func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
+        guard admit(newSocket.connectedAddress) else { return newSocket.disconnect() }
         guard let handler = onConnection else {
             newSocket.disconnect()
             closed()

@@ -84,6 +84,7 @@ struct ListenCommand {
         listener.isIPv4Enabled = !settings.ipv6Only
         listener.isIPv6Enabled = !settings.ipv4Only
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
+        listener.acceptsByWaiting = mode.acceptsByWaiting
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)

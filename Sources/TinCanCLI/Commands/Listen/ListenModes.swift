@@ -9,6 +9,8 @@ protocol ListenMode: Sendable {
     var keepsConnectionAfterPeerEnds: Bool { get }
     /// The queue admitted connections should run on, when the mode wants them on its own.
     var connectionQueue: DispatchQueue? { get }
+    /// Whether `run` takes the connections itself (``AsyncSocket/acceptsByWaiting``).
+    var acceptsByWaiting: Bool { get }
     /// A connection the gate admitted, with its TLS handshake's outcome when the listener
     /// serves TLS (`nil` info for plain).
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)
@@ -61,6 +63,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
 
     var keepsConnectionAfterPeerEnds: Bool { true }
     var connectionQueue: DispatchQueue? { nil }
+    var acceptsByWaiting: Bool { false }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
         let isFirst = first.withLock { current -> Bool in
@@ -113,8 +116,22 @@ struct KeepOpenHub: ListenMode {
         }
     }
 
+    /// Plain clients are accepted on this thread (``AsyncSocket/waitForConnection()``) and
+    /// read at once: no dispatch hand-off for a connection that is over by then.
+    var acceptsByWaiting: Bool { !secure }
+
     func run(listener: AsyncSocket) throws {
         hub.startReadingInput()
+        if acceptsByWaiting {
+            do throws(AsyncSocketError) {
+                while let accepted = try listener.waitForConnection() {
+                    if gate.admit(accepted.peer) { hub.take(accepted, from: listener) } else { Syscall.close(accepted.descriptor) }
+                }
+            } catch {
+                throw CommandError("accepting a connection failed: \(error)")
+            }
+        }
+        // The listener closes only when a signal ends the run (its handler exits).
         Interruption.waitForever()
     }
 }
@@ -128,6 +145,7 @@ struct ProgramPerConnection: ListenMode {
 
     var keepsConnectionAfterPeerEnds: Bool { true }
     var connectionQueue: DispatchQueue? { nil }
+    var acceptsByWaiting: Bool { false }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
         switch secured {

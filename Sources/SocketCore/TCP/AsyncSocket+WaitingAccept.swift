@@ -1,0 +1,81 @@
+/// A connection accepted by ``AsyncSocket/waitForConnection()``: the descriptor (non-blocking,
+/// close-on-exec, now the caller's) and the peer's address as accept(2) gave it (`nil` for an
+/// unnamed Unix peer).
+public struct AcceptedConnection: Sendable {
+    public let descriptor: Int32
+    public let peer: SocketAddress?
+}
+
+extension AsyncSocket {
+    /// Set before `accept(on…)`: the listener arms no dispatch source, and connections are taken
+    /// on the caller's own thread with ``waitForConnection()`` (the delegate hears no
+    /// `didAccept`). For a server of many short connections: a dispatch source costs each one
+    /// a wake-up of GCD's manager thread, a hand-off to a worker and a re-arm, which is more
+    /// than the connection itself; one thread waiting in poll(2) and accepting costs none.
+    public var acceptsByWaiting: Bool {
+        get { sync { settings.acceptByWaiting } }
+        set { sync { settings.acceptByWaiting = newValue } }
+    }
+
+    /// Waits on the calling thread until a connection arrives on this listener (set up with
+    /// ``acceptsByWaiting``) and accepts it; `nil` once the listener is disconnected (from any
+    /// thread: the wait ends at once). Out of descriptors, it waits 100 ms and tries again,
+    /// as the dispatch-source listener does. Call from one thread at a time, never the socket
+    /// queue. The connection is the caller's: drive it, close it, or ``adopt(_:)`` it.
+    public func waitForConnection() throws(AsyncSocketError) -> AcceptedConnection? {
+        while true {
+            guard let (fds, wake) = sync({ () -> ([Int32], Int32)? in
+                guard phase == .accepting, settings.acceptByWaiting, let wake = acceptWake else { return nil }
+                return (listeners.map(\.fd), wake.read)
+            }) else { return nil }
+            let ready: [Int32]
+            do throws(SystemError) { ready = try Syscall.waitForReadable(fds + [wake]) } catch { throw .system(error) }
+            if ready.contains(wake) { return nil }
+            for fd in ready {
+                // On the socket queue, so a disconnect cannot close the descriptor (and another
+                // take its number) between the check and accept(2).
+                let outcome = sync { () -> Result<AcceptedConnection?, SystemError>? in
+                    guard phase == .accepting, listeners.contains(where: { $0.fd == fd }) else { return nil }
+                    return Result { () throws(SystemError) in try Syscall.accept(fd).map { AcceptedConnection(descriptor: $0.fd, peer: $0.peer) } }
+                }
+                switch outcome {
+                case nil: return nil
+                case .success(let accepted?)?: return accepted
+                case .success(nil)?: continue  // another waiter took it, or the peer gave up
+                case .failure?:
+                    // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued.
+                    Syscall.sleep(for: .milliseconds(100))
+                }
+            }
+        }
+    }
+
+    /// Makes a socket of a connection ``waitForConnection()`` accepted, as if the listener had
+    /// accepted it itself (GCDAsyncSocket's `socketFromConnectedSocketFD`): the listener's
+    /// delegate, delegate queue and settings, the socket queue its delegate's
+    /// `newSocketQueueForConnection` chooses. The socket owns the descriptor from now on.
+    public func adopt(_ accepted: AcceptedConnection) -> AsyncSocket {
+        makeAcceptedSocket(fd: accepted.descriptor, peer: accepted.peer)
+    }
+
+    /// The listener in waiting mode: a pipe whose read end wakes ``waitForConnection()`` when
+    /// the listener closes. Kept for the socket's life (a closed end could be reused under a
+    /// waiter), emptied when accepting starts again.
+    func prepareWaitingAccept() throws(SystemError) {
+        assertOnQueue()
+        if let wake = acceptWake {
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
+            defer { scratch.deallocate() }
+            while let n = try? Syscall.read(wake.read, into: scratch), n > 0 {}
+        } else {
+            acceptWake = try Syscall.pipe(nonBlocking: true)
+        }
+    }
+
+    /// Ends every ``waitForConnection()`` under way (the listener is closing).
+    func wakeWaitingAccept() {
+        guard let wake = acceptWake else { return }
+        var byte: UInt8 = 1
+        _ = withUnsafeBytes(of: &byte) { try? Syscall.write(wake.write, from: $0) }
+    }
+}

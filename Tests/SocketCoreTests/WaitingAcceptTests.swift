@@ -1,0 +1,87 @@
+import Dispatch
+import Foundation
+import SocketCore
+import XCTest
+
+/// A listener in waiting mode: connections taken on the caller's thread, then driven raw or
+/// adopted into a socket.
+final class WaitingAcceptTests: XCTestCase {
+    func testWaitingListenerGivesTheDescriptorAndPeerAndAdoptsIt() throws {
+        let events = Recorder()
+        let listener = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "d"))
+        listener.acceptsByWaiting = true
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+
+        let client = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "c"))
+        try client.connect(toHost: "127.0.0.1", port: listener.localPort)
+        defer { client.disconnect() }
+        client.write(Array("raw".utf8), tag: 1)
+
+        let first = try XCTUnwrap(try listener.waitForConnection())
+        XCTAssertEqual(first.peer, .loopbackIPv4(port: client.localPort))
+        // The descriptor is the caller's: read it directly (non-blocking, so wait for it).
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
+        defer { buffer.deallocate() }
+        XCTAssertTrue(try Syscall.wait(for: first.descriptor, forWriting: false, timeoutMilliseconds: 5000))
+        XCTAssertEqual(try Syscall.receive(first.descriptor, into: buffer), 3)
+        XCTAssertEqual(Array(buffer[0..<3]), Array("raw".utf8))
+
+        // Adopted, it is a socket like an accepted one: the listener's delegate hears its reads.
+        let server = listener.adopt(first)
+        XCTAssertTrue(server.isConnected)
+        XCTAssertEqual(server.connectedAddress, first.peer)
+        client.write(Array("adopted".utf8), tag: 2)
+        server.readData(toLength: 7, tag: 3)
+        events.wait("read") { $0.reads(tag: 3) == [Array("adopted".utf8)] }
+        XCTAssertFalse(events.all.contains(.accepted), "a waiting listener tells the delegate of no accept")
+        server.disconnect()
+    }
+
+    func testDisconnectFromAnotherThreadEndsTheWaitAndAcceptingAgainWorks() throws {
+        let listener = AsyncSocket()
+        listener.acceptsByWaiting = true
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        let ended = DispatchSemaphore(value: 0)
+        let outcome = Locked<AcceptedConnection??>(nil)
+        Thread.detachNewThread {
+            let result = try? listener.waitForConnection()
+            outcome.withLock { $0 = .some(result) }
+            ended.signal()
+        }
+        // The waiter is in poll(2) or about to be: the disconnect must end it either way.
+        Thread.sleep(forTimeInterval: 0.05)
+        listener.disconnect()
+        XCTAssertEqual(ended.wait(timeout: .now() + 5), .success, "disconnect ends waitForConnection")
+        XCTAssertNil(outcome.withLock { $0 } ?? nil)
+        XCTAssertNil(try listener.waitForConnection(), "a closed listener has nothing to wait for")
+
+        // The wake-up is spent: a new accept waits for a real connection.
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+        let fd = try Syscall.socket(.ipv4, .stream)
+        defer { Syscall.close(fd) }
+        _ = try Syscall.connect(fd, to: .loopbackIPv4(port: listener.localPort))
+        let again = try XCTUnwrap(try listener.waitForConnection())
+        XCTAssertEqual(again.peer?.port, Syscall.localAddress(fd)?.port)
+        Syscall.close(again.descriptor)
+    }
+
+    func testUnixWaitingListenerRemovesItsPath() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-\(getpid())-\(#line)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("w.sock").path
+        let listener = AsyncSocket()
+        listener.acceptsByWaiting = true
+        try listener.accept(onUnixPath: path)
+        let client = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "c"))
+        try client.connect(toUnixPath: path)
+        defer { client.disconnect() }
+        let accepted = try XCTUnwrap(try listener.waitForConnection())
+        XCTAssertEqual(accepted.peer?.isUnix, true)
+        Syscall.close(accepted.descriptor)
+        listener.disconnect()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the listener removes its socket file")
+    }
+}
