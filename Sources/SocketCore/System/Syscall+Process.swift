@@ -27,6 +27,11 @@ extension Syscall {
         try retrying("dup2", "/dev/null") { dup2(null, fd) }
     }
 
+    /// The environment variable `name`, if set.
+    public static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
     /// True if `fd` is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 

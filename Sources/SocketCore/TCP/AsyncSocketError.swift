@@ -29,6 +29,8 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The server did not offer STARTTLS or refused it (its words quoted); nothing went on in
     /// plaintext.
     case startTLSRefused(String)
+    /// A proxy of the chain did not open the tunnel: which hop, and what it said.
+    case proxy(ProxyEndpoint, ProxyFailure)
 
     public var description: String {
         switch self {
@@ -45,6 +47,7 @@ public enum AsyncSocketError: Error, Sendable, Equatable, CustomStringConvertibl
         case .system(let error): error.description
         case .tls(let error): error.description
         case .startTLSRefused(let reason): "STARTTLS failed: \(reason)"
+        case .proxy(let hop, let failure): "proxy \(hop): \(failure)"
         }
     }
 }
