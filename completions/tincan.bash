@@ -19,11 +19,12 @@ _tincan() {
                 -U|--unix|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
+                -X|--proxy-protocol) COMPREPLY=($(compgen -W "4 5 connect" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-protocol --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -44,11 +45,12 @@ _tincan() {
             case "$prev" in
                 --ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -X|--proxy-protocol) COMPREPLY=($(compgen -W "4 5 connect" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-protocol --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

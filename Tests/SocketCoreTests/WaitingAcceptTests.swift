@@ -13,9 +13,11 @@ final class WaitingAcceptTests: XCTestCase {
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         defer { listener.disconnect() }
 
-        let client = AsyncSocket(delegate: Recorder(), delegateQueue: DispatchQueue(label: "c"))
+        let clientEvents = Recorder()
+        let client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "c"))
         try client.connect(toHost: "127.0.0.1", port: listener.localPort)
         defer { client.disconnect() }
+        clientEvents.wait("connected") { $0.connected }
         client.write(Array("raw".utf8), tag: 1)
 
         let first = try XCTUnwrap(try listener.waitForConnection())

@@ -95,11 +95,11 @@ private final class ProxyChainRunner: @unchecked Sendable {
         guard hop < proxies.count else { return finish(.success(())) }
         hopStarted = .now
         let (name, port) = destination(of: hop)
-        guard current.scheme.resolvesTargetLocally, Resolver.literal(host: name, port: port, family: nil) == nil else {
-            let literal = Resolver.literal(host: name, port: port, family: nil)?.first
-            return begin(current.dialogue(to: literal.map(ProxyTarget.address) ?? .name(name), port: port))
-        }
-        resolve(name, port: port)
+        if current.scheme.resolvesTargetLocally { return resolve(name, port: port) }
+        // A numeric address goes as one (SOCKS address types); any name, localhost too, goes
+        // for the proxy to resolve.
+        let numeric = try? SocketAddress(ip: name, port: port)
+        begin(current.dialogue(to: numeric.map(ProxyTarget.address) ?? .name(name), port: port))
     }
 
     /// socks4:// and socks5:// carry an address: look the name up here, IPv4 first.

@@ -38,9 +38,13 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `scheme://[user[:password]@]host[:port][/]`, user and password percent-decoded; IPv6 in
-    /// brackets. Without `scheme://` it is `http://`, as curl reads it.
+    /// brackets; printable ASCII only. Without `scheme://` it is `http://`, as curl reads it.
     public init(url: String) throws(ProxyURLError) {
         func bad(_ part: String, _ reason: String) -> ProxyURLError { ProxyURLError(url: url, part: part, reason: reason) }
+        // ASCII only (RFC 3986): a non-ASCII mark could join "://" or "@" into one character.
+        guard url.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+            throw bad("URL", "it holds control or non-ASCII characters; percent-encode them in the user and password, and write a name as xn--")
+        }
         var rest = Substring(url)
         if let range = rest.firstRange(of: "://") {
             let name = rest[..<range.lowerBound].lowercased()
@@ -87,6 +91,12 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
             host = String(rest)
         }
         guard !host.isEmpty else { throw bad("host", "it is empty") }
+        if rest.hasPrefix("[") {
+            guard (try? SocketAddress(ip: host, port: 0))?.family == .ipv6 else { throw bad("host", "'\(host)' in [ ] is not an IPv6 address") }
+        } else {
+            guard !host.contains(":") else { throw bad("host", "an IPv6 address goes in [ ], as [::1]:1080") }
+            guard !host.contains(where: { "[] \t\\@".contains($0) }) else { throw bad("host", "'\(host)' is not a host name or address") }
+        }
         if let portText {
             guard let value = UInt16(portText), value > 0 else { throw bad("port", "'\(portText)' is not a port 1-65535") }
             port = value
@@ -95,10 +105,26 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// `scheme://[user@]host:port`: never the password.
+    /// `scheme://[user@]host:port` (the user percent-encoded): never the password.
     public var description: String {
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme.rawValue)://" + (credentials.map { "\($0.user)@" } ?? "") + "\(shownHost):\(port)"
+        return "\(scheme.rawValue)://" + (credentials.map { "\(ProxyEndpoint.percentEncoded($0.user))@" } ?? "") + "\(shownHost):\(port)"
+    }
+
+    /// RFC 3986's unreserved characters as they are, every other byte as %XX.
+    static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let digits = String(byte, radix: 16, uppercase: true)
+                out += "%" + (digits.count == 1 ? "0" + digits : digits)
+            }
+        }
+        return out
     }
 
     static func percentDecoded(_ text: Substring) -> String? {

@@ -11,10 +11,14 @@ struct ConnectCommand {
     let tls: TLSSettings?
     /// `--exec`/`--sh-exec`: the program the connection is handed to, instead of stdin/stdout.
     let program: [String]?
+    /// The proxies to go through (`--proxy`, `-x`, ALL_PROXY), nil for a direct connection.
+    let proxies: ProxyChoice?
+    /// Why the environment's proxy was passed over, for -v.
+    let proxyNote: String?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
-        settings = try StreamSettings(args)
+        var settings = try StreamSettings(args)
         let name = args.command.name
         let positionals = args.positionals
         if let unix = try Target.unix(args) {
@@ -24,6 +28,17 @@ struct ConnectCommand {
             target = .tcp(host: host, port: port)
         }
         if args.has(.parallel) { throw UsageError("--parallel needs -z", command: name) }
+        let targetHost: String? = if case .tcp(let host, _) = target { host } else { nil }
+        (proxies, proxyNote) = try ProxyChoice.choose(args, host: targetHost, environment: Syscall.environment)
+        if proxies != nil && targetHost == nil && (args.has(.proxy) || args.has(.proxyAddress)) {
+            throw UsageError("a proxy connects to a host and port: not with --unix", command: name)
+        }
+        // Many proxies (microsocks among them) close both directions when the client half-closes,
+        // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
+        if proxies != nil && targetHost != nil && !args.has(.halfClose) {
+            settings.relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay
+        }
+        self.settings = settings
         program = try ProgramSession.parse(args)
         if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {
             throw UsageError("--\(other.rawValue) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
@@ -44,18 +59,23 @@ struct ConnectCommand {
             }
             tls = try TLSOptions.client(args, host: host)
         } else {
-            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .halfClose] where args.has(option) {
+            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls] where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
+            if args.has(.halfClose) && proxies == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
             tls = nil
         }
     }
+
+    private var targetIsTCP: Bool { if case .tcp = target { true } else { false } }
 
     func run() throws {
         Interruption.exitOnSignal()
         let started = ContinuousClock.now
         let dialer = Dialer(settings: settings)
-        if tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
+        if let proxyNote { Console.note(proxyNote, level: 1) }
+        let proxies = targetIsTCP ? self.proxies : nil
+        if proxies == nil, tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialer.connect(host: host, port: port, source: args.value(.source), device: args.value(.interface),
@@ -64,8 +84,14 @@ struct ConnectCommand {
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
-        let socket = try dialer.open(
-            target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+        let socket: AsyncSocket
+        if let proxies, case .tcp(let host, let port) = target {
+            socket = try Tunnel(dialer: dialer, choice: proxies).open(
+                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+        } else {
+            socket = try dialer.open(
+                target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+        }
         if let tls {
             defer { if args.has(.showCert) { socket.disconnect() } }
             let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)

@@ -7,16 +7,22 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case tlsVerification = 4
     case startTLSRefused = 5
     case expectFailed = 6
+    case proxyAuthentication = 7
+    case proxyRefused = 8
+    case proxyTargetUnreachable = 9
 
     public var meaning: String {
         switch self {
         case .success: "success: stdin ended and the peer closed (everything sent was acknowledged), or -q or -w ran out after stdin ended; datagrams all sent, --count reached"
-        case .failure: "network or I/O failure: connection refused or reset, bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
+        case .failure: "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
         case .usage: "usage error: unknown option, missing or bad argument"
-        case .timeout: "timeout: --connect-timeout, --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
+        case .timeout: "timeout: --connect-timeout (or -w; proxy handshakes included), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
         case .expectFailed: "an --expect did not match within --expect-timeout, or the peer closed first (what arrived is quoted)"
+        case .proxyAuthentication: "a proxy wants credentials or refused them (SOCKS5 method or status, HTTP 407)"
+        case .proxyRefused: "a proxy refused the target (its SOCKS reply code or HTTP status line quoted), or its reply was not its protocol (garbage, cut short)"
+        case .proxyTargetUnreachable: "a proxy could not reach the target (SOCKS5 network or host unreachable, connection refused, TTL expired; HTTP 502, 503, 504)"
         }
     }
 }

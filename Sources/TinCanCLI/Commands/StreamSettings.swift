@@ -3,7 +3,7 @@ import SocketCore
 /// The options connect and listen share, read once.
 struct StreamSettings {
     let verbosity: Int
-    let relay: Relay.Options
+    var relay: Relay.Options
     let ipv4Only: Bool
     let ipv6Only: Bool
     /// The --idle-timeout as the user wrote it, for messages.

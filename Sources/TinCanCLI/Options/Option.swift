@@ -33,10 +33,15 @@ public enum Option: String, CaseIterable, Sendable {
     case maxConns = "max-conns"
     case maxSize = "max-size"
     case message
+    case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
     case parallel
     case pin
     case progress
+    case proxy
+    case proxyAddress = "proxy-address"
+    case proxyProtocol = "proxy-protocol"
+    case proxyUser = "proxy-user"
     case quitAfterEof = "quit-after-eof"
     case rcvbuf
     case requireClientCert = "require-client-cert"

@@ -42,7 +42,7 @@ public enum OptionTable {
         OptionSpec(.pin, value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
         OptionSpec(.showCert, help: "Print the server's certificate chain (PEM) on stdout and exit."),
-        OptionSpec(.halfClose, help: "Send close_notify as soon as stdin ends. Without it, close_notify waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and the reset would drop that reply."),
+        OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and many proxies (microsocks) close both directions at a half-close; either would drop the reply."),
         OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
@@ -54,7 +54,7 @@ public enum OptionTable {
         OptionSpec(.expect, value: .text, valueName: "REGEX", repeatable: true,
             help: "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."),
         OptionSpec(.expectTimeout, value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
-        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, tls, send, expect, port, error, closed (bytes each way, exit code)."),
+        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, error, closed (bytes each way, exit code)."),
         OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
     ]
 
@@ -83,6 +83,19 @@ public enum OptionTable {
             help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
     ]
 
+    /// Reaching the server through proxies: connect (and -z) and tls.
+    static let proxying: [OptionSpec] = [
+        OptionSpec(.proxy, value: .text, valueName: "URL", repeatable: true,
+            help: "Connect through this proxy; repeat for a chain, each hop reached through the one before. socks4://HOST[:PORT] (IPv4 address resolved here), socks4a:// and socks5h:// (the proxy resolves the name), socks5:// (resolved here), http:// (CONNECT; the default without a scheme). Default ports 1080 (SOCKS) and 3128 (HTTP); user:password@ (percent-encoded) for credentials. Without --proxy, ALL_PROXY (or all_proxy) is used unless NO_PROXY matches the host."),
+        OptionSpec(.proxyUser, value: .text, valueName: "USER[:PASSWORD]",
+            help: "Credentials for the first proxy (SOCKS5 user name/password, HTTP Basic, the SOCKS4 user ID), unless its URL has some. Without :PASSWORD, the password is read from the TINCAN_PROXY_PASSWORD environment variable (which also fills any proxy URL that has a user and no password), so it stays out of ps."),
+        OptionSpec(.noProxy, help: "Ignore ALL_PROXY and NO_PROXY: connect directly unless --proxy or -x says otherwise."),
+        OptionSpec(.proxyAddress, short: "x", value: .address, valueName: "ADDR[:PORT]",
+            help: "As OpenBSD nc -x: connect through the proxy at ADDR (port 1080, or 3128 with -X connect), of the protocol -X names."),
+        OptionSpec(.proxyProtocol, short: "X", value: .choice(["4", "5", "connect"]), valueName: "4|5|connect", default: "5",
+            help: "As OpenBSD nc -X, with -x: 4 is socks4:// (resolved here), 5 is socks5h:// (the proxy resolves), connect is http://."),
+    ]
+
     static let hostAndPort: [PositionalSpec] = [
         PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
         PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services (http, smtp). HOST:PORT and [IPv6]:PORT may be given as one argument.", optional: false),
@@ -103,7 +116,7 @@ public enum OptionTable {
             say what was lost and why.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
+        options: [help, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
         ],
@@ -117,6 +130,11 @@ public enum OptionTable {
             ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
+            ("tincan connect --proxy socks5h://127.0.0.1:1080 example.org 80", "Through a SOCKS5 proxy that resolves the name (ssh -D, tor, microsocks)."),
+            ("TINCAN_PROXY_PASSWORD=s3cret tincan connect --proxy http://alice@proxy.example:3128 example.org 443", "Through an HTTP proxy with Basic credentials, the password kept out of ps."),
+            ("tincan connect --proxy socks5://bastion:1080 --proxy http://inner:3128 db.internal 5432", "A chain: the HTTP proxy is reached through the SOCKS5 one."),
+            ("tincan connect -x 127.0.0.1:1080 -X 4 192.0.2.7 22", "OpenBSD nc's way: SOCKS4 (-X 5 is SOCKS5, -X connect HTTP)."),
+            ("ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80", "The proxy from the environment, as curl reads it; -v says which was chosen and why."),
         ],
         run: { args in args.has(.zeroIo) ? try PortScan(args, settings: StreamSettings(args)).run() : try ConnectCommand(args).run() })
 
@@ -172,7 +190,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + stream.filter { $0.name != .unix } + tlsClient + probing,
+        options: [help, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
@@ -180,6 +198,7 @@ public enum OptionTable {
             ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
             ("tincan tls --starttls smtp mail.example 587", "Upgrade an SMTP session, then type SMTP over TLS."),
             ("tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null", "Check a page answers 200 over TLS, and time each phase."),
+            ("tincan tls --proxy http://proxy.example:3128 example.org 443", "TLS through an HTTP proxy: the certificate checked is example.org's, not the proxy's."),
         ],
         run: { try ConnectCommand($0).run() })
 

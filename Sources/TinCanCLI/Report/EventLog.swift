@@ -93,6 +93,16 @@ final class EventLog: Sendable {
         emit("accepted", [("remote", .string(remote))] + (local.map { [("local", JSONValue.string($0))] } ?? []))
     }
 
+    /// One hop of a proxy chain: its scheme, address, what it was asked for, how it went.
+    func proxy(_ report: ProxyHopReport) {
+        emit("proxy", [("scheme", .string(report.proxy.scheme.rawValue)),
+                       ("address", .string(Endpoint(host: report.proxy.host, port: report.proxy.port).description)),
+                       ("target", .string(report.target)),
+                       ("result", .string(report.failure == nil ? "connected" : "failed")),
+                       ("took_ms", .number(report.took.milliseconds.rounded(toPlaces: 3)))]
+             + (report.failure.map { [("error", JSONValue.string($0.detail))] } ?? []))
+    }
+
     func tls(_ info: TLSInfo, took: Duration) {
         marks.withLock { $0.tls = took }
         let chain = info.peerChain.map { cert -> JSONValue in

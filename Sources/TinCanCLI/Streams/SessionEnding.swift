@@ -9,7 +9,7 @@ struct SessionEnding: Sendable {
     /// What happens, what tincan does, and the exit code: the table the README and the man
     /// pages print (a test keeps the README's copy the same).
     static let rules: [(event: String, action: String, exit: String)] = [
-        ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving; a TLS client holds its close_notify until the server closes or sends nothing for 1 s (`--half-close` sends it at once)", ""),
+        ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving; a TLS client holds its close_notify, and a client through a proxy its FIN, until the server closes or sends nothing for 1 s (`--half-close` ends at once)", ""),
         ("the peer ends its stream", "everything it sent is on stdout; stdin goes on being sent until it ends", ""),
         ("both ended", "done, once the peer has acknowledged every byte sent", "0"),
         ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),

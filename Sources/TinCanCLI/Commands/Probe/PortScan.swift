@@ -20,6 +20,10 @@ struct PortScan {
     let parallel: Int
     let timeout: Duration
     let settings: StreamSettings
+    /// Through proxies (`--proxy`, `-x`, ALL_PROXY): each probe is a tunnel.
+    let proxies: ProxyChoice?
+    let source: String?
+    let device: String?
 
     init(_ args: ParsedArguments, settings: StreamSettings) throws(UsageError) {
         let name = args.command.name
@@ -42,17 +46,20 @@ struct PortScan {
         parallel = args.integer(.parallel) ?? 100
         timeout = args.duration(.connectTimeout) ?? args.duration(.wait) ?? .seconds(2)
         self.settings = settings
+        let (choice, note) = try ProxyChoice.choose(args, host: host, environment: Syscall.environment)
+        proxies = choice
+        if let note { Console.note(note, level: 1) }
+        source = args.value(.source)
+        device = args.value(.interface)
     }
 
     func run() throws {
-        let addresses = try resolve()
         let log = EventLog.current.withLock { $0 }
         var results: [UInt16: Result] = [:]
         var printed = 0
         var anyOpen = false
-        var scan = Scan(ports: ports, addresses: addresses, parallel: parallel, timeout: timeout)
         // Prints, in the order given, every result that is ready.
-        scan.run { result in
+        let report = { (result: Result) in
             if result.state == .open { anyOpen = true }
             log?.emit("port", [("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
                                ("address", .string(result.address?.description ?? "")),
@@ -66,6 +73,15 @@ struct PortScan {
                 }
                 printed += 1
             }
+        }
+        if let proxies {
+            Console.note("proxy: " + proxies.summary, level: 1)
+            let tunnel = Tunnel(dialer: Dialer(settings: settings), choice: proxies)
+            try ProxiedScan(host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
+                            source: source, device: device).run(report)
+        } else {
+            var scan = Scan(ports: ports, addresses: try resolve(), parallel: parallel, timeout: timeout)
+            scan.run(report)
         }
         if !anyOpen {
             throw CommandError("no open port among \(ports.count) on \(host)")

@@ -1,0 +1,73 @@
+import Dispatch
+import SocketCore
+
+/// `connect -z` through proxies: each port is a tunnel asked of the chain (no byte sent to the
+/// target). Open when the last proxy opens it; closed when it says the target refused (SOCKS5
+/// 0x05, or an HTTP proxy's "connection refused"); filtered when it could not reach the target
+/// otherwise or ran out of time. A proxy that refuses us (credentials, policy, garbage) ends
+/// the scan with its error. At most `parallel` tunnels are set up at once.
+struct ProxiedScan {
+    let host: String
+    let ports: [UInt16]
+    let parallel: Int
+    let timeout: Duration
+    let tunnel: Tunnel
+    let source: String?
+    let device: String?
+
+    /// Probes every port; `report` hears the results in the order of `ports`.
+    func run(_ report: (PortScan.Result) -> Void) throws(CommandError) {
+        let results = Locked<[Int: Result<PortScan.Result, CommandError>]>([:])
+        let arrived = ports.map { _ in DispatchSemaphore(value: 0) }
+        let slots = DispatchSemaphore(value: max(1, parallel))
+        let stop = Locked(false)
+        DispatchQueue.global().async {
+            for (index, port) in ports.enumerated() {
+                slots.wait()
+                if stop.withLock({ $0 }) {
+                    results.withLock { $0[index] = .failure(CommandError("scan stopped")) }
+                    arrived[index].signal()
+                    slots.signal()
+                    continue
+                }
+                DispatchQueue.global().async {
+                    let outcome = Result { () throws(CommandError) in try probe(port) }
+                    results.withLock { $0[index] = outcome }
+                    arrived[index].signal()
+                    slots.signal()
+                }
+            }
+        }
+        for index in ports.indices {
+            arrived[index].wait()
+            switch results.withLock({ $0[index]! }) {
+            case .success(let result): report(result)
+            case .failure(let error):
+                stop.withLock { $0 = true }
+                for later in ports.indices where later > index { arrived[later].wait() }  // none left running
+                throw error
+            }
+        }
+    }
+
+    private func probe(_ port: UInt16) throws(CommandError) -> PortScan.Result {
+        let started = ContinuousClock.now
+        let outcome = try tunnel.establish(to: host, port: port, source: source, device: device, timeout: timeout, noteLevel: 2)
+        let took = ContinuousClock.now - started
+        func result(_ state: PortScan.State, _ reason: String) -> PortScan.Result {
+            PortScan.Result(port: port, state: state, address: nil, took: took, reason: reason)
+        }
+        switch outcome {
+        case .success(let socket):
+            socket.disconnect()
+            return result(.open, "the proxy opened the tunnel")
+        case .failure(.proxy(_, let failure)) where failure.kind == .targetUnreachable:
+            let refused = failure.detail.contains("connection refused") || failure.detail.contains("Unable to connect")
+            return result(refused ? .closed : .filtered, failure.detail)
+        case .failure(.proxy(_, let failure)) where failure.kind == .timedOut:
+            return result(.filtered, failure.detail)
+        case .failure(let error):
+            throw Tunnel.explain(error, target: Endpoint(host: host, port: port).description, chain: tunnel.choice.hops)
+        }
+    }
+}
