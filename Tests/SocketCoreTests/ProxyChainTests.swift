@@ -106,4 +106,48 @@ final class ProxyChainTests: XCTestCase {
         }
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "bounded by the chain's time, not the proxy's patience")
     }
+    // MARK: On the calling thread
+
+    func testBlockingChainThroughRealProxiesLeavesTheTargetsBytes() throws {
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-stub-\(getpid())-\(#line)").path
+        defer { try? FileManager.default.removeItem(atPath: record); try? FileManager.default.removeItem(atPath: record + ".peer") }
+        // The stub answers CONNECT and sends the target's first line in the same write.
+        let stub = try PythonPeer(ProxyStub.script(mode: "http:200 Connection established", record: record))
+        defer { stub.stop() }
+        let socks = try RealProxy.microsocks(user: "alice", password: "pw")
+        defer { socks.stop() }
+        let chain = BlockingProxyChain(proxies: [
+            try ProxyEndpoint(url: "socks5h://alice:pw@127.0.0.1:\(socks.port)"),
+            ProxyEndpoint(scheme: .http, host: "127.0.0.1", port: stub.port),
+        ])
+        let (fd, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: socks.port, timeout: .seconds(5))
+        defer { Syscall.close(fd) }
+        var hops: [ProxyHopReport] = []
+        try chain.negotiate(on: fd, host: "name.test", port: 443, timeout: .seconds(5)) { hops.append($0) }
+        XCTAssertEqual(hops.map(\.target), ["127.0.0.1:\(stub.port)", "name.test:443"])
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        XCTAssertTrue(try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: 5000))
+        let n = try XCTUnwrap(try Syscall.receive(fd, into: buffer))
+        XCTAssertEqual(String(decoding: buffer[0..<n], as: UTF8.self), "through the stub\n", "nothing after the reply was taken")
+        XCTAssertEqual(String(decoding: try Data(contentsOf: URL(fileURLWithPath: record)), as: UTF8.self),
+                       "CONNECT name.test:443 HTTP/1.1\r\nHost: name.test:443\r\n\r\n")
+    }
+
+    func testBlockingChainFailuresAreTheSameAsTheAsyncOnes() throws {
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-stub-\(getpid())-\(#line)").path
+        defer { try? FileManager.default.removeItem(atPath: record); try? FileManager.default.removeItem(atPath: record + ".peer") }
+        for (mode, expected) in [("socks5:04", ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x04 (host unreachable)")),
+                                 ("truncated", ProxyFailure(.protocolError, "the proxy closed the connection before its SOCKS5H reply was complete")),
+                                 ("silent", ProxyFailure(.timedOut, "the proxy did not complete its SOCKS5H reply in time"))] {
+            let stub = try PythonPeer(ProxyStub.script(mode: mode, record: record))
+            defer { stub.stop() }
+            let hop = ProxyEndpoint(scheme: .socks5h, host: "127.0.0.1", port: stub.port)
+            let (fd, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: stub.port, timeout: .seconds(5))
+            defer { Syscall.close(fd) }
+            XCTAssertThrowsError(try BlockingProxyChain(proxies: [hop]).negotiate(on: fd, host: "a.test", port: 1, timeout: .milliseconds(500))) { error in
+                XCTAssertEqual(error as? AsyncSocketError, .proxy(hop, expected), mode)
+            }
+        }
+    }
 }

@@ -82,9 +82,8 @@ private final class ProxyChainRunner: @unchecked Sendable {
         self.completion = completion
     }
 
-    /// Where hop `index` is asked to connect: the next proxy, or the target.
     private func destination(of index: Int) -> (host: String, port: UInt16) {
-        index + 1 < proxies.count ? (proxies[index + 1].host, proxies[index + 1].port) : (host, port)
+        ProxyHop.destination(proxies, index, host: host, port: port)
     }
 
     private var current: ProxyEndpoint { proxies[hop] }
@@ -96,18 +95,13 @@ private final class ProxyChainRunner: @unchecked Sendable {
         hopStarted = .now
         let (name, port) = destination(of: hop)
         if current.scheme.resolvesTargetLocally { return resolve(name, port: port) }
-        // A numeric address goes as one (SOCKS address types); any name, localhost too, goes
-        // for the proxy to resolve.
-        let numeric = try? SocketAddress(ip: name, port: port)
-        begin(current.dialogue(to: numeric.map(ProxyTarget.address) ?? .name(name), port: port))
+        begin(current.dialogue(to: ProxyHop.sentTarget(name, port: port), port: port))
     }
 
     /// socks4:// and socks5:// carry an address: look the name up here, IPv4 first.
     private func resolve(_ name: String, port: UInt16) {
         let families = socket.familiesEnabled
-        var order: [SocketAddress.Family] = []
-        if families.ipv4 { order.append(.ipv4) }
-        if families.ipv6 && current.scheme != .socks4 { order.append(.ipv6) }
+        let order = ProxyHop.lookupOrder(current, ipv4: families.ipv4, ipv6: families.ipv6)
         lookupReasons = []
         lookUp(name, port: port, families: order[...])
     }
@@ -115,11 +109,7 @@ private final class ProxyChainRunner: @unchecked Sendable {
     private var lookupReasons: [String] = []
 
     private func lookUp(_ name: String, port: UInt16, families: ArraySlice<SocketAddress.Family>) {
-        guard let family = families.first else {
-            let why = lookupReasons.isEmpty ? "no usable address" : lookupReasons.joined(separator: "; ")
-            let instead = current.scheme == .socks4 ? "socks4a" : "socks5h"
-            return fail(ProxyFailure(.targetUnreachable, "looking up \(name) here failed (\(current.scheme.rawValue):// resolves the target locally; \(instead):// lets the proxy do it): \(why)"))
-        }
+        guard let family = families.first else { return fail(ProxyHop.lookupFailed(current, name: name, reasons: lookupReasons)) }
         socket.hostResolverForProxies.resolve(host: name, port: port, family: family, queue: socket.socketQueue) { [self] result in
             switch result {
             case .success(let answers) where !answers.isEmpty:
@@ -187,14 +177,10 @@ private final class ProxyChainRunner: @unchecked Sendable {
     /// A read or write of the dialogue failed: say what that means for this hop.
     private func failed(_ error: AsyncSocketError) {
         guard completion != nil else { return }
-        let protocolName = current.scheme == .http ? "HTTP CONNECT" : current.scheme.rawValue.uppercased()
         switch error {
-        case .closedByPeer, .readStreamClosed:
-            fail(ProxyFailure(.protocolError, "the proxy closed the connection before its \(protocolName) reply was complete"))
-        case .readTimeout, .writeTimeout:
-            fail(ProxyFailure(.timedOut, "the proxy did not complete its \(protocolName) reply in time"))
-        case .readMaxedOut(let max):
-            fail(ProxyFailure(.protocolError, "the proxy sent a reply line over \(max) bytes"))
+        case .closedByPeer, .readStreamClosed: fail(ProxyHop.cutShort(current))
+        case .readTimeout, .writeTimeout: fail(ProxyHop.timedOut(current))
+        case .readMaxedOut(let max): fail(ProxyHop.lineTooLong(max))
         default:
             report(ProxyFailure(.protocolError, error.description))
             finish(.failure(error))

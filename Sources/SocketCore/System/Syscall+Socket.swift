@@ -94,6 +94,12 @@ extension Syscall {
         try retryingUnlessWouldBlock("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
     }
 
+    /// recv(2) with `MSG_PEEK`: what is there, left in place (0 at end of stream), or `nil` when
+    /// it would block.
+    public static func peek(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK)) }
+    }
+
     /// send(2) with `MSG_NOSIGNAL`, so a closed peer gives `EPIPE`, never `SIGPIPE`.
     @inline(__always)
     public static func send(_ fd: Int32, from buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {

@@ -84,6 +84,16 @@ struct ConnectCommand {
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
+        if let proxies, tls == nil, case .tcp(let host, let port) = target,
+           Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil {
+            // A numeric first hop and no TLS: the whole set-up on this thread, as for a direct
+            // numeric connect.
+            let fd = try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
+                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
+            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return
+        }
         let socket: AsyncSocket
         if let proxies, case .tcp(let host, let port) = target {
             socket = try Tunnel(dialer: dialer, choice: proxies).open(

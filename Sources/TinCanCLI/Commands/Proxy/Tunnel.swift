@@ -19,6 +19,36 @@ struct Tunnel {
         }
     }
 
+    /// The tunnel as a descriptor, set up on this thread (``BlockingConnector`` to a numeric
+    /// first hop, then ``BlockingProxyChain``): no dispatch thread starts for a plain session.
+    func openDescriptor(to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
+        Console.note("proxy: " + choice.summary, level: 1)
+        let started = ContinuousClock.now
+        let first = choice.hops[0]
+        let fd: Int32
+        do {
+            fd = try dialer.connect(host: first.host, port: first.port, source: source, device: device, timeout: timeout)
+        } catch {
+            throw CommandError("cannot reach proxy \(first): \(error.message)", code: error.code)
+        }
+        let budget = timeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? Tunnel.defaultHandshakeTimeout
+        let log = EventLog.current.withLock { $0 }
+        let chain = BlockingProxyChain(proxies: choice.hops, ipv4Enabled: !dialer.settings.ipv6Only, ipv6Enabled: !dialer.settings.ipv4Only)
+        do throws(AsyncSocketError) {
+            try chain.negotiate(on: fd, host: host, port: port, timeout: budget) { report in noteHop(report, level: 1, log: log) }
+        } catch {
+            Syscall.close(fd)
+            throw Tunnel.explain(error, target: Endpoint(host: host, port: port).description, chain: choice.hops)
+        }
+        return fd
+    }
+
+    private func noteHop(_ report: ProxyHopReport, level: Int, log: EventLog?) {
+        let how = report.failure.map { "failed: \($0.detail)" } ?? "open"
+        Console.note("proxy \(report.proxy) to \(report.target): \(how) (\(EventLog.format(report.took)))", level: level)
+        log?.proxy(report)
+    }
+
     /// The tunnel, or how the chain failed (reaching the first proxy failing is thrown).
     /// Hops are noted at `noteLevel` of -v.
     func establish(to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?,
@@ -35,10 +65,8 @@ struct Tunnel {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<Void, AsyncSocketError>?>(nil)
         let log = EventLog.current.withLock { $0 }
-        socket.negotiateProxies(choice.hops, host: host, port: port, timeout: budget, onHop: { report in
-            let how = report.failure.map { "failed: \($0.detail)" } ?? "open"
-            Console.note("proxy \(report.proxy) to \(report.target): \(how) (\(EventLog.format(report.took)))", level: noteLevel)
-            log?.proxy(report)
+        socket.negotiateProxies(choice.hops, host: host, port: port, timeout: budget, onHop: { [self] report in
+            noteHop(report, level: noteLevel, log: log)
         }, completion: { result in
             outcome.withLock { $0 = result }
             done.signal()
