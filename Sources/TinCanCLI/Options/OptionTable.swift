@@ -131,6 +131,8 @@ public enum OptionTable {
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
             ("tincan connect --proxy socks5h://127.0.0.1:1080 example.org 80", "Through a SOCKS5 proxy that resolves the name (ssh -D, tor, microsocks)."),
+            ("tincan connect --proxy socks5://127.0.0.1:1080 example.org 80", "SOCKS5 with the name resolved here: the address goes on the wire."),
+            ("tincan connect --proxy socks4a://127.0.0.1:9050 example.org 80", "SOCKS4a (the proxy resolves); socks4:// sends an IPv4 address resolved here."),
             ("TINCAN_PROXY_PASSWORD=s3cret tincan connect --proxy http://alice@proxy.example:3128 example.org 443", "Through an HTTP proxy with Basic credentials, the password kept out of ps."),
             ("tincan connect --proxy socks5://bastion:1080 --proxy http://inner:3128 db.internal 5432", "A chain: the HTTP proxy is reached through the SOCKS5 one."),
             ("tincan connect -x 127.0.0.1:1080 -X 4 192.0.2.7 22", "OpenBSD nc's way: SOCKS4 (-X 5 is SOCKS5, -X connect HTTP)."),
