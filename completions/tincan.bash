@@ -31,12 +31,12 @@ _tincan() {
             ;;
         listen)
             case "$prev" in
-                -U|--unix|--cert|--key|--ca) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --forward-unix|-U|--unix|--cert|--key|--ca) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--idle-timeout|-q|--quit-after-eof|--alpn|--send|--expect|--expect-timeout) return ;;
+                -m|--max-conns|--allow|--deny|--forward|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

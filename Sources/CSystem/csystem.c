@@ -19,6 +19,10 @@ long csystem_splice(int in, int out, unsigned long length) {
     return (long)splice(in, NULL, out, NULL, length, SPLICE_F_MOVE);
 }
 
+long csystem_splice_nonblocking(int in, int out, unsigned long length) {
+    return (long)splice(in, NULL, out, NULL, length, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
+
 int csystem_unsent_bytes(int fd) {
     int count = 0;
     return ioctl(fd, SIOCOUTQ, &count) == -1 ? -1 : count;

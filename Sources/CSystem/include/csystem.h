@@ -14,6 +14,8 @@ int csystem_pipe(int fds[2], int nonblocking);
 /// splice(2): moves up to `length` bytes from `in` to `out` (one must be a pipe) inside the
 /// kernel, with SPLICE_F_MOVE (not SPLICE_F_MORE, which would cork the last bytes). Returns bytes moved, 0 at end of input, or -1.
 long csystem_splice(int in, int out, unsigned long length);
+/// splice(2) that never waits (SPLICE_F_NONBLOCK): EAGAIN when either end would block.
+long csystem_splice_nonblocking(int in, int out, unsigned long length);
 
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);

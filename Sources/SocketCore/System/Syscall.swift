@@ -83,6 +83,13 @@ extension Syscall {
         try retryingUnlessWouldBlock("splice") { csystem_splice(input, output, UInt(count)) }
     }
 
+    /// splice(2) that never waits, whatever the descriptors' modes: bytes moved (0 at end of
+    /// input), or `nil` when either end would block.
+    @inline(__always)
+    public static func spliceNonBlocking(from input: Int32, to output: Int32, count: Int) throws(SystemError) -> Int? {
+        try retryingUnlessWouldBlock("splice") { csystem_splice_nonblocking(input, output, UInt(count)) }
+    }
+
     /// Asks for a pipe buffer of `bytes`; returns what the kernel granted (or nil).
     @discardableResult
     public static func setPipeSize(_ fd: Int32, _ bytes: Int) -> Int? {

@@ -20,6 +20,11 @@ extension AsyncSocket {
     /// ``autoDisconnectOnClosedReadStream`` is off), and no read or write is queued or under
     /// way; a TLS handshake in progress refuses. A plain descriptor is blocking unless
     /// `blocking` is false; a ``TLSStream``'s is non-blocking and it waits with poll(2) inside.
+    /// The plain descriptor is a dup(2) of one a dispatch source watched: drive it with blocking
+    /// calls or poll(2), not with new dispatch sources — on Linux a source made on the copy was
+    /// seen to miss readiness (about one relay in fifty stalled). ``StreamRelay`` wants
+    /// descriptors that never had a source: ``waitForConnection()`` and ``BlockingConnector``
+    /// give those.
     ///
     /// ```swift
     /// switch try socket.takeConnection() {

@@ -17,6 +17,8 @@ public enum Option: String, CaseIterable, Sendable {
     case expectTimeout = "expect-timeout"
     case forceProgress = "force-progress"
     case format
+    case forward
+    case forwardUnix = "forward-unix"
     case halfClose = "half-close"
     case help
     case hex

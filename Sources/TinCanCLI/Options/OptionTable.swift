@@ -163,7 +163,15 @@ public enum OptionTable {
                 help: "Accept only peers in these networks; others are closed before any byte is read."),
             OptionSpec(.deny, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Close connections from these networks before any byte is read."),
-        ] + programs(each: "for each connection") + stream + [
+        ] + programs(each: "for each connection") + [
+            OptionSpec(.forward, value: .address, valueName: "HOST:PORT",
+                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice, each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte (FIN) and one line names both and why; with -k the listener goes on."),
+            OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
+            OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
+                help: "With --forward: give up dialling the upstream (and its proxies) after this long."),
+            OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",
+                help: "With --forward: dial the upstream from this local address and/or port."),
+        ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
             OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
             OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
             OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
@@ -177,6 +185,9 @@ public enum OptionTable {
             ("tincan listen -k --allow 127.0.0.0/8 127.0.0.1 8080", "A chat hub on loopback: stdin to every client, every client to stdout."),
             ("tincan listen --unix /tmp/app.sock", "Listen on a Unix domain socket."),
             ("tincan listen -k --tls --cert server.pem --key server.key 8443", "A TLS hub for many clients."),
+            ("tincan listen -k 8080 --forward 127.0.0.1:80", "A relay: every client on 8080 joined to a new connection to port 80."),
+            ("tincan listen -k --allow 10.0.0.0/8 2222 --forward bastion.internal:22 --proxy socks5h://127.0.0.1:1080", "A relay whose upstream is reached through a SOCKS5 proxy, for allowed clients only."),
+            ("tincan listen --unix /tmp/db.sock --forward db.internal:5432", "Expose a TCP service as a Unix socket, for one client."),
         ],
         run: { try ListenCommand($0).run() })
 

@@ -161,7 +161,7 @@ func fileText(_ path: String) -> String { (try? String(contentsOfFile: path, enc
 
 /// Sends `chunks` x 64 MiB of random bytes from `cat | tincan SEND...` to `tincan LISTEN... |
 /// sha256sum` on 127.0.0.1:`port` and fails unless both digests are equal.
-func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [String],
+func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [String], waitFor sendPort: UInt16? = nil,
                         file: StaticString = #filePath, line: UInt = #line) throws {
     let dir = "/dev/shm/tincan-bulk-\(getpid())-\(port)"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -175,6 +175,7 @@ func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [Stri
         { set +e; "$0" \(listen.joined(separator: " ")) < /dev/null 2>\(dir)/listen.err; echo $? > \(dir)/listen.status; } | sha256sum > \(dir)/received &
         reader=$!
         for i in $(seq 500); do grep -qi ":$(printf '%04X' \(port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
+        for i in $(seq 500); do grep -qi ":$(printf '%04X' \(sendPort ?? port)) 00000000:0000 0A" /proc/net/tcp && break; sleep 0.01; done
         cat $files | "$0" \(send.joined(separator: " ")) 2>\(dir)/send.err
         wait $reader
         test "$(cat \(dir)/listen.status)" = 0 || { echo "the listener exited with $(cat \(dir)/listen.status)" >&2; exit 1; }

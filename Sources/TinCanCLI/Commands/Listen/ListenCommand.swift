@@ -16,6 +16,9 @@ struct ListenCommand {
     let maxConnections: Int
     /// Set with --tls.
     let tls: TLSSettings?
+    /// `--forward HOST:PORT` / `--forward-unix PATH`: where each client is relayed.
+    let upstream: Target?
+    let dial: UpstreamDial.Options
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -46,6 +49,30 @@ struct ListenCommand {
             }
             tls = nil
         }
+        if let forward = args.value(.forward) {
+            guard !args.has(.forwardUnix) else { throw UsageError("--forward and --forward-unix name one upstream: give one", command: name) }
+            let (host, port) = try Target.hostAndPort([forward], command: name)
+            upstream = .tcp(host: host, port: port)
+        } else if let path = args.value(.forwardUnix) {
+            upstream = .unix(try Target.unixPath(path, command: name))
+        } else {
+            upstream = nil
+            for option in [Option.connectTimeout, .source, .proxy, .proxyUser] where args.has(option) {
+                throw UsageError("--\(option.rawValue) is for the upstream of --forward", command: name)
+            }
+        }
+        if upstream != nil {
+            if program != nil { throw UsageError("--forward relays each client: not with --exec or --sh-exec", command: name) }
+            if !settings.script.isEmpty { throw UsageError("--send and --expect talk over stdin/stdout: not with --forward", command: name) }
+            if args.has(.tls) { throw UsageError("--tls with --forward (TLS termination) is not supported yet: forward plain TCP, or use listen --tls --sh-exec 'tincan connect HOST PORT'", command: name) }
+            if case .unix = upstream, args.has(.proxy) { throw UsageError("a proxy reaches a host and port: not with --forward-unix", command: name) }
+        }
+        // The upstream's proxies: --proxy only (a listener does not follow ALL_PROXY).
+        let proxies = upstream == nil ? nil : try ProxyChoice.choose(args, host: nil, environment: { $0 == ProxyChoice.passwordVariable ? Syscall.environment($0) : nil }).choice
+        if let source = args.value(.source) {
+            do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
+        }
+        dial = UpstreamDial.Options(source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies)
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
@@ -69,6 +96,8 @@ struct ListenCommand {
         // How connections are served is decided before the first one can arrive.
         let mode: any ListenMode
         switch (keepOpen, program) {
+        case (_, _) where upstream != nil:
+            mode = Forwarder(settings: settings, gate: gate, upstream: upstream!, dial: dial, keepOpen: keepOpen)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings))
         case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate), secure: context != nil)

@@ -1,0 +1,244 @@
+import Dispatch
+import Glibc
+
+/// Joins two connected stream sockets (TCP or Unix) and moves bytes both ways inside the
+/// kernel — splice(2) into a pipe per direction, then out — on one serial queue with dispatch
+/// sources: no thread per connection, no byte in user space. Each direction ends on its own: when
+/// one side ends its stream and the pipe is drained, the other side's write half is shut down
+/// (a client's FIN reaches the upstream, whose later reply still reaches the client). Bounded: a
+/// direction holds at most its pipe; while the receiving side is slow, the sending side is not
+/// read. The relay is over when both directions have ended (both sockets are then closed), or
+/// at the first error (a reset, a write to a closed peer): both close at once.
+///
+/// ```swift
+/// let relay = try StreamRelay(client, upstream, queue: queue) { report in print(report) }
+/// relay.start()
+/// ```
+public final class StreamRelay: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is touched only on `queue`.
+
+    /// How a relay ended: bytes each way and, if it was cut, why.
+    public struct Report: Sendable, CustomStringConvertible {
+        /// Bytes moved from the first socket to the second, and back.
+        public let forward: Int
+        public let backward: Int
+        /// The error that cut the relay (which side, what), nil when both ends closed cleanly.
+        public let failure: String?
+
+        public var description: String {
+            "\(forward) bytes one way, \(backward) the other" + (failure.map { ", cut: \($0)" } ?? "")
+        }
+    }
+
+    /// Bytes a direction asks the kernel for per splice (and its pipe's size, if granted).
+    public static let pipeSize = 256 * 1024
+
+    private let queue: DispatchQueue
+    private let first: IOSources
+    private let second: IOSources
+    private var forward: Direction!
+    private var backward: Direction!
+    private var completion: (@Sendable (Report) -> Void)?
+    private var failure: String?
+    private var closed = false
+
+    /// A relay between `a` and `b` (connected, non-blocking; the relay owns and closes them),
+    /// run on `queue` (serial), `completion` called there once. Throws if no pipe can be made
+    /// (the descriptors are then still the caller's).
+    ///
+    /// `holdFirstEnd`: when the first socket ends its stream, wait before passing the end on
+    /// until the second has ended too or sent nothing for this long (for upstreams behind
+    /// proxies that close both directions at a half-close, microsocks among them).
+    public init(_ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
+                holdFirstEnd: Duration? = nil,
+                queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) throws(SystemError) {
+        let forwardPipe = try Syscall.pipe(nonBlocking: true)
+        let backwardPipe: (read: Int32, write: Int32)
+        do throws(SystemError) { backwardPipe = try Syscall.pipe(nonBlocking: true) } catch {
+            Syscall.close(forwardPipe.read)
+            Syscall.close(forwardPipe.write)
+            throw error
+        }
+        self.queue = queue
+        self.completion = completion
+        // The handlers find the relay through a box filled below (sources outlive no one: the
+        // relay cancels them when it ends).
+        let box = WeakRelay()
+        first = IOSources(fd: a, queue: queue,
+                          onReadable: { box.relay?.forward.pump() },
+                          onWritable: { box.relay?.backward.pump() })
+        second = IOSources(fd: b, queue: queue,
+                           onReadable: { box.relay?.backward.pump() },
+                           onWritable: { box.relay?.forward.pump() })
+        forward = Direction(relay: self, from: first, to: second, pipe: forwardPipe, names: names, holdEnd: holdFirstEnd)
+        backward = Direction(relay: self, from: second, to: first, pipe: backwardPipe, names: (names.1, names.0), holdEnd: nil)
+        box.relay = self
+        retained = self
+    }
+
+    /// Kept alive until it ends (the sources only hold it weakly).
+    private var retained: StreamRelay?
+
+    /// Starts moving bytes (both directions at once).
+    public func start() {
+        queue.async { [self] in
+            forward.pump()
+            backward.pump()
+        }
+    }
+
+    /// Ends the relay at once: both sockets close; `completion` hears it as cut.
+    public func cancel() {
+        queue.async { [self] in fail("cancelled") }
+    }
+
+    fileprivate func directionEnded() {
+        if forward.finished && backward.finished { return finish() }
+        if backward.finished { forward.releaseHeldEnd() }
+    }
+
+    /// Bytes moved the other way than `direction`, and whether that way has ended.
+    fileprivate func other(than direction: AnyObject) -> (moved: Int, finished: Bool) {
+        let other = direction === forward ? backward! : forward!
+        return (other.moved, other.finished)
+    }
+
+    fileprivate func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
+    }
+
+    fileprivate func fail(_ reason: String) {
+        guard !closed else { return }
+        failure = failure ?? reason
+        finish()
+    }
+
+    private func finish() {
+        guard !closed else { return }
+        closed = true
+        first.cancel()
+        second.cancel()
+        forward.closePipe()
+        backward.closePipe()
+        let report = Report(forward: forward.moved, backward: backward.moved, failure: failure)
+        let done = completion
+        completion = nil
+        retained = nil
+        done?(report)
+    }
+
+    private final class WeakRelay: @unchecked Sendable {
+        weak var relay: StreamRelay?
+    }
+}
+
+/// One direction of a ``StreamRelay``: from one socket into its pipe, from the pipe out to the
+/// other socket. Confined to the relay's queue (hence @unchecked Sendable).
+private final class Direction: @unchecked Sendable {
+    unowned let relay: StreamRelay
+    let from: IOSources
+    let to: IOSources
+    let pipe: (read: Int32, write: Int32)
+    let names: (String, String)
+    /// How long the end of this direction's input is held back (nil: passed on at once).
+    let holdEnd: Duration?
+    private var holding = false
+    /// Bytes in the pipe, not yet written out.
+    private var pending = 0
+    private var inputEnded = false
+    private(set) var finished = false
+    private(set) var moved = 0
+    private let chunk: Int
+
+    init(relay: StreamRelay, from: IOSources, to: IOSources, pipe: (read: Int32, write: Int32), names: (String, String), holdEnd: Duration?) {
+        self.relay = relay
+        self.holdEnd = holdEnd
+        self.from = from
+        self.to = to
+        self.pipe = pipe
+        self.names = names
+        chunk = Syscall.setPipeSize(pipe.write, StreamRelay.pipeSize) ?? 64 * 1024
+    }
+
+    /// The input ended and everything was written: end the stream on the other side.
+    private func passEndOn() {
+        guard !finished else { return }
+        finished = true
+        do throws(SystemError) { try Syscall.shutdown(to.fd, .write) } catch {
+            return relay.fail("ending the stream to \(names.1) failed: \(error.lowercaseReason)")
+        }
+        relay.directionEnded()
+    }
+
+    /// The other way ended: a held end goes on now.
+    func releaseHeldEnd() {
+        if holding { passEndOn() }
+    }
+
+    /// Passes the held end on once the other way has been quiet for `delay`.
+    private func watchQuiet(_ delay: Duration, since moved: Int) {
+        relay.after(delay) { [weak self] in
+            guard let self, !self.finished else { return }
+            let other = self.relay.other(than: self)
+            if other.finished || other.moved == moved { self.passEndOn() } else { self.watchQuiet(delay, since: other.moved) }
+        }
+    }
+
+    func closePipe() {
+        Syscall.close(pipe.read)
+        Syscall.close(pipe.write)
+    }
+
+    /// Moves what can move now; arms the one source it waits for. A bounded number of rounds
+    /// per call, so one busy direction does not starve the other connections on the queue.
+    func pump() {
+        guard !finished else { return }
+        for _ in 0..<16 {
+            if pending > 0 {
+                let written: Int?
+                do throws(SystemError) {
+                    written = try Syscall.spliceNonBlocking(from: pipe.read, to: to.fd, count: pending)
+                } catch {
+                    return relay.fail("writing to \(names.1) failed: \(error.lowercaseReason)")
+                }
+                guard let written else {
+                    // The receiver is full: stop reading the sender until it drains.
+                    from.suspendRead()
+                    to.resumeWrite()
+                    return
+                }
+                pending -= written
+                moved += written
+                continue
+            }
+            to.suspendWrite()
+            if inputEnded {
+                from.suspendRead()
+                if let holdEnd, !relay.other(than: self).finished {
+                    guard !holding else { return }
+                    holding = true
+                    return watchQuiet(holdEnd, since: relay.other(than: self).moved)
+                }
+                return passEndOn()
+            }
+            let read: Int?
+            do throws(SystemError) {
+                read = try Syscall.spliceNonBlocking(from: from.fd, to: pipe.write, count: chunk)
+            } catch {
+                return relay.fail("reading from \(names.0) failed: \(error.lowercaseReason)")
+            }
+            guard let read else {
+                from.resumeRead()
+                return
+            }
+            if read == 0 { inputEnded = true } else { pending += read }
+        }
+        // More to do: come back after the queue's other work.
+        relay.enqueue { [weak self] in self?.pump() }
+    }
+}
+
+extension StreamRelay {
+    fileprivate func enqueue(_ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
+}

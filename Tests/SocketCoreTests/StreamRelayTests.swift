@@ -1,0 +1,114 @@
+import Dispatch
+import Foundation
+import SocketCore
+import XCTest
+
+/// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw.
+final class StreamRelayTests: XCTestCase {
+    /// A connected TCP pair: (the end kept by the test, blocking; the end given to the relay,
+    /// non-blocking as StreamRelay needs).
+    private func tcpPair() throws -> (outer: Int32, inner: Int32) {
+        let listener = try Syscall.socket(.ipv4, .stream)
+        defer { Syscall.close(listener) }
+        try Syscall.bind(listener, to: .loopbackIPv4(port: 0))
+        try Syscall.listen(listener, backlog: 1)
+        let outer = try Syscall.socket(.ipv4, .stream)
+        _ = try Syscall.connect(outer, to: Syscall.localAddress(listener)!)
+        XCTAssertTrue(try Syscall.wait(for: listener, forWriting: false, timeoutMilliseconds: 5000))
+        let inner = try XCTUnwrap(try Syscall.accept(listener)).fd
+        XCTAssertTrue(try Syscall.wait(for: outer, forWriting: true, timeoutMilliseconds: 5000))
+        try Syscall.setNonBlocking(outer, false)
+        return (outer, inner)
+    }
+
+    private func send(_ fd: Int32, _ text: String) throws {
+        try Array(text.utf8).withUnsafeBytes { try Syscall.writeAll(fd, $0, isSocket: true) }
+    }
+
+    /// Everything until end of stream.
+    private func readToEnd(_ fd: Int32) throws -> String {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 1)
+        defer { buffer.deallocate() }
+        var bytes: [UInt8] = []
+        while true {
+            XCTAssertTrue(try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: 5000), "no end of stream in 5 s")
+            guard let n = try Syscall.receive(fd, into: buffer), n > 0 else { break }
+            bytes += buffer[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func relay(_ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
+        let report = Locked<StreamRelay.Report?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try StreamRelay(a, b, holdFirstEnd: hold, queue: DispatchQueue(label: "relay")) { r in
+            report.withLock { $0 = r }
+            done.signal()
+        }.start()
+        return (report, done)
+    }
+
+    func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client); Syscall.close(upstream) }
+        let (report, done) = try relay(a, b)
+        let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
+        try send(client, bulk)
+        try Syscall.shutdown(client, .write)
+        // The upstream sees the client's end while its own way is still open...
+        XCTAssertTrue(try readToEnd(upstream) == bulk, "the client's 1 MiB, then its end")
+        // ...and its reply, sent after that end, still reaches the client.
+        try send(upstream, "reply after your end\n")
+        try Syscall.shutdown(upstream, .write)
+        XCTAssertEqual(try readToEnd(client), "reply after your end\n")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        let r = try XCTUnwrap(report.withLock { $0 })
+        XCTAssertEqual(r.forward, bulk.utf8.count)
+        XCTAssertEqual(r.backward, 21)
+        XCTAssertNil(r.failure)
+    }
+
+    func testAHeldEndWaitsForTheOtherWay() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client); Syscall.close(upstream) }
+        let (_, done) = try relay(a, b, hold: .seconds(5))
+        try send(client, "question\n")
+        try Syscall.shutdown(client, .write)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
+        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 500), "the client's end is held back")
+        // The upstream answers without ever seeing an end, then closes: the held end goes on
+        // at once (not after the hold), and the relay ends.
+        let answered = ContinuousClock.now
+        try send(upstream, "answer\n")
+        try Syscall.shutdown(upstream, .write)
+        XCTAssertEqual(try readToEnd(client), "answer\n")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        XCTAssertLessThan(ContinuousClock.now - answered, .seconds(3))
+        // With a quiet upstream, the end goes on after the hold.
+        let (client2, a2) = try tcpPair()
+        let (upstream2, b2) = try tcpPair()
+        defer { Syscall.close(client2); Syscall.close(upstream2) }
+        _ = try relay(a2, b2, hold: .milliseconds(200))
+        try Syscall.shutdown(client2, .write)
+        XCTAssertEqual(try readToEnd(upstream2), "", "the end arrives once the other way was quiet")
+    }
+
+    func testAResetCutsTheRelayAndSaysWhere() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client) }
+        let (report, done) = try relay(a, b, hold: nil)
+        // An abortive close of the upstream (SO_LINGER 0): a reset.
+        try Syscall.setOption(upstream, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
+        Syscall.close(upstream)
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        let failure = try XCTUnwrap(report.withLock { $0 }?.failure)
+        XCTAssertTrue(failure.contains("the second socket") && failure.contains("reset"), failure)
+        XCTAssertEqual(try readToEnd(client), "", "the client's side is closed too")
+    }
+}

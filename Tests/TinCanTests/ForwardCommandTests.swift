@@ -1,0 +1,149 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `listen --forward`: a relay from each client to a new upstream connection, with real clients
+/// (curl, nc, tincan, python) and real servers (python http.server, tincan, microsocks).
+final class ForwardCommandTests: XCTestCase {
+    private func relay(_ arguments: [String], port: UInt16 = freePort()) throws -> (Tool, UInt16) {
+        let tool = try Tool(["listen"] + arguments + ["127.0.0.1", String(port)])
+        waitForListener(port: port)
+        return (tool, port)
+    }
+
+    func testCurlThroughTheRelayToHTTPServerManyTimes() throws {
+        let upstreamPort = freePort()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-forward-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let page = String(repeating: "relayed page\n", count: 20_000)
+        try page.write(toFile: "\(dir)/page.txt", atomically: true, encoding: .utf8)
+        let server = try Tool(["python3", "-m", "http.server", String(upstreamPort), "--bind", "127.0.0.1", "--directory", dir], program: "/usr/bin/env")
+        defer { server.stop() }
+        waitForListener(port: upstreamPort)
+        let (listener, port) = try relay(["-k", "-v", "--forward", "127.0.0.1:\(upstreamPort)"])
+        defer { listener.stop() }
+        for _ in 0..<5 {
+            let curl = try Tool(["-s", "--max-time", "10", "http://127.0.0.1:\(port)/page.txt"], program: "/usr/bin/curl")
+            curl.closeInput()
+            XCTAssertEqual(curl.wait(), 0, curl.stderrText)
+            XCTAssertTrue(curl.stdoutText == page, "the page arrived whole (\(curl.stdoutText.utf8.count) bytes)")
+        }
+        XCTAssertTrue(listener.process.isRunning, "-k keeps relaying")
+        waitUntil("five relays closed") { listener.stderrText.components(separatedBy: ": closed; ").count - 1 == 5 }
+        XCTAssertTrue(listener.stderrText.contains("upstream 127.0.0.1:\(upstreamPort) connected"), listener.stderrText)
+    }
+
+    func testEachDirectionEndsOnItsOwn() throws {
+        // The upstream answers only after the client's end of stream: the client's FIN must
+        // reach it while the way back stays open.
+        let upstream = try PythonPeer(PythonPeers.sha256AfterEOF)
+        defer { upstream.stop() }
+        let (listener, port) = try relay(["--forward", "127.0.0.1:\(upstream.port)"])
+        defer { listener.stop() }
+        let input = String(repeating: "half-close me\n", count: 1000)
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: input)
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("\(input.utf8.count) "), r.out)
+        XCTAssertEqual(listener.wait(), 0, "one client: the run ends with its relay: \(listener.stderrText)")
+    }
+
+    func testBulkThroughTheRelayKeepsEveryByte() throws {
+        let sinkPort = freePort(), relayPort = freePort()
+        let listener = try Tool(["listen", "127.0.0.1", String(relayPort), "--forward", "127.0.0.1:\(sinkPort)"])
+        defer { listener.stop() }
+        // 256 MiB: connect → relay → listen | sha256sum, compared with what was sent.
+        try assertBulkTransfer(chunks: 4, port: sinkPort, listen: ["listen", "127.0.0.1", String(sinkPort)],
+                               send: ["connect", "127.0.0.1", String(relayPort)], waitFor: relayPort)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+    }
+
+    func testAnUnreachableUpstreamClosesTheClientAndTheListenerGoesOn() throws {
+        let closed = freePort()
+        let (listener, port) = try relay(["-k", "--forward", "127.0.0.1:\(closed)"])
+        defer { listener.stop() }
+        for _ in 0..<3 {
+            let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "lost?\n")
+            XCTAssertEqual(r.out, "", "nothing comes back from a client closed at once")
+            XCTAssertNotEqual(r.status, 0, "the client was not served: \(r.err)")
+        }
+        XCTAssertTrue(listener.process.isRunning)
+        waitUntil("three lines") { listener.stderrText.components(separatedBy: "not reached").count - 1 == 3 }
+        let line = listener.stderrText.split(separator: "\n").first { $0.contains("not reached") } ?? ""
+        XCTAssertTrue(line.hasPrefix("tincan: 127.0.0.1:") && line.contains("upstream 127.0.0.1:\(closed) not reached") && line.contains("connection refused"), String(line))
+        // Without -k the run's exit code says it.
+        let (one, onePort) = try relay(["--forward", "127.0.0.1:\(closed)"])
+        defer { one.stop() }
+        _ = try Tool.run(["connect", "127.0.0.1", String(onePort)], input: "")
+        XCTAssertEqual(one.wait(), 1, one.stderrText)
+        XCTAssertEqual(one.stderrText.split(separator: "\n").count, 1, one.stderrText)
+    }
+
+    func testDeniedClientsNeverReachTheUpstreamAndUnixAndProxyUpstreams() throws {
+        // A Unix upstream that echoes; a denied client is closed before it is dialled.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-fwd-unix-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/echo.sock"
+        let echo = try Tool(["listen", "-k", "--unix", path, "--exec", "/bin/cat"])
+        defer { echo.stop() }
+        waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
+        let (denying, denyPort) = try relay(["-k", "-v", "--deny", "127.0.0.0/8", "--forward-unix", path])
+        defer { denying.stop() }
+        let denied = try Tool.run(["connect", "127.0.0.1", String(denyPort)], input: "no\n")
+        XCTAssertEqual(denied.out, "")
+        waitUntil("the refusal") { denying.stderrText.contains("refused connection from 127.0.0.1") }
+        XCTAssertFalse(denying.stderrText.contains("upstream"), "never dialled: \(denying.stderrText)")
+        let (unix, unixPort) = try relay(["-k", "--forward-unix", path])
+        defer { unix.stop() }
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(unixPort)], input: "over unix\n"), "over unix\n")
+
+        // The upstream through a SOCKS5 proxy.
+        let socks = try RealProxy.microsocks()
+        defer { socks.stop() }
+        let targetPort = freePort()
+        let target = try Tool(["listen", "-k", "127.0.0.1", String(targetPort), "--exec", "/bin/cat"])
+        defer { target.stop() }
+        waitForListener(port: targetPort)
+        let (proxied, proxiedPort) = try relay(["-k", "--json", "--forward", "127.0.0.1:\(targetPort)", "--proxy", "socks5h://127.0.0.1:\(socks.port)"])
+        defer { proxied.stop() }
+        XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(proxiedPort)], input: "via socks\n"), "via socks\n")
+        waitUntil("the closed event") { proxied.stderrText.contains("\"event\":\"closed\"") }
+        let events = proxied.stderrText.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let names = events.compactMap { $0["event"] as? String }
+        XCTAssertEqual(names.first, "accepted", proxied.stderrText)
+        XCTAssertEqual(names.filter { ["proxy", "forward", "closed"].contains($0) }, ["proxy", "forward", "closed"], proxied.stderrText)
+        XCTAssertEqual(events.first { $0["event"] as? String == "forward" }?["result"] as? String, "connected")
+        let closed = events.first { $0["event"] as? String == "closed" }
+        XCTAssertEqual(closed?["sent"] as? Double, 10)
+        XCTAssertEqual(closed?["received"] as? Double, 10)
+    }
+
+    func testTwoHundredConcurrentClientsEachEchoedWhole() throws {
+        let upstreamPort = freePort()
+        let upstream = try Tool(["listen", "-k", "--max-conns", "5000", "127.0.0.1", String(upstreamPort), "--exec", "/bin/cat"])
+        defer { upstream.stop() }
+        waitForListener(port: upstreamPort)
+        let (listener, port) = try relay(["-k", "--max-conns", "5000", "--forward", "127.0.0.1:\(upstreamPort)"])
+        defer { listener.stop() }
+        let clients = try Tool(["python3", "-c", ConcurrentClients.echo, String(port), "200"], program: "/usr/bin/env")
+        clients.closeInput()
+        XCTAssertEqual(clients.wait(timeout: .seconds(120)), 0, clients.stderrText)
+        XCTAssertEqual(clients.stdoutText, "200 echoed\n", listener.stderrText)
+    }
+
+    func testUsageErrors() throws {
+        let cases: [([String], String)] = [
+            (["listen", "--forward", "a:1", "--forward-unix", "/tmp/x", "1"], "name one upstream"),
+            (["listen", "--forward", "a:1", "--exec", "/bin/cat", "1"], "not with --exec"),
+            (["listen", "--forward", "a:1", "--tls", "1"], "not supported yet"),
+            (["listen", "--proxy", "socks5://h", "1"], "is for the upstream of --forward"),
+            (["listen", "--forward", "nohostport", "1"], "PORT"),
+        ]
+        for (arguments, says) in cases {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.contains(says), "\(arguments): \(r.err)")
+        }
+    }
+}
