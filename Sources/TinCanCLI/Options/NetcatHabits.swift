@@ -36,7 +36,7 @@ enum NetcatHabits {
         Habit(option: "--chat", commands: nil, hint: "not supported yet: 'tincan listen -k PORT' is a hub (stdin to every client, every client to stdout)"),
         Habit(option: "--broker", commands: nil, hint: "not supported yet: 'tincan listen -k PORT' is a hub (stdin to every client, every client to stdout)"),
         Habit(option: "-x", commands: ["listen", "udp-send", "udp-recv", "join-group"], hint: "proxies are for clients: 'tincan connect -x ADDR[:PORT] HOST PORT'"),
-        Habit(option: "--proxy", commands: ["listen", "udp-send", "udp-recv", "join-group"], hint: "proxies are for clients: 'tincan connect --proxy URL HOST PORT' (or tls)"),
+        Habit(option: "--proxy", commands: ["udp-send", "udp-recv", "join-group"], hint: "proxies are for TCP: 'tincan connect --proxy URL HOST PORT' (or tls, or listen --forward)"),
         Habit(option: "--proxy-type", commands: nil, hint: "the scheme of --proxy says it: socks4://, socks4a://, socks5://, socks5h:// or http://"),
         Habit(option: "--proxy-auth", commands: nil, hint: "use user:password@ in the --proxy URL, or --proxy-user USER[:PASSWORD]"),
         Habit(option: "--proxy-dns", commands: nil, hint: "the scheme of --proxy says it: socks5h:// and socks4a:// let the proxy resolve, socks5:// and socks4:// resolve here"),
