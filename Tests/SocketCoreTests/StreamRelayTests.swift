@@ -5,39 +5,6 @@ import XCTest
 
 /// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw.
 final class StreamRelayTests: XCTestCase {
-    /// A connected TCP pair: (the end kept by the test, blocking; the end given to the relay,
-    /// non-blocking as StreamRelay needs).
-    private func tcpPair() throws -> (outer: Int32, inner: Int32) {
-        let listener = try Syscall.socket(.ipv4, .stream)
-        defer { Syscall.close(listener) }
-        try Syscall.bind(listener, to: .loopbackIPv4(port: 0))
-        try Syscall.listen(listener, backlog: 1)
-        let outer = try Syscall.socket(.ipv4, .stream)
-        _ = try Syscall.connect(outer, to: Syscall.localAddress(listener)!)
-        XCTAssertTrue(try Syscall.wait(for: listener, forWriting: false, timeoutMilliseconds: 5000))
-        let inner = try XCTUnwrap(try Syscall.accept(listener)).fd
-        XCTAssertTrue(try Syscall.wait(for: outer, forWriting: true, timeoutMilliseconds: 5000))
-        try Syscall.setNonBlocking(outer, false)
-        return (outer, inner)
-    }
-
-    private func send(_ fd: Int32, _ text: String) throws {
-        try Array(text.utf8).withUnsafeBytes { try Syscall.writeAll(fd, $0, isSocket: true) }
-    }
-
-    /// Everything until end of stream.
-    private func readToEnd(_ fd: Int32) throws -> String {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 1)
-        defer { buffer.deallocate() }
-        var bytes: [UInt8] = []
-        while true {
-            XCTAssertTrue(try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: 5000), "no end of stream in 5 s")
-            guard let n = try Syscall.receive(fd, into: buffer), n > 0 else { break }
-            bytes += buffer[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     private func relay(_ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
         let report = Locked<StreamRelay.Report?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -54,12 +21,12 @@ final class StreamRelayTests: XCTestCase {
         defer { Syscall.close(client); Syscall.close(upstream) }
         let (report, done) = try relay(a, b)
         let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
-        try send(client, bulk)
+        try sendAll(client, bulk)
         try Syscall.shutdown(client, .write)
         // The upstream sees the client's end while its own way is still open...
         XCTAssertTrue(try readToEnd(upstream) == bulk, "the client's 1 MiB, then its end")
         // ...and its reply, sent after that end, still reaches the client.
-        try send(upstream, "reply after your end\n")
+        try sendAll(upstream, "reply after your end\n")
         try Syscall.shutdown(upstream, .write)
         XCTAssertEqual(try readToEnd(client), "reply after your end\n")
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
@@ -74,7 +41,7 @@ final class StreamRelayTests: XCTestCase {
         let (upstream, b) = try tcpPair()
         defer { Syscall.close(client); Syscall.close(upstream) }
         let (_, done) = try relay(a, b, hold: .seconds(5))
-        try send(client, "question\n")
+        try sendAll(client, "question\n")
         try Syscall.shutdown(client, .write)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
         defer { buffer.deallocate() }
@@ -84,7 +51,7 @@ final class StreamRelayTests: XCTestCase {
         // The upstream answers without ever seeing an end, then closes: the held end goes on
         // at once (not after the hold), and the relay ends.
         let answered = ContinuousClock.now
-        try send(upstream, "answer\n")
+        try sendAll(upstream, "answer\n")
         try Syscall.shutdown(upstream, .write)
         XCTAssertEqual(try readToEnd(client), "answer\n")
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success)

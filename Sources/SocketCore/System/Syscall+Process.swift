@@ -83,6 +83,20 @@ extension Syscall {
         }
     }
 
+    /// Raises this process's soft limit on open descriptors to its hard limit (a server of many
+    /// connections needs several per connection); the limit now in force.
+    @discardableResult
+    public static func raiseDescriptorLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// Ignores SIGPIPE for the whole process, so a closed pipe or socket is an EPIPE error.
     public static func ignoreBrokenPipe() {
         _ = signal(SIGPIPE, SIG_IGN)

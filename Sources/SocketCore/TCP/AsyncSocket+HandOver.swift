@@ -1,3 +1,5 @@
+import Dispatch
+
 /// A connection taken out of an ``AsyncSocket`` by ``AsyncSocket/takeConnection(blocking:)``,
 /// for a caller that drives the bytes itself (a relay with blocking calls on its own threads, a
 /// program that gets the descriptor as its stdin and stdout).
@@ -57,5 +59,24 @@ extension AsyncSocket {
         }
         disconnect()
         return taken
+    }
+}
+
+extension AsyncSocket {
+    /// A socket for a stream connection made elsewhere (GCDAsyncSocket's
+    /// `socketFromConnectedSocketFD`): `fd` is connected (TCP or Unix), non-blocking or not (it
+    /// is made non-blocking), and from now on the socket's — reads, writes, ``startTLS(_:timeout:)``
+    /// and disconnect work as on a socket that connected itself. Give it a descriptor no
+    /// dispatch source ever watched (one from ``BlockingConnector`` or ``waitForConnection()``):
+    /// see ``takeConnection(blocking:)`` for why not a dup of one.
+    public static func adopting(connected fd: Int32, delegate: (any AsyncSocketDelegate)? = nil,
+                                delegateQueue: DispatchQueue? = nil, socketQueue: DispatchQueue? = nil) throws(AsyncSocketError) -> AsyncSocket {
+        do throws(SystemError) { try Syscall.setNonBlocking(fd) } catch { throw .system(error) }
+        let socket = AsyncSocket(delegate: delegate, delegateQueue: delegateQueue, socketQueue: socketQueue)
+        socket.sync {
+            socket.knownPeer = Syscall.peerAddress(fd)
+            socket.didConnect(fd: fd) {}
+        }
+        return socket
     }
 }

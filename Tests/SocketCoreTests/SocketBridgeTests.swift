@@ -1,0 +1,124 @@
+import Dispatch
+import Foundation
+import SocketCore
+import TestSupport
+import XCTest
+
+/// SocketBridge over real loopback TCP connections: A ⇄ bridge ⇄ B, where the bridge's ends are
+/// adopted AsyncSockets (one of them TLS in a test) and the outer ends are driven raw or by an
+/// AsyncSocket of their own.
+final class SocketBridgeTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// An adopted socket for a bridge end: it hears each end of stream instead of closing.
+    private func end(_ fd: Int32) throws -> AsyncSocket {
+        let socket = try AsyncSocket.adopting(connected: fd)
+        socket.autoDisconnectOnClosedReadStream = false
+        return socket
+    }
+
+    private func bridge(_ a: AsyncSocket, _ b: AsyncSocket, hold: Duration? = nil) -> (Locked<SocketBridge.Report?>, DispatchSemaphore) {
+        let report = Locked<SocketBridge.Report?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        SocketBridge(a, b, holdFirstEnd: hold, queue: DispatchQueue(label: "bridge")) { r in
+            report.withLock { $0 = r }
+            done.signal()
+        }.start()
+        return (report, done)
+    }
+
+    func testAdoptingAConnectedDescriptorGivesAWorkingSocket() async throws {
+        let (outer, inner) = try tcpPair()
+        defer { Syscall.close(outer) }
+        let socket = try AsyncSocket.adopting(connected: inner)
+        XCTAssertTrue(socket.isConnected)
+        XCTAssertEqual(socket.connectedAddress, Syscall.localAddress(outer))
+        try sendAll(outer, "ping\n")
+        let line = try await socket.read(toSeparator: [10], timeout: .seconds(5))
+        XCTAssertEqual(line, Array("ping\n".utf8))
+        try await socket.send(Array("pong\n".utf8))
+        try await socket.finishWriting()
+        XCTAssertEqual(try readToEnd(outer), "pong\n")
+        socket.disconnect()
+    }
+
+    func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client); Syscall.close(upstream) }
+        let (report, done) = bridge(try end(a), try end(b))
+        let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
+        try sendAll(client, bulk)
+        try Syscall.shutdown(client, .write)
+        XCTAssertTrue(try readToEnd(upstream) == bulk, "the client's 1 MiB, then its end")
+        try sendAll(upstream, "reply after your end\n")
+        try Syscall.shutdown(upstream, .write)
+        XCTAssertEqual(try readToEnd(client), "reply after your end\n")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        let r = try XCTUnwrap(report.withLock { $0 })
+        XCTAssertEqual(r.forward, bulk.utf8.count)
+        XCTAssertEqual(r.backward, 21)
+        XCTAssertNil(r.failure)
+    }
+
+    func testATLSEndIsTerminatedAndItsCloseNotifyBecomesAFIN() async throws {
+        // client (TLS) → [a: TLS server end | bridge | b: plain] → upstream (raw)
+        let (clientFD, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(upstream) }
+        let serverEnd = try end(a)
+        let client = try AsyncSocket.adopting(connected: clientFD)
+        client.autoDisconnectOnClosedReadStream = false
+        let secured = DispatchSemaphore(value: 0)
+        serverEnd.startTLS(.server(certificateFile: certs.path("server.pem"), keyFile: certs.path("server.key"))) { _ in secured.signal() }
+        var settings = TLSSettings(peerName: "localhost")
+        settings.caFile = certs.path("ca.pem")
+        _ = try await client.secure(settings, timeout: .seconds(10))
+        XCTAssertEqual(secured.wait(timeout: .now() + 5), .success)
+        let (report, done) = bridge(serverEnd, try end(b))
+        try await client.send(Array("over TLS\n".utf8))
+        try await client.finishWriting()  // close_notify, then FIN
+        XCTAssertEqual(try readToEnd(upstream), "over TLS\n", "decrypted, then a plain end of stream")
+        try sendAll(upstream, "plain reply\n")
+        try Syscall.shutdown(upstream, .write)
+        var back: [UInt8] = []
+        while true {
+            do { back += try await client.read(timeout: .seconds(5)) } catch .readStreamClosed { break }
+        }
+        XCTAssertEqual(String(decoding: back, as: UTF8.self), "plain reply\n", "encrypted back to the client")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        XCTAssertNil(report.withLock { $0 }?.failure)
+        client.disconnect()
+    }
+
+    func testAResetCutsTheBridgeAndSaysWhere() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client) }
+        let (report, done) = bridge(try end(a), try end(b))
+        try Syscall.setOption(upstream, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
+        Syscall.close(upstream)
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        let failure = try XCTUnwrap(report.withLock { $0 }?.failure)
+        XCTAssertTrue(failure.contains("the second socket"), failure)
+        XCTAssertEqual(try readToEnd(client), "", "the client's side is closed too")
+    }
+
+    func testAHeldEndWaitsForTheOtherWay() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer { Syscall.close(client); Syscall.close(upstream) }
+        let (_, done) = bridge(try end(a), try end(b), hold: .seconds(5))
+        try sendAll(client, "question\n")
+        try Syscall.shutdown(client, .write)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
+        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 500), "the client's end is held back")
+        try sendAll(upstream, "answer\n")
+        try Syscall.shutdown(upstream, .write)
+        XCTAssertEqual(try readToEnd(client), "answer\n")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the upstream's end released the held one")
+    }
+}
