@@ -136,7 +136,11 @@ final class ForwardCommandTests: XCTestCase {
         let cases: [([String], String)] = [
             (["listen", "--forward", "a:1", "--forward-unix", "/tmp/x", "1"], "name one upstream"),
             (["listen", "--forward", "a:1", "--exec", "/bin/cat", "1"], "not with --exec"),
-            (["listen", "--forward", "a:1", "--tls", "1"], "not supported yet"),
+            (["listen", "--forward-tls", "1"], "is for the upstream of --forward"),
+            (["listen", "--forward", "a:1", "--forward-ca", "/x", "1"], "needs --forward-tls"),
+            (["listen", "--forward", "a:1", "--proxy-protocol", "v3", "1"], "v1"),
+            (["listen", "--broker", "--forward", "a:1", "1"], "not with --forward"),
+            (["listen", "--chat", "--exec", "/bin/cat", "1"], "not with --exec"),
             (["listen", "--proxy", "socks5://h", "1"], "is for the upstream of --forward"),
             (["listen", "--forward", "nohostport", "1"], "PORT"),
         ]

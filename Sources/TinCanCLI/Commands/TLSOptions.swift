@@ -10,16 +10,33 @@ enum TLSOptions {
         try trust(args, into: &settings)
         try identity(args, into: &settings)
         settings.alpn = args.list(.alpn)
-        settings.pinnedKeys = args.list(.pin)
-        for pin in settings.pinnedKeys {
+        settings.pinnedKeys = try pins(args, .pin)
+        return settings
+    }
+
+    /// Client settings for the upstream of listen --forward-tls: the --forward-* options.
+    static func forwardClient(_ args: ParsedArguments, host: String) throws(UsageError) -> TLSSettings {
+        var settings = TLSSettings(peerName: args.value(.forwardServername) ?? host)
+        settings.insecure = args.has(.forwardInsecure)
+        try trust(args, .forwardCa, into: &settings)
+        try identity(args, cert: .forwardCert, key: .forwardKey, into: &settings)
+        settings.alpn = args.list(.forwardAlpn)
+        settings.pinnedKeys = try pins(args, .forwardPin)
+        return settings
+    }
+
+    /// The pins given with `option`, each checked for shape.
+    private static func pins(_ args: ParsedArguments, _ option: Option) throws(UsageError) -> [String] {
+        let pins = args.list(option)
+        for pin in pins {
             let value = pin.hasPrefix("sha256//") ? String(pin.dropFirst(8)) : pin
             let isBase64 = value.count == 44 && value.hasSuffix("=")
             let isHex = value.filter { $0 != ":" }.count == 64 && value.allSatisfy { $0.isHexDigit || $0 == ":" }
             guard isBase64 || isHex else {
-                throw UsageError("bad --pin '\(pin)': give sha256//BASE64 (44 characters) or 64 hex digits", command: args.command.name)
+                throw UsageError("bad --\(option.rawValue) '\(pin)': give sha256//BASE64 (44 characters) or 64 hex digits", command: args.command.name)
             }
         }
-        return settings
+        return pins
     }
 
     /// Server settings for listen --tls.
@@ -32,24 +49,25 @@ enum TLSOptions {
         return settings
     }
 
-    private static func trust(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
-        guard let ca = args.value(.ca) else { return }
+    private static func trust(_ args: ParsedArguments, _ option: Option = .ca, into settings: inout TLSSettings) throws(UsageError) {
+        guard let ca = args.value(option) else { return }
         switch Syscall.fileKind(ca) {
         case .directory: settings.caDirectory = ca
         case .file: settings.caFile = ca
-        case .missing: throw UsageError("--ca \(ca): no such file or directory", command: args.command.name)
+        case .missing: throw UsageError("--\(option.rawValue) \(ca): no such file or directory", command: args.command.name)
         }
     }
 
-    private static func identity(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
+    private static func identity(_ args: ParsedArguments, cert certOption: Option = .cert, key keyOption: Option = .key,
+                                 into settings: inout TLSSettings) throws(UsageError) {
         let name = args.command.name
-        if let cert = args.value(.cert) {
-            guard Syscall.fileKind(cert) == .file else { throw UsageError("--cert \(cert): no such file", command: name) }
+        if let cert = args.value(certOption) {
+            guard Syscall.fileKind(cert) == .file else { throw UsageError("--\(certOption.rawValue) \(cert): no such file", command: name) }
             settings.certificateFile = cert
         }
-        if let key = args.value(.key) {
-            guard settings.certificateFile != nil else { throw UsageError("--key needs --cert", command: name) }
-            guard Syscall.fileKind(key) == .file else { throw UsageError("--key \(key): no such file", command: name) }
+        if let key = args.value(keyOption) {
+            guard settings.certificateFile != nil else { throw UsageError("--\(keyOption.rawValue) needs --\(certOption.rawValue)", command: name) }
+            guard Syscall.fileKind(key) == .file else { throw UsageError("--\(keyOption.rawValue) \(key): no such file", command: name) }
             settings.keyFile = key
         }
     }
@@ -77,19 +95,20 @@ enum TLSOptions {
     }
 
     /// What to try when verification failed this way.
-    static func verificationHint(_ failure: VerificationFailure) -> String {
+    /// `prefix` names the options as the command spells them (`forward-` for listen's upstream).
+    static func verificationHint(_ failure: VerificationFailure, prefix: String = "") -> String {
         switch failure.kind {
-        case .nameMismatch: "use one of its names as HOST or with --servername NAME, or skip the check with --insecure"
-        case .expired, .notYetValid: "check the server's certificate dates and this machine's clock, or skip the check with --insecure"
-        case .untrusted, .other: "trust its issuer with --ca FILE, or skip the check with --insecure"
+        case .nameMismatch: "use one of its names as HOST or with --\(prefix)servername NAME, or skip the check with --\(prefix)insecure"
+        case .expired, .notYetValid: "check the server's certificate dates and this machine's clock, or skip the check with --\(prefix)insecure"
+        case .untrusted, .other: "trust its issuer with --\(prefix)ca FILE, or skip the check with --\(prefix)insecure"
         }
     }
 
     /// One line, and the exit code, for a TLS failure.
-    static func explain(_ error: AsyncSocketError, peer: String) -> CommandError {
+    static func explain(_ error: AsyncSocketError, peer: String, optionPrefix: String = "") -> CommandError {
         switch error {
         case .tls(.verificationFailed(let failure)):
-            return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure)))", code: .tlsVerification)
+            return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure, prefix: optionPrefix)))", code: .tlsVerification)
         case .tls(.pinMismatch):
             return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
         case .startTLSRefused(let reason):

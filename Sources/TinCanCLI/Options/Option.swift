@@ -4,7 +4,9 @@ public enum Option: String, CaseIterable, Sendable {
     case allow
     case alpn
     case broadcast
+    case broker
     case ca
+    case chat
     case cert
     case chunk
     case connectTimeout = "connect-timeout"
@@ -18,6 +20,14 @@ public enum Option: String, CaseIterable, Sendable {
     case forceProgress = "force-progress"
     case format
     case forward
+    case forwardAlpn = "forward-alpn"
+    case forwardCa = "forward-ca"
+    case forwardCert = "forward-cert"
+    case forwardInsecure = "forward-insecure"
+    case forwardKey = "forward-key"
+    case forwardPin = "forward-pin"
+    case forwardServername = "forward-servername"
+    case forwardTls = "forward-tls"
     case forwardUnix = "forward-unix"
     case halfClose = "half-close"
     case help
@@ -43,6 +53,7 @@ public enum Option: String, CaseIterable, Sendable {
     case proxy
     case proxyAddress = "proxy-address"
     case proxyProtocol = "proxy-protocol"
+    case proxyType = "proxy-type"
     case proxyUser = "proxy-user"
     case quitAfterEof = "quit-after-eof"
     case rcvbuf

@@ -92,7 +92,7 @@ public enum OptionTable {
         OptionSpec(.noProxy, help: "Ignore ALL_PROXY and NO_PROXY: connect directly unless --proxy or -x says otherwise."),
         OptionSpec(.proxyAddress, short: "x", value: .address, valueName: "ADDR[:PORT]",
             help: "As OpenBSD nc -x: connect through the proxy at ADDR (port 1080, or 3128 with -X connect), of the protocol -X names."),
-        OptionSpec(.proxyProtocol, short: "X", value: .choice(["4", "5", "connect"]), valueName: "4|5|connect", default: "5",
+        OptionSpec(.proxyType, short: "X", value: .choice(["4", "5", "connect"]), valueName: "4|5|connect", default: "5",
             help: "As OpenBSD nc -X, with -x: 4 is socks4:// (resolved here), 5 is socks5h:// (the proxy resolves), connect is http://."),
     ]
 
@@ -149,7 +149,11 @@ public enum OptionTable {
             connection and then behaves like connect. With -k it accepts many, concurrently: \
             input from stdin goes to every client and data from every client goes to stdout. \
             With --exec or --sh-exec each connection gets its own program instead, with its \
-            stdin and stdout on the socket.
+            stdin and stdout on the socket. With --broker or --chat the clients also hear one \
+            another. With --forward each client is relayed to a new upstream connection \
+            (socat's TCP-LISTEN,fork): TLS may be taken off at the listener (--tls), put on \
+            towards the upstream (--forward-tls), or both, and the upstream may be told who \
+            the client is with the PROXY protocol.
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),
@@ -157,6 +161,8 @@ public enum OptionTable {
         ],
         options: [help, verbose] + family + [
             OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
+            OptionSpec(.broker, help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
+            OptionSpec(.chat, help: "--broker for people (ncat's --chat): each line a client sends reaches the others as '<user N> line', and joins and leaves are announced."),
             OptionSpec(.maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
                 help: "With -k, refuse connections beyond N at once."),
             OptionSpec(.allow, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
@@ -165,8 +171,21 @@ public enum OptionTable {
                 help: "Close connections from these networks before any byte is read."),
         ] + programs(each: "for each connection") + [
             OptionSpec(.forward, value: .address, valueName: "HOST:PORT",
-                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice, each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte (FIN) and one line names both and why; with -k the listener goes on."),
+                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte (FIN) and one line names both and why; with -k the listener goes on."),
             OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
+            OptionSpec(.forwardTls, help: "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends."),
+            OptionSpec(.forwardServername, value: .text, valueName: "NAME", default: "HOST",
+                help: "With --forward-tls: the name sent as SNI and checked against the upstream's certificate."),
+            OptionSpec(.forwardCa, value: .path, valueName: "FILE|DIR",
+                help: "With --forward-tls: trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
+            OptionSpec(.forwardInsecure, help: "With --forward-tls: do not verify the upstream's certificate chain or name (--forward-pin is still checked)."),
+            OptionSpec(.forwardPin, value: .text, valueName: "sha256//BASE64", repeatable: true,
+                help: "With --forward-tls: accept only an upstream whose public key has this SHA-256 (base64, or hex)."),
+            OptionSpec(.forwardAlpn, value: .text, valueName: "LIST", help: "With --forward-tls: offer these ALPN protocols to the upstream, comma-separated."),
+            OptionSpec(.forwardCert, value: .path, valueName: "FILE", help: "With --forward-tls: a client certificate chain (PEM) for an upstream that asks for one."),
+            OptionSpec(.forwardKey, value: .path, valueName: "FILE", help: "The private key of --forward-cert (PEM). Default: read from the --forward-cert file."),
+            OptionSpec(.proxyProtocol, value: .choice(ProxyProtocolHeader.Version.allCases.map(\.rawValue)), valueName: "v1|v2",
+                help: "With --forward: write HAProxy's PROXY protocol header (v1 text, v2 binary) on each upstream connection before any byte: the client's address and port and the ones it connected to (TCP4 or TCP6; UNKNOWN for a Unix client). For servers behind tincan that read it (haproxy's accept-proxy, nginx's proxy_protocol)."),
             OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
                 help: "With --forward: give up dialling the upstream (and its proxies) after this long."),
             OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",
@@ -188,6 +207,10 @@ public enum OptionTable {
             ("tincan listen -k 8080 --forward 127.0.0.1:80", "A relay: every client on 8080 joined to a new connection to port 80."),
             ("tincan listen -k --allow 10.0.0.0/8 2222 --forward bastion.internal:22 --proxy socks5h://127.0.0.1:1080", "A relay whose upstream is reached through a SOCKS5 proxy, for allowed clients only."),
             ("tincan listen --unix /tmp/db.sock --forward db.internal:5432", "Expose a TCP service as a Unix socket, for one client."),
+            ("tincan listen -k --tls --cert site.pem --key site.key 443 --forward 127.0.0.1:8080", "TLS termination: HTTPS from clients, plain HTTP to a local server."),
+            ("tincan listen -k 127.0.0.1 5432 --forward db.example:5432 --forward-tls --forward-ca ca.pem", "TLS origination: plain local clients, a verified TLS connection to the server."),
+            ("tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2", "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."),
+            ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
         ],
         run: { try ListenCommand($0).run() })
 

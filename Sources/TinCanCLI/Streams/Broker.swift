@@ -3,33 +3,90 @@ import Glibc
 import SocketCore
 
 /// `listen -k` without a program: stdin goes to every client, every client goes to stdout
-/// (ncat's keep-open semantics). Bounded: one stdin chunk is in flight until every client has
-/// taken it, and each client's next read waits until its last chunk reached stdout, so a slow
-/// client or a slow stdout slows the sender instead of growing a buffer.
+/// (ncat's keep-open semantics). With ``Sharing/broker`` (ncat's --broker) each client's bytes
+/// also go to every other client, and with ``Sharing/chat`` (--chat) as `<user N>` lines, joins
+/// and leaves announced. Bounded: one stdin chunk is in flight until every client has taken it,
+/// and each client's next read waits until its last chunk reached stdout (and, sharing, every
+/// other client), so a slow client or a slow stdout slows the sender instead of growing a
+/// buffer.
 final class Broker: AsyncSocketDelegate, @unchecked Sendable {
+    /// Whether clients hear one another.
+    enum Sharing: Sendable {
+        case none, broker, chat
+    }
+
     private let settings: StreamSettings
     private let gate: Gate
+    private let sharing: Sharing
     /// The broker's queue: its clients' delegate queue and, without TLS, their socket queue.
     let queue = DispatchQueue(label: "tincan.broker")
     /// Clients by identity; touched only on `queue`.
     private var clients: [ObjectIdentifier: AsyncSocket] = [:]
+    /// --chat: each client's name and open line; touched only on `queue`.
+    private var chatters: [ObjectIdentifier: (user: Int, name: String, address: String, lines: ChatLines)] = [:]
+    private var nextUser = 1
 
-    init(settings: StreamSettings, gate: Gate) {
+    init(settings: StreamSettings, gate: Gate, sharing: Sharing = .none) {
         self.settings = settings
         self.gate = gate
+        self.sharing = sharing
     }
 
     func add(_ socket: AsyncSocket) {
-        queue.async { [self] in
-            clients[ObjectIdentifier(socket)] = socket
-            socket.setDelegate(self, delegateQueue: queue)
-            socket.readData(maxLength: Relay.chunkSize)
+        queue.async { [self] in join(socket) }
+    }
+
+    /// A new client, on `queue`: known, announced (--chat), and read.
+    private func join(_ socket: AsyncSocket) {
+        let id = ObjectIdentifier(socket)
+        clients[id] = socket
+        socket.setDelegate(self, delegateQueue: queue)
+        if sharing == .chat {
+            let user = nextUser
+            nextUser += 1
+            let address = socket.connectedHost ?? "a Unix peer"
+            let present = chatters.values.sorted { $0.user < $1.user }.map { "\($0.address) as \($0.name)" }
+            socket.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8))
+            chatters[id] = (user, "<user\(user)>", address, ChatLines(user: user, limit: Relay.chunkSize))
+            announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
+        socket.readData(maxLength: Relay.chunkSize)
+    }
+
+    /// An announcement to stdout and every client but one (small and rare: not waited for).
+    private func announce(_ line: String, except id: ObjectIdentifier) {
+        let bytes = Array(line.utf8)
+        bytes.withUnsafeBytes(deliver)
+        for (other, client) in clients where other != id { client.write(bytes) }
     }
 
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
-        data.withUnsafeBytes(deliver)
-        sock.readData(maxLength: Relay.chunkSize)
+        let id = ObjectIdentifier(sock)
+        let next: @Sendable () -> Void = { [queue, chunk = Relay.chunkSize] in queue.async { sock.readData(maxLength: chunk) } }
+        switch sharing {
+        case .none:
+            data.withUnsafeBytes(deliver)
+            sock.readData(maxLength: Relay.chunkSize)
+        case .broker:
+            data.withUnsafeBytes(deliver)
+            share(Array(data), except: id, then: next)
+        case .chat:
+            let lines = chatters[id]?.lines.take(data) ?? []
+            lines.withUnsafeBytes(deliver)
+            share(lines, except: id, then: next)
+        }
+    }
+
+    /// `bytes` to every client but the sender; `then` once each has written them (or failed).
+    private func share(_ bytes: [UInt8], except id: ObjectIdentifier, then: @escaping @Sendable () -> Void) {
+        let others = clients.filter { $0.key != id }.map(\.value)
+        guard !bytes.isEmpty, !others.isEmpty else { return then() }
+        let written = DispatchGroup()
+        for other in others {
+            written.enter()
+            other.write(bytes) { _ in written.leave() }
+        }
+        written.notify(queue: queue, execute: then)
     }
 
     /// What a client sent, to stdout (and the hex dump). Written here, on the hub's queue: a
@@ -55,7 +112,8 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     func take(_ accepted: AcceptedConnection, from listener: AsyncSocket) {
         queue.sync {
             let fd = accepted.descriptor
-            for _ in 0..<Broker.readsBeforeAdopting {
+            // Sharing, every byte goes through a client's socket (to reach the others, in order).
+            for _ in 0..<(sharing == .none ? Broker.readsBeforeAdopting : 0) {
                 let received: Int?
                 do throws(SystemError) {
                     received = try Syscall.receive(fd, into: scratch)
@@ -66,10 +124,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 guard n > 0 else { return end(fd, note: "connection closed") }
                 deliver(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
-            let socket = listener.adopt(accepted)
-            clients[ObjectIdentifier(socket)] = socket
-            socket.setDelegate(self, delegateQueue: queue)
-            socket.readData(maxLength: Relay.chunkSize)
+            join(listener.adopt(accepted))
         }
     }
 
@@ -88,7 +143,13 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     deinit { scratch.deallocate() }
 
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
-        if clients.removeValue(forKey: ObjectIdentifier(sock)) != nil {
+        let id = ObjectIdentifier(sock)
+        if clients.removeValue(forKey: id) != nil {
+            if var chatter = chatters.removeValue(forKey: id) {
+                let rest = chatter.lines.flush()
+                if !rest.isEmpty { announce(String(decoding: rest, as: UTF8.self), except: id) }
+                announce("<announce> \(chatter.name) is disconnected.\n", except: id)
+            }
             Console.note("\(error.map { "\($0)" } ?? "connection closed")", level: 1)
             gate.closed()
         }

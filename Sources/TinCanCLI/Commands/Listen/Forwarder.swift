@@ -2,26 +2,40 @@ import Dispatch
 import SocketCore
 
 /// `listen --forward HOST:PORT` (or `--forward-unix PATH`): each admitted client is joined to a
-/// new upstream connection by a ``StreamRelay`` (splice both ways, each direction's end passed
-/// on by itself). The upstream is dialled as `connect` would (Happy Eyeballs,
-/// --connect-timeout, -s, --proxy), on a worker thread; a client whose upstream cannot be reached is closed without a byte
-/// (a plain close, FIN) and one line names both and the reason. Without -k the run ends with
-/// the first client's relay.
+/// new upstream connection. Plain at both ends, a ``StreamRelay`` splices the bytes; with TLS at
+/// either end (--tls: termination, --forward-tls: origination, or both) a ``SocketBridge``
+/// moves them through the sessions. Each direction's end is passed on by itself. The upstream is
+/// dialled as `connect` would (Happy Eyeballs, --connect-timeout, -s, --proxy), on a worker
+/// thread, and gets the PROXY protocol header first when asked. A client whose upstream cannot
+/// be reached is closed without a byte (a plain close, FIN) and one line names both and the
+/// reason. Without -k the run ends with the first client's relay.
+///
+/// No thread waits for a handshake: each step's completion starts the next, so a thousand
+/// clients in their handshakes hold no worker.
 final class Forwarder: ListenMode, @unchecked Sendable {
     // @unchecked Sendable: `outcome` is written under its lock; the rest is immutable.
+    struct Upstream: Sendable {
+        let target: Target
+        let dial: UpstreamDial.Options
+        /// TLS to the upstream (--forward-tls), loaded once for every connection.
+        let tls: TLSContext?
+        let proxyHeader: ProxyProtocolHeader.Version?
+    }
+
     let settings: StreamSettings
     let gate: Gate
-    let upstream: Target
-    let dial: UpstreamDial.Options
+    let upstream: Upstream
+    /// TLS from clients (--tls): the listener's context.
+    let clientTLS: TLSContext?
     let keepOpen: Bool
     private let outcome = Locked<CommandError??>(nil)
     private let ended = DispatchSemaphore(value: 0)
 
-    init(settings: StreamSettings, gate: Gate, upstream: Target, dial: UpstreamDial.Options, keepOpen: Bool) {
+    init(settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool) {
         self.settings = settings
         self.gate = gate
         self.upstream = upstream
-        self.dial = dial
+        self.clientTLS = clientTLS
         self.keepOpen = keepOpen
     }
 
@@ -44,8 +58,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                     Syscall.close(accepted.descriptor)
                     continue
                 }
-                let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
-                DispatchQueue.global().async { [self] in serve(accepted.descriptor, peer: peer) }
+                DispatchQueue.global().async { [self] in serve(accepted) }
                 if !keepOpen {
                     listener.disconnect()  // one client: stop listening once it is here
                     break
@@ -59,48 +72,156 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if let error = outcome.withLock({ $0 }) ?? nil { throw error }
     }
 
-    /// One client, on a worker thread: dial its upstream, then relay.
-    private func serve(_ client: Int32, peer: String) {
-        let log = EventLog.current.withLock { $0 }
-        log?.emit("accepted", [("remote", .string(peer))])
+    /// One client's journey, its steps in order.
+    private struct Client: Sendable {
+        let fd: Int32
+        let peer: String
+        /// The client's address and the one it reached (for the PROXY header).
+        let source: SocketAddress?
+        let destination: SocketAddress?
+        let log: EventLog?
         let started = ContinuousClock.now
-        switch UpstreamDial.dial(upstream, options: dial, settings: settings) {
-        case .failure(let error):
-            Syscall.close(client)
-            let line = "\(peer): upstream \(upstream.description) not reached: \(error.message); closed the client"
-            if keepOpen { Console.note(line) }  // one client: the run's error line says it
-            log?.emit("forward", [("client", .string(peer)), ("upstream", .string(upstream.description)), ("result", .string("unreachable")),
-                                  ("error", .string(error.message))])
-            finished(CommandError(line, code: error.code))
-        case .success(let upstreamFD):
-            let took = ContinuousClock.now - started
-            Console.note("\(peer): upstream \(upstream.description) connected (\(EventLog.format(took)))", level: 1)
-            log?.emit("forward", [("client", .string(peer)), ("upstream", .string(upstream.description)), ("result", .string("connected")),
-                                  ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-            relay(client: client, upstream: upstreamFD, peer: peer, log: log)
+    }
+
+    /// The client side's TLS handshake when the listener serves TLS, then the upstream.
+    private func serve(_ accepted: AcceptedConnection) {
+        let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
+        let client = Client(fd: accepted.descriptor, peer: peer, source: accepted.peer,
+                            destination: Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 })
+        client.log?.emit("accepted", [("remote", .string(peer))])
+        guard let clientTLS else { return dialUpstream(client, secured: nil) }
+        let socket: AsyncSocket
+        do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd) } catch {
+            Syscall.close(client.fd)
+            return finished(CommandError("\(peer): \(error)"))
+        }
+        socket.startTLS(clientTLS.settings, context: clientTLS, timeout: ConnectionStep.handshakeTimeout) { [self] result in
+            switch result {
+            case .success(let info):
+                Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
+                client.log?.emit("tls", [("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
+                                         ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
+                DispatchQueue.global().async { self.dialUpstream(client, secured: socket) }
+            case .failure(let error):
+                socket.disconnect()
+                let line = TLSOptions.explain(error, peer: peer).message + "; closed the client"
+                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client TLS failed")), ("error", .string(line))])
+                report(line, code: nil)
+            }
         }
     }
 
-    private func relay(client: Int32, upstream upstreamFD: Int32, peer: String, log: EventLog?) {
-        let queue = DispatchQueue(label: "tincan.forward")
-        do throws(SystemError) {
-            // Through a proxy the client's end is held as `connect` holds it: many proxies
-            // close both directions at a half-close.
-            let hold = dial.proxies == nil ? nil : StreamSettings.closeNotifyDelay
-            let relay = try StreamRelay(client, upstreamFD, names: ("the client \(peer)", "upstream \(upstream.description)"),
-                                        holdFirstEnd: hold, queue: queue) { [self] report in
-                let summary = "\(peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
-                if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
-                log?.emit("closed", [("client", .string(peer)), ("sent", .number(Double(report.forward))), ("received", .number(Double(report.backward))),
-                                     ("error", report.failure.map(JSONValue.string) ?? .null)])
-                finished(report.failure.map { _ in CommandError(summary) })
+    /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
+    /// (after the upstream's TLS handshake, with --forward-tls).
+    private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
+        let name = upstream.target.description
+        func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
+        switch UpstreamDial.dial(upstream.target, options: upstream.dial, settings: settings) {
+        case .failure(let error):
+            closeClient()
+            client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
+                                         ("error", .string(error.message))])
+            report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code)
+        case .success(let fd):
+            if let version = upstream.proxyHeader {
+                let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
+                let written = header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
+                if case .failure(let error) = written {
+                    closeClient()
+                    Syscall.close(fd)
+                    return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
+                }
             }
+            let took = ContinuousClock.now - client.started
+            Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
+            client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
+                                         ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+            if let tls = upstream.tls {
+                secureUpstream(fd, tls: tls, client: client, clientSocket: clientSocket)
+            } else if let clientSocket {
+                do throws(AsyncSocketError) { bridge(clientSocket, try Forwarder.socket(fd), client: client) } catch {
+                    clientSocket.disconnect()
+                    report("\(client.peer): \(error)", code: nil)
+                }
+            } else {
+                splice(client, upstream: fd)
+            }
+        }
+    }
+
+    /// TLS to the upstream, then the bridge.
+    private func secureUpstream(_ fd: Int32, tls: TLSContext, client: Client, clientSocket: AsyncSocket?) {
+        let name = upstream.target.description
+        let sockets: (AsyncSocket, AsyncSocket)
+        do throws(AsyncSocketError) {
+            let clientEnd = if let clientSocket { clientSocket } else { try Forwarder.socket(client.fd) }
+            sockets = (clientEnd, try Forwarder.socket(fd))
+        } catch {
+            clientSocket?.disconnect()
+            return report("\(client.peer): \(error)", code: nil)
+        }
+        let (clientEnd, upstreamEnd) = sockets
+        upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? ConnectionStep.handshakeTimeout) { [self] result in
+            switch result {
+            case .success(let info):
+                Console.note("\(client.peer): TLS to upstream \(name), \(info.protocolVersion) \(info.cipher)", level: 1)
+                client.log?.emit("tls", [("client", .string(client.peer)), ("side", .string("upstream")), ("version", .string(info.protocolVersion)),
+                                         ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
+                bridge(clientEnd, upstreamEnd, client: client)
+            case .failure(let error):
+                clientEnd.disconnect()
+                upstreamEnd.disconnect()
+                let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
+                client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("upstream TLS failed")),
+                                             ("error", .string(explained.message))])
+                report("\(client.peer): \(explained.message); closed the client", code: explained.code)
+            }
+        }
+    }
+
+    /// An AsyncSocket for one end of a bridge: it must see each end of stream, not close at it.
+    private static func socket(_ fd: Int32) throws(AsyncSocketError) -> AsyncSocket {
+        let socket = try AsyncSocket.adopting(connected: fd)
+        socket.autoDisconnectOnClosedReadStream = false
+        return socket
+    }
+
+    /// Through a proxy the client's end is held as `connect` holds it: many proxies close both
+    /// directions at a half-close.
+    private var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.closeNotifyDelay }
+
+    private var names: (String, String) { ("the client", "upstream \(upstream.target.description)") }
+
+    private func splice(_ client: Client, upstream upstreamFD: Int32) {
+        do throws(SystemError) {
+            let relay = try StreamRelay(client.fd, upstreamFD, names: (names.0 + " " + client.peer, names.1), holdFirstEnd: hold,
+                                        queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }
             relay.start()
         } catch {
-            Syscall.close(client)
+            Syscall.close(client.fd)
             Syscall.close(upstreamFD)
-            finished(CommandError("\(peer): no pipe for the relay: \(error.lowercaseReason)"))
+            report("\(client.peer): no pipe for the relay: \(error.lowercaseReason)", code: nil)
         }
+    }
+
+    private func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
+        SocketBridge(clientEnd, upstreamEnd, names: (names.0 + " " + client.peer, names.1), holdFirstEnd: hold,
+                     queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }.start()
+    }
+
+    private func closed(_ client: Client, _ report: StreamRelay.Report) {
+        let summary = "\(client.peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
+        if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
+        client.log?.emit("closed", [("client", .string(client.peer)), ("sent", .number(Double(report.forward))), ("received", .number(Double(report.backward))),
+                                    ("error", report.failure.map(JSONValue.string) ?? .null)])
+        finished(report.failure.map { _ in CommandError(summary) })
+    }
+
+    /// A client that failed before its relay: the line goes to stderr with -k (one client: the
+    /// run's error line says it), and the client is done.
+    private func report(_ line: String, code: ExitCode?) {
+        if keepOpen { Console.note(line) }
+        finished(code.map { CommandError(line, code: $0) } ?? CommandError(line))
     }
 
     /// A client is done (nil: cleanly): room for another, and the end of a one-client run.

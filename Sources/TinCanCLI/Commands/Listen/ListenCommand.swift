@@ -19,6 +19,11 @@ struct ListenCommand {
     /// `--forward HOST:PORT` / `--forward-unix PATH`: where each client is relayed.
     let upstream: Target?
     let dial: UpstreamDial.Options
+    /// --forward-tls: the upstream's client settings.
+    let forwardTLS: TLSSettings?
+    let proxyHeader: ProxyProtocolHeader.Version?
+    /// --broker / --chat: clients hear one another.
+    let broker: Broker.Sharing
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -39,7 +44,8 @@ struct ListenCommand {
         } catch {
             throw UsageError("\(error)", command: name)
         }
-        keepOpen = args.has(.keepOpen)
+        broker = args.has(.chat) ? .chat : args.has(.broker) ? .broker : .none
+        keepOpen = args.has(.keepOpen) || broker != .none
         maxConnections = args.integer(.maxConns) ?? 1000
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
@@ -57,14 +63,27 @@ struct ListenCommand {
             upstream = .unix(try Target.unixPath(path, command: name))
         } else {
             upstream = nil
-            for option in [Option.connectTimeout, .source, .proxy, .proxyUser] where args.has(option) {
+            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .forwardTls, .proxyProtocol] where args.has(option) {
                 throw UsageError("--\(option.rawValue) is for the upstream of --forward", command: name)
             }
+        }
+        let forwardOptions: [Option] = [.forwardServername, .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey]
+        switch upstream {
+        case .tcp(let host, _)? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: host)
+        case .unix? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: "localhost")
+        default:
+            forwardTLS = nil
+            for option in forwardOptions where args.has(option) { throw UsageError("--\(option.rawValue) needs --forward-tls", command: name) }
+        }
+        proxyHeader = args.value(.proxyProtocol).flatMap(ProxyProtocolHeader.Version.init(rawValue:))
+        if broker != .none {
+            let what = broker == .chat ? "--chat" : "--broker"
+            if upstream != nil { throw UsageError("\(what) joins clients to one another: not with --forward", command: name) }
+            if program != nil { throw UsageError("\(what) joins clients to one another: not with --exec or --sh-exec", command: name) }
         }
         if upstream != nil {
             if program != nil { throw UsageError("--forward relays each client: not with --exec or --sh-exec", command: name) }
             if !settings.script.isEmpty { throw UsageError("--send and --expect talk over stdin/stdout: not with --forward", command: name) }
-            if args.has(.tls) { throw UsageError("--tls with --forward (TLS termination) is not supported yet: forward plain TCP, or use listen --tls --sh-exec 'tincan connect HOST PORT'", command: name) }
             if case .unix = upstream, args.has(.proxy) { throw UsageError("a proxy reaches a host and port: not with --forward-unix", command: name) }
         }
         // The upstream's proxies: --proxy only (a listener does not follow ALL_PROXY).
@@ -82,25 +101,24 @@ struct ListenCommand {
         // TLS material is loaded (or a certificate made) once, for every connection.
         var context: TLSContext?
         if let tls {
-            do throws(TLSError) {
-                context = try TLSContext(tls)
-            } catch {
-                // No OpenSSL is the machine's fault, not the arguments': exit 1, as for `tls`.
-                throw CommandError("\(error)", code: error.isUnavailable ? .failure : .usage)
-            }
+            context = try ListenCommand.load(tls)
             if let fingerprint = context?.ephemeralFingerprint {
                 Console.note("no --cert: serving a self-signed certificate, SHA-256 \(fingerprint)")
             }
         }
+        // Many clients at once, each with a socket (and a relay's upstream and pipes): as many
+        // descriptors as the system allows this process.
+        if keepOpen { Syscall.raiseDescriptorLimit() }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
         // How connections are served is decided before the first one can arrive.
         let mode: any ListenMode
         switch (keepOpen, program) {
         case (_, _) where upstream != nil:
-            mode = Forwarder(settings: settings, gate: gate, upstream: upstream!, dial: dial, keepOpen: keepOpen)
+            let upstream = Forwarder.Upstream(target: upstream!, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
+            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings))
-        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate), secure: context != nil)
+        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker), secure: context != nil)
         }
         if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
         let step = ConnectionStep(context: context, mode: mode)
@@ -126,6 +144,16 @@ struct ListenCommand {
         defer { stop.cancel() }
         Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
         try mode.run(listener: listener)
+    }
+
+    /// TLS material, loaded (or a certificate made) once for every connection.
+    static func load(_ settings: TLSSettings) throws(CommandError) -> TLSContext {
+        do throws(TLSError) {
+            return try TLSContext(settings)
+        } catch {
+            // No OpenSSL is the machine's fault, not the arguments': exit 1, as for `tls`.
+            throw CommandError("\(error)", code: error.isUnavailable ? .failure : .usage)
+        }
     }
 
     static func explain(_ error: AsyncSocketError, target: Target, address: String?) -> String {

@@ -26,7 +26,7 @@ struct ProxyChoice: Sendable {
         if !hops.isEmpty { reason = "--proxy" }
         if let address = args.value(.proxyAddress) {
             guard hops.isEmpty else { throw usage("-x and --proxy both name a proxy: give the chain with --proxy alone") }
-            let scheme: ProxyEndpoint.Scheme = switch args.value(.proxyProtocol) ?? "5" {
+            let scheme: ProxyEndpoint.Scheme = switch args.value(.proxyType) ?? "5" {
             case "4": .socks4
             case "connect": .http
             default: .socks5h
@@ -37,7 +37,7 @@ struct ProxyChoice: Sendable {
                 throw usage("bad -x '\(address)': the \(error.part): \(error.reason) (write ADDR or ADDR:PORT)")
             }
             reason = "-x"
-        } else if args.has(.proxyProtocol) {
+        } else if args.has(.proxyType) {
             throw usage("-X names the protocol of the proxy -x gives: add -x ADDR[:PORT]")
         }
         if hops.isEmpty && !args.has(.noProxy) {
