@@ -30,7 +30,7 @@ public final class StreamRelay: @unchecked Sendable {
         }
     }
 
-    /// Bytes a direction asks the kernel for per splice (and its pipe's size, if granted).
+    /// The size a direction's pipe grows to (if granted) once one splice fills the kernel's default.
     public static let pipeSize = 256 * 1024
 
     private let queue: DispatchQueue
@@ -80,8 +80,11 @@ public final class StreamRelay: @unchecked Sendable {
     private var retained: StreamRelay?
 
     /// Starts moving bytes (both directions at once).
+    /// Starts both directions. The first moves run on the calling thread (inside `queue.sync`):
+    /// bytes and ends already waiting cost no thread hop, and a short connection may be over
+    /// (its completion called) before this returns. Call it from outside `queue`.
     public func start() {
-        queue.async { [self] in
+        queue.sync {
             forward.pump()
             backward.pump()
         }
@@ -149,7 +152,11 @@ private final class Direction: @unchecked Sendable {
     private var inputEnded = false
     private(set) var finished = false
     private(set) var moved = 0
-    private let chunk: Int
+    /// Bytes asked for per splice: the pipe's size. A pipe starts at the kernel's 64 KiB and
+    /// grows to ``StreamRelay/pipeSize`` the first time one splice fills it (a bulk transfer),
+    /// so a short connection does not pay for the fcntl.
+    private var chunk = 64 * 1024
+    private var grown = false
 
     init(relay: StreamRelay, from: IOSources, to: IOSources, pipe: (read: Int32, write: Int32), names: (String, String), holdEnd: Duration?) {
         self.relay = relay
@@ -158,7 +165,6 @@ private final class Direction: @unchecked Sendable {
         self.to = to
         self.pipe = pipe
         self.names = names
-        chunk = Syscall.setPipeSize(pipe.write, StreamRelay.pipeSize) ?? 64 * 1024
     }
 
     /// The input ended and everything was written: end the stream on the other side.
@@ -233,6 +239,10 @@ private final class Direction: @unchecked Sendable {
                 return
             }
             if read == 0 { inputEnded = true } else { pending += read }
+            if read == chunk && !grown {
+                grown = true
+                chunk = Syscall.setPipeSize(pipe.write, StreamRelay.pipeSize) ?? chunk
+            }
         }
         // More to do: come back after the queue's other work.
         relay.enqueue { [weak self] in self?.pump() }

@@ -173,7 +173,10 @@ struct Dialer {
                     Console.note(event.description, level: 2)
                     log?.lookup(event)
                 })
-            announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
+            // The local address costs a getsockname: only when someone will read it.
+            if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
+                announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
+            }
             return fd
         } catch {
             throw failure(error, target: Target.tcp(host: host, port: port).description)

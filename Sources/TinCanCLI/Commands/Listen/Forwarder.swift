@@ -76,7 +76,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private struct Client: Sendable {
         let fd: Int32
         let peer: String
-        /// The client's address and the one it reached (for the PROXY header).
+        /// The client's address and the one it reached (for the PROXY header, else nil).
         let source: SocketAddress?
         let destination: SocketAddress?
         let log: EventLog?
@@ -87,7 +87,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func serve(_ accepted: AcceptedConnection) {
         let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
         let client = Client(fd: accepted.descriptor, peer: peer, source: accepted.peer,
-                            destination: Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 })
+                            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 })
         client.log?.emit("accepted", [("remote", .string(peer))])
         guard let clientTLS else { return dialUpstream(client, secured: nil) }
         let socket: AsyncSocket
