@@ -79,6 +79,34 @@ final class ForwardCommandTests: XCTestCase {
         XCTAssertEqual(one.stderrText.split(separator: "\n").count, 1, one.stderrText)
     }
 
+    func testAnUpstreamThatNeverAnswersIsGivenUpAfterConnectTimeout() throws {
+        // A listener whose accept queue is full drops new SYNs: the upstream's connect stays
+        // under way (the worker's wait, not the accepting thread's) until --connect-timeout.
+        let full = try Tool(["python3", "-u", "-c", """
+            import socket, time
+            s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+            port = s.getsockname()[1]
+            fill = []
+            for _ in range(4):
+                c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
+            time.sleep(0.2)
+            print(port, flush=True)
+            time.sleep(120)
+            """], program: "/usr/bin/env")
+        defer { full.stop() }
+        waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
+        let upstreamPort = full.stdoutText.split(separator: "\n")[0]
+        let (listener, port) = try relay(["-k", "--connect-timeout", "300ms", "--forward", "127.0.0.1:\(upstreamPort)"])
+        defer { listener.stop() }
+        let started = ContinuousClock.now
+        let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "")
+        XCTAssertEqual(r.out, "")
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "given up, not left hanging")
+        waitUntil("the line") { listener.stderrText.contains("not reached") }
+        XCTAssertTrue(listener.stderrText.contains("upstream 127.0.0.1:\(upstreamPort) not reached: connect to 127.0.0.1:\(upstreamPort) timed out after 300"), listener.stderrText)
+        XCTAssertTrue(listener.process.isRunning)
+    }
+
     func testDeniedClientsNeverReachTheUpstreamAndUnixAndProxyUpstreams() throws {
         // A Unix upstream that echoes; a denied client is closed before it is dialled.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-fwd-unix-\(getpid())").path

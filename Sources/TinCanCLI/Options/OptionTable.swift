@@ -171,7 +171,7 @@ public enum OptionTable {
                 help: "Close connections from these networks before any byte is read."),
         ] + programs(each: "for each connection") + [
             OptionSpec(.forward, value: .address, valueName: "HOST:PORT",
-                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte (FIN) and one line names both and why; with -k the listener goes on."),
+                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."),
             OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
             OptionSpec(.forwardTls, help: "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends."),
             OptionSpec(.forwardServername, value: .text, valueName: "NAME", default: "HOST",

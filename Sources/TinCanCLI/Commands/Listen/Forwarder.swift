@@ -6,8 +6,11 @@ import SocketCore
 /// either end (--tls: termination, --forward-tls: origination, or both) a ``SocketBridge``
 /// moves them through the sessions. Each direction's end is passed on by itself. The upstream is
 /// dialled as `connect` would (Happy Eyeballs, --connect-timeout, -s, --proxy), on a worker
-/// thread, and gets the PROXY protocol header first when asked. A client whose upstream cannot
-/// be reached is closed without a byte (a plain close, FIN) and one line names both and the
+/// thread — except a plain relay to a numeric address reached directly, whose connect starts on
+/// the accepting thread and, when the kernel finishes it at once (loopback), its relay too —
+/// and gets the PROXY protocol header first when asked. A client whose upstream cannot
+/// be reached is closed without a byte relayed (a plain close: FIN, or RST over bytes it sent)
+/// and one line names both and the
 /// reason. Without -k the run ends with the first client's relay.
 ///
 /// No thread waits for a handshake: each step's completion starts the next, so a thousand
@@ -52,13 +55,20 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     func run(listener: AsyncSocket) throws {
+        // A plain relay to a numeric upstream starts on this thread when the kernel connects at
+        // once (loopback): no hop for the client. Anything else goes to a worker.
+        let quick = clientTLS == nil ? UpstreamDial.quickAddress(upstream.target, options: upstream.dial) : nil
         do throws(AsyncSocketError) {
             while let accepted = try listener.waitForConnection() {
                 guard gate.admit(accepted.peer) else {
                     Syscall.close(accepted.descriptor)
                     continue
                 }
-                DispatchQueue.global().async { [self] in serve(accepted) }
+                if let quick {
+                    serveQuickly(accepted, to: quick)
+                } else {
+                    DispatchQueue.global().async { [self] in serve(accepted) }
+                }
                 if !keepOpen {
                     listener.disconnect()  // one client: stop listening once it is here
                     break
@@ -83,12 +93,38 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let started = ContinuousClock.now
     }
 
-    /// The client side's TLS handshake when the listener serves TLS, then the upstream.
-    private func serve(_ accepted: AcceptedConnection) {
+    private func client(_ accepted: AcceptedConnection) -> Client {
         let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
         let client = Client(fd: accepted.descriptor, peer: peer, source: accepted.peer,
                             destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 })
         client.log?.emit("accepted", [("remote", .string(peer))])
+        return client
+    }
+
+    /// A plain client of a numeric upstream: the connect starts here, and the relay too when
+    /// it is done at once; a connect still under way is waited for on a worker.
+    private func serveQuickly(_ accepted: AcceptedConnection, to address: SocketAddress) {
+        let client = client(accepted)
+        switch UpstreamDial.start(address) {
+        case .connected(let fd):
+            Console.note("connected to \(address)", level: 1)
+            connected(client, upstream: fd, secured: nil)
+        case .pending(let fd):
+            DispatchQueue.global().async { [self] in
+                switch UpstreamDial.finish(fd, address: address, timeout: upstream.dial.timeout) {
+                case .success(let fd): connected(client, upstream: fd, secured: nil)
+                case .failure(let error): unreachable(client, error, secured: nil)
+                }
+            }
+        case .failed(let error):
+            unreachable(client, error, secured: nil)
+        }
+    }
+
+    /// The client side's TLS handshake when the listener serves TLS, then the upstream.
+    private func serve(_ accepted: AcceptedConnection) {
+        let client = client(accepted)
+        let peer = client.peer
         guard let clientTLS else { return dialUpstream(client, secured: nil) }
         let socket: AsyncSocket
         do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd) } catch {
@@ -114,38 +150,46 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
     /// (after the upstream's TLS handshake, with --forward-tls).
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
+        switch UpstreamDial.dial(upstream.target, options: upstream.dial, settings: settings) {
+        case .failure(let error): unreachable(client, error, secured: clientSocket)
+        case .success(let fd): connected(client, upstream: fd, secured: clientSocket)
+        }
+    }
+
+    private func unreachable(_ client: Client, _ error: CommandError, secured clientSocket: AsyncSocket?) {
+        let name = upstream.target.description
+        if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
+        client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
+                                     ("error", .string(error.message))])
+        report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code)
+    }
+
+    /// The upstream is connected: the PROXY header, then TLS towards it or the relay.
+    private func connected(_ client: Client, upstream fd: Int32, secured clientSocket: AsyncSocket?) {
         let name = upstream.target.description
         func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
-        switch UpstreamDial.dial(upstream.target, options: upstream.dial, settings: settings) {
-        case .failure(let error):
-            closeClient()
-            client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
-                                         ("error", .string(error.message))])
-            report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code)
-        case .success(let fd):
-            if let version = upstream.proxyHeader {
-                let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
-                let written = header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
-                if case .failure(let error) = written {
-                    closeClient()
-                    Syscall.close(fd)
-                    return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
-                }
+        if let version = upstream.proxyHeader {
+            let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
+            let written = header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
+            if case .failure(let error) = written {
+                closeClient()
+                Syscall.close(fd)
+                return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
             }
-            let took = ContinuousClock.now - client.started
-            Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
-            client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
-                                         ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-            if let tls = upstream.tls {
-                secureUpstream(fd, tls: tls, client: client, clientSocket: clientSocket)
-            } else if let clientSocket {
-                do throws(AsyncSocketError) { bridge(clientSocket, try Forwarder.socket(fd), client: client) } catch {
-                    clientSocket.disconnect()
-                    report("\(client.peer): \(error)", code: nil)
-                }
-            } else {
-                splice(client, upstream: fd)
+        }
+        let took = ContinuousClock.now - client.started
+        Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
+        client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
+                                     ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+        if let tls = upstream.tls {
+            secureUpstream(fd, tls: tls, client: client, clientSocket: clientSocket)
+        } else if let clientSocket {
+            do throws(AsyncSocketError) { bridge(clientSocket, try Forwarder.socket(fd), client: client) } catch {
+                clientSocket.disconnect()
+                report("\(client.peer): \(error)", code: nil)
             }
+        } else {
+            splice(client, upstream: fd)
         }
     }
 

@@ -32,4 +32,61 @@ enum UpstreamDial {
             }
         }
     }
+
+    /// The upstream as an address to connect to straight from the accepting thread: a numeric
+    /// host reached directly (no proxy, no -s), else nil (the full dial, on a worker).
+    static func quickAddress(_ target: Target, options: Options) -> SocketAddress? {
+        guard options.proxies == nil, options.source == nil, options.device == nil, case .tcp(let host, let port) = target else { return nil }
+        return try? SocketAddress(ip: host, port: port)
+    }
+
+    /// A connect started on the accepting thread (one numeric address: nothing for Happy
+    /// Eyeballs to race), so a client costs no thread hop when the kernel finishes it inside
+    /// connect(2), as it does over loopback.
+    enum Quick {
+        /// Connected: the relay can start here.
+        case connected(Int32)
+        /// Still under way: a worker waits for it with ``finish(_:address:timeout:)``.
+        case pending(Int32)
+        case failed(CommandError)
+    }
+
+    static func start(_ address: SocketAddress) -> Quick {
+        do throws(SystemError) {
+            let fd = try Syscall.socket(address.family, .stream)
+            do throws(SystemError) {
+                if try Syscall.connect(fd, to: address) { return .connected(fd) }
+                // In progress: done already if the kernel answered inside connect(2).
+                if try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: 0) {
+                    let error = try Syscall.pendingError(fd)
+                    guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
+                    return .connected(fd)
+                }
+                return .pending(fd)
+            } catch {
+                Syscall.close(fd)
+                throw error
+            }
+        } catch {
+            return .failed(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
+        }
+    }
+
+    /// Waits (on a worker) for a ``Quick/pending(_:)`` connect, up to `timeout` (none: the
+    /// kernel's own limit); the descriptor is closed if it failed.
+    static func finish(_ fd: Int32, address: SocketAddress, timeout: Duration?) -> Result<Int32, CommandError> {
+        let limit = timeout.map { Int32(clamping: Int64($0.milliseconds.rounded(.up))) } ?? -1
+        do throws(SystemError) {
+            guard try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: limit) else {
+                Syscall.close(fd)
+                return .failure(CommandError("connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))", code: .timeout))
+            }
+            let error = try Syscall.pendingError(fd)
+            guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
+            return .success(fd)
+        } catch {
+            Syscall.close(fd)
+            return .failure(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
+        }
+    }
 }
