@@ -101,6 +101,7 @@ final class ForwardTLSTests: XCTestCase {
         defer { pinned.stop() }
         XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(pinnedPort)], input: "abc\n").out, "")
         XCTAssertEqual(pinned.wait(), 4, pinned.stderrText)
+        XCTAssertTrue(pinned.stderrText.contains("matches no --forward-pin (its pin is sha256//"), pinned.stderrText)
     }
 
     func testTLSAtBothEndsAndBulkThroughOrigination() throws {

@@ -109,8 +109,8 @@ enum TLSOptions {
         switch error {
         case .tls(.verificationFailed(let failure)):
             return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure, prefix: optionPrefix)))", code: .tlsVerification)
-        case .tls(.pinMismatch):
-            return CommandError("TLS with \(peer): \(error)", code: .tlsVerification)
+        case .tls(.pinMismatch(let actual)):
+            return CommandError("TLS with \(peer): the peer's public key matches no --\(optionPrefix)pin (its pin is sha256//\(actual))", code: .tlsVerification)
         case .startTLSRefused(let reason):
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeTimedOut(let after)):
