@@ -43,29 +43,14 @@ final class SocketBridgeTests: XCTestCase {
     }
 
     func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
-        let (client, a) = try tcpPair()
-        let (upstream, b) = try tcpPair()
-        defer { Syscall.close(client); Syscall.close(upstream) }
-        let (report, done) = bridge(try end(a), try end(b))
-        let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
-        try sendAll(client, bulk)
-        try Syscall.shutdown(client, .write)
-        XCTAssertTrue(try readToEnd(upstream) == bulk, "the client's 1 MiB, then its end")
-        try sendAll(upstream, "reply after your end\n")
-        try Syscall.shutdown(upstream, .write)
-        XCTAssertEqual(try readToEnd(client), "reply after your end\n")
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        let r = try XCTUnwrap(report.withLock { $0 })
-        XCTAssertEqual(r.forward, bulk.utf8.count)
-        XCTAssertEqual(r.backward, 21)
-        XCTAssertNil(r.failure)
+        try assertOneSideEndsFirst(clientFirst: true) { a, b in bridge(try end(a), try end(b)) }
+        try assertOneSideEndsFirst(clientFirst: false) { a, b in bridge(try end(a), try end(b)) }
     }
 
-    func testATLSEndIsTerminatedAndItsCloseNotifyBecomesAFIN() async throws {
-        // client (TLS) → [a: TLS server end | bridge | b: plain] → upstream (raw)
+    /// client (TLS) → [a: TLS server end | bridge | b: plain] → upstream (raw), handshake done.
+    private func terminatedBridge() async throws -> (client: AsyncSocket, upstream: Int32, Locked<SocketBridge.Report?>, DispatchSemaphore) {
         let (clientFD, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
-        defer { Syscall.close(upstream) }
         let serverEnd = try end(a)
         let client = try AsyncSocket.adopting(connected: clientFD)
         client.autoDisconnectOnClosedReadStream = false
@@ -76,19 +61,49 @@ final class SocketBridgeTests: XCTestCase {
         _ = try await client.secure(settings, timeout: .seconds(10))
         XCTAssertEqual(secured.wait(timeout: .now() + 5), .success)
         let (report, done) = bridge(serverEnd, try end(b))
+        return (client, upstream, report, done)
+    }
+
+    /// Everything the TLS client receives until the end of stream.
+    private func readAll(_ client: AsyncSocket) async throws -> String {
+        var back: [UInt8] = []
+        while true {
+            do { back += try await client.read(timeout: .seconds(5)) } catch .readStreamClosed { break }
+        }
+        return String(decoding: back, as: UTF8.self)
+    }
+
+    func testATLSEndIsTerminatedAndItsCloseNotifyBecomesAFIN() async throws {
+        let (client, upstream, report, done) = try await terminatedBridge()
+        defer { Syscall.close(upstream); client.disconnect() }
         try await client.send(Array("over TLS\n".utf8))
         try await client.finishWriting()  // close_notify, then FIN
         XCTAssertEqual(try readToEnd(upstream), "over TLS\n", "decrypted, then a plain end of stream")
         try sendAll(upstream, "plain reply\n")
         try Syscall.shutdown(upstream, .write)
-        var back: [UInt8] = []
-        while true {
-            do { back += try await client.read(timeout: .seconds(5)) } catch .readStreamClosed { break }
-        }
-        XCTAssertEqual(String(decoding: back, as: UTF8.self), "plain reply\n", "encrypted back to the client")
+        let back = try await readAll(client)
+        XCTAssertEqual(back, "plain reply\n", "encrypted back to the client")
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
         XCTAssertNil(report.withLock { $0 }?.failure)
-        client.disconnect()
+    }
+
+    func testAPlainEndThatEndsFirstReachesTheTLSClientWhichKeepsSending() async throws {
+        let (client, upstream, report, done) = try await terminatedBridge()
+        defer { Syscall.close(upstream); client.disconnect() }
+        try sendAll(upstream, "greeting, then my end\n")
+        try Syscall.shutdown(upstream, .write)
+        let greeting = try await readAll(client)
+        XCTAssertEqual(greeting, "greeting, then my end\n", "the FIN arrives as close_notify after the bytes")
+        try await Task.sleep(for: .milliseconds(200))
+        let bulk = [UInt8](repeating: 0x61, count: 1 << 20)
+        try await client.send(bulk)
+        try await client.finishWriting()
+        XCTAssertEqual(try readToEnd(upstream).utf8.count, bulk.count, "every byte sent after the other side's end")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        let r = try XCTUnwrap(report.withLock { $0 })
+        XCTAssertEqual(r.forward, bulk.count)
+        XCTAssertEqual(r.backward, 22)
+        XCTAssertNil(r.failure)
     }
 
     func testAResetCutsTheBridgeAndSaysWhere() throws {

@@ -16,24 +16,8 @@ final class StreamRelayTests: XCTestCase {
     }
 
     func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
-        let (client, a) = try tcpPair()
-        let (upstream, b) = try tcpPair()
-        defer { Syscall.close(client); Syscall.close(upstream) }
-        let (report, done) = try relay(a, b)
-        let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
-        try sendAll(client, bulk)
-        try Syscall.shutdown(client, .write)
-        // The upstream sees the client's end while its own way is still open...
-        XCTAssertTrue(try readToEnd(upstream) == bulk, "the client's 1 MiB, then its end")
-        // ...and its reply, sent after that end, still reaches the client.
-        try sendAll(upstream, "reply after your end\n")
-        try Syscall.shutdown(upstream, .write)
-        XCTAssertEqual(try readToEnd(client), "reply after your end\n")
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        let r = try XCTUnwrap(report.withLock { $0 })
-        XCTAssertEqual(r.forward, bulk.utf8.count)
-        XCTAssertEqual(r.backward, 21)
-        XCTAssertNil(r.failure)
+        try assertOneSideEndsFirst(clientFirst: true) { a, b in try relay(a, b) }
+        try assertOneSideEndsFirst(clientFirst: false) { a, b in try relay(a, b) }
     }
 
     func testAHeldEndWaitsForTheOtherWay() throws {

@@ -35,3 +35,36 @@ func readToEnd(_ fd: Int32) throws -> String {
     return String(decoding: bytes, as: UTF8.self)
 }
 
+
+/// A relay under test: given the two inner ends, it starts joining them and returns where its
+/// report will be and a semaphore signalled when it is over.
+typealias RelayStarter = (Int32, Int32) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore)
+
+/// One side ends first and the other keeps going: `firstEnds` true, the client (first socket)
+/// sends 1 MiB and ends, then the upstream answers after a pause and ends; false, the upstream
+/// ends first (a greeting, then its end) and the client keeps sending after a pause. Every byte
+/// must arrive, each end after its bytes, and the report must count them.
+func assertOneSideEndsFirst(clientFirst: Bool, _ start: RelayStarter, file: StaticString = #filePath, line: UInt = #line) throws {
+    let (client, a) = try tcpPair()
+    let (upstream, b) = try tcpPair()
+    defer { Syscall.close(client); Syscall.close(upstream) }
+    let (report, done) = try start(a, b)
+    let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
+    let (early, late) = clientFirst ? (client, upstream) : (upstream, client)
+    let first = clientFirst ? bulk : "greeting, then my end\n"
+    let second = clientFirst ? "reply after your end\n" : bulk
+    try sendAll(early, first)
+    try Syscall.shutdown(early, .write)
+    // The other side sees the end while its own way stays open...
+    XCTAssertTrue(try readToEnd(late) == first, "the first side's bytes, then its end", file: file, line: line)
+    // ...and what it sends after a pause still arrives.
+    Thread.sleep(forTimeInterval: 0.2)
+    try sendAll(late, second)
+    try Syscall.shutdown(late, .write)
+    XCTAssertTrue(try readToEnd(early) == second, "the other side's bytes, sent after the end", file: file, line: line)
+    XCTAssertEqual(done.wait(timeout: .now() + 5), .success, file: file, line: line)
+    let r = try XCTUnwrap(report.withLock { $0 }, file: file, line: line)
+    XCTAssertEqual(r.forward, (clientFirst ? first : second).utf8.count, file: file, line: line)
+    XCTAssertEqual(r.backward, (clientFirst ? second : first).utf8.count, file: file, line: line)
+    XCTAssertNil(r.failure, file: file, line: line)
+}
