@@ -129,7 +129,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let socket: AsyncSocket
         do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd) } catch {
             Syscall.close(client.fd)
-            return finished(CommandError("\(peer): \(error)"))
+            return report("\(peer): \(error)", code: nil)
         }
         socket.startTLS(clientTLS.settings, context: clientTLS, timeout: ConnectionStep.handshakeTimeout) { [self] result in
             switch result {
@@ -181,30 +181,34 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
         client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
                                      ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
-        if let tls = upstream.tls {
-            secureUpstream(fd, tls: tls, client: client, clientSocket: clientSocket)
-        } else if let clientSocket {
-            do throws(AsyncSocketError) { bridge(clientSocket, try Forwarder.socket(fd), client: client) } catch {
-                clientSocket.disconnect()
-                report("\(client.peer): \(error)", code: nil)
-            }
-        } else {
+        if clientSocket == nil && upstream.tls == nil {
             splice(client, upstream: fd)
+        } else {
+            secureAndBridge(client, clientSocket, upstream: fd)
         }
     }
 
-    /// TLS to the upstream, then the bridge.
-    private func secureUpstream(_ fd: Int32, tls: TLSContext, client: Client, clientSocket: AsyncSocket?) {
+    /// TLS at either end: both ends become AsyncSockets, the upstream's handshake runs when
+    /// --forward-tls asks for it, then the bridge joins them. A failure closes both.
+    private func secureAndBridge(_ client: Client, _ clientSocket: AsyncSocket?, upstream fd: Int32) {
         let name = upstream.target.description
-        let sockets: (AsyncSocket, AsyncSocket)
-        do throws(AsyncSocketError) {
-            let clientEnd = if let clientSocket { clientSocket } else { try Forwarder.socket(client.fd) }
-            sockets = (clientEnd, try Forwarder.socket(fd))
-        } catch {
-            clientSocket?.disconnect()
+        let clientEnd: AsyncSocket
+        if let clientSocket {
+            clientEnd = clientSocket
+        } else {
+            do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd) } catch {
+                Syscall.close(client.fd)
+                Syscall.close(fd)
+                return report("\(client.peer): \(error)", code: nil)
+            }
+        }
+        let upstreamEnd: AsyncSocket
+        do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd) } catch {
+            clientEnd.disconnect()
+            Syscall.close(fd)
             return report("\(client.peer): \(error)", code: nil)
         }
-        let (clientEnd, upstreamEnd) = sockets
+        guard let tls = upstream.tls else { return bridge(clientEnd, upstreamEnd, client: client) }
         upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? ConnectionStep.handshakeTimeout) { [self] result in
             switch result {
             case .success(let info):
@@ -234,11 +238,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// directions at a half-close.
     private var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.closeNotifyDelay }
 
-    private var names: (String, String) { ("the client", "upstream \(upstream.target.description)") }
+    /// The relay's names for its two ends, as its failure lines say them.
+    private func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(upstream.target.description)") }
 
     private func splice(_ client: Client, upstream upstreamFD: Int32) {
         do throws(SystemError) {
-            let relay = try StreamRelay(client.fd, upstreamFD, names: (names.0 + " " + client.peer, names.1), holdFirstEnd: hold,
+            let relay = try StreamRelay(client.fd, upstreamFD, names: names(client), holdFirstEnd: hold,
                                         queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }
             relay.start()
         } catch {
@@ -249,7 +254,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     private func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
-        SocketBridge(clientEnd, upstreamEnd, names: (names.0 + " " + client.peer, names.1), holdFirstEnd: hold,
+        SocketBridge(clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold,
                      queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }.start()
     }
 
