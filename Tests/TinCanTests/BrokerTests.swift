@@ -41,12 +41,15 @@ final class BrokerTests: XCTestCase {
 
     private func run(_ mode: String) throws -> (clients: [String], stdout: String, stderr: String) {
         let port = freePort()
-        let broker = try Tool(["listen", mode, "127.0.0.1", String(port)])
+        let broker = try Tool(["listen", mode, "-vv", "127.0.0.1", String(port)])
         defer { broker.stop() }
         waitForListener(port: port)
         let clients = try Tool(["python3", "-u", "-c", BrokerTests.clients, String(port), mode == "--chat" ? "chat" : "broker"], program: "/usr/bin/env")
         defer { clients.stop() }
-        waitUntil("three clients connected") { clients.stdoutText.contains("connected\n") || !clients.process.isRunning }
+        // stdin reaches the clients that have joined: all three must be in before "ready".
+        waitUntil("three clients connected") {
+            (clients.stdoutText.contains("connected\n") && broker.stderrText.contains("joined: 3 connected")) || !clients.process.isRunning
+        }
         broker.send("ready\n")
         waitUntil("each client's line sent") { clients.stdoutText.contains("sent\n") || !clients.process.isRunning }
         broker.send("end\n")

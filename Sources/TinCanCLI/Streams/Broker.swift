@@ -51,6 +51,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
         socket.readData(maxLength: Relay.chunkSize)
+        Console.note("\(socket.connectedAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
     }
 
     /// An announcement to stdout and every client but one (small and rare: not waited for).
