@@ -67,5 +67,15 @@ int csystem_enable_packet_info(int fd, int ipv6);
 /// joined itself, not every group some socket on the host joined for its port.
 int csystem_set_multicast_all(int fd, int ipv6, int on);
 
+/// sendmsg(2) of one datagram to `destination` (NULL: the connected peer) from the local address
+/// `source` (a sockaddr_in/in6 of the socket's family: its address only), set with IP_PKTINFO
+/// or IPV6_PKTINFO, so a reply leaves from the address its request was sent to. Never waits
+/// (MSG_DONTWAIT) and never raises SIGPIPE. Returns bytes sent or -1 with errno set.
+long csystem_send_from(int fd, const void *buffer, unsigned long length, const void *destination,
+                       unsigned int destination_length, const void *source, unsigned int source_length);
+
+/// bind(2) of a Unix socket to an address the kernel picks (Linux autobind: an abstract name of
+/// five hex digits), so a datagram client can be answered without a file.
+int csystem_bind_unix_automatic(int fd);
 
 #endif

@@ -16,6 +16,35 @@ extension Syscall {
         }
     }
 
+    /// sendmsg(2) of one datagram to `destination` (nil: the connected peer) leaving from the
+    /// local address `source` (IP_PKTINFO / IPV6_PKTINFO; its port is ignored), so a reply goes
+    /// out from the address its request was sent to rather than the routing choice. Bytes sent,
+    /// or `nil` when it would block. A `source` that is not a local address fails (EINVAL,
+    /// EADDRNOTAVAIL or ENETUNREACH).
+    public static func send(
+        _ fd: Int32, from buffer: UnsafeRawBufferPointer, to destination: SocketAddress?, source: SocketAddress
+    ) throws(SystemError) -> Int? {
+        let sourceBytes = source.sockaddrBytes
+        let destinationBytes = destination?.sockaddrBytes ?? []
+        let sent = sourceBytes.withUnsafeBytes { from in
+            destinationBytes.withUnsafeBytes { to in
+                Result { () throws(SystemError) -> Int? in
+                    try retryingUnlessWouldBlock("sendmsg", destination?.description ?? "the connected peer") {
+                        csystem_send_from(fd, buffer.baseAddress, UInt(buffer.count), to.count == 0 ? nil : to.baseAddress, UInt32(to.count),
+                                          from.baseAddress, UInt32(from.count))
+                    }
+                }
+            }
+        }
+        return try sent.get()
+    }
+
+    /// Binds a Unix socket to an abstract name the kernel picks (Linux autobind), so datagrams
+    /// sent from it can be answered; no file is made.
+    public static func bindUnixAutomatically(_ fd: Int32) throws(SystemError) {
+        try retrying("bind", "an automatic Unix address") { csystem_bind_unix_automatic(fd) }
+    }
+
     /// recvmmsg(2) into `slots` without blocking: how many datagrams arrived, or `nil` when
     /// none was waiting.
     static func receiveDatagrams(

@@ -2,15 +2,33 @@ import CSystem
 import Glibc
 
 extension Syscall {
-    /// The socket type, spelled once for the two that SocketCore uses.
+    /// The socket type, spelled once for the three that SocketCore uses.
     public enum SocketType: Sendable {
-        case stream, datagram
+        /// A byte stream (TCP, SOCK_STREAM).
+        case stream
+        /// Datagrams (UDP, SOCK_DGRAM).
+        case datagram
+        /// Reliable records that keep their boundaries (SOCK_SEQPACKET, Unix only).
+        case seqPacket
         var raw: Int32 {
             switch self {
             case .stream: Int32(SOCK_STREAM.rawValue)
             case .datagram: Int32(SOCK_DGRAM.rawValue)
+            case .seqPacket: Int32(SOCK_SEQPACKET.rawValue)
             }
         }
+    }
+
+    /// socketpair(2) of Unix sockets of `type`, close-on-exec, non-blocking when asked. With
+    /// `.seqPacket`, each write is read as one record: a program's writes keep their boundaries.
+    public static func socketPair(_ type: SocketType, nonBlocking: Bool) throws(SystemError) -> (Int32, Int32) {
+        var fds: (Int32, Int32) = (-1, -1)
+        let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
+        try withUnsafeMutableBytes(of: &fds) { raw throws(SystemError) in
+            let p = raw.baseAddress!.assumingMemoryBound(to: Int32.self)
+            try retrying("socketpair") { Glibc.socketpair(AF_UNIX, type.raw | flags, 0, p) }
+        }
+        return fds
     }
 
     static func domain(_ family: SocketAddress.Family) -> Int32 {

@@ -60,16 +60,11 @@ extension AsyncSocket {
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to accept while connected or accepting; disconnect first") }
             let isAbstract = path.hasPrefix("@")
-            if !isAbstract {
-                switch Syscall.pathKind(path) {
-                case .missing: break
-                case .other:
-                    throw .badParam("\(path) exists and is not a socket; remove it or choose another path")
-                case .socket:
-                    if AsyncSocket.isLive(address) {
-                        throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: path))
-                    }
-                    do throws(SystemError) { try Syscall.unlink(path) } catch { throw .system(error) }
+            do throws(UnixSocketFile.Problem) { try UnixSocketFile.prepare(address, type: .stream) } catch {
+                switch error {
+                case .notASocket: throw .badParam("\(path) exists and is not a socket; remove it or choose another path")
+                case .inUse: throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: path))
+                case .system(let system): throw .system(system)
                 }
             }
             let fd: Int32
@@ -87,13 +82,6 @@ extension AsyncSocket {
             try Syscall.bind(fd, to: address)
             try Syscall.listen(fd, backlog: listenBacklog, context: address.description)
         }
-    }
-
-    /// True if something accepts connections at this Unix address.
-    static func isLive(_ address: SocketAddress) -> Bool {
-        guard let fd = try? Syscall.socket(.unix, .stream) else { return false }
-        defer { Syscall.close(fd) }
-        return (try? Syscall.connect(fd, to: address)) != nil
     }
 
     private func startAccepting(_ fds: [Int32]) throws(SystemError) {

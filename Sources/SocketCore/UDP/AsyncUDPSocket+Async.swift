@@ -12,7 +12,7 @@ extension AsyncUDPSocket {
                 guard let socket = self else { return }
                 socket.queue.async { socket.updateReceiving() }
             }
-            if channel4 == nil && channel6 == nil {
+            if channels.isEmpty {
                 sink.finish(UDPSocketError.badConfig("nothing to receive on: bind, connect or send first"))
                 return sink
             }

@@ -147,8 +147,7 @@ extension AsyncUDPSocket {
         sync {
             config.receiveBufferSize = bytes
             var granted = 0
-            if let channel4 { granted = Syscall.setReceiveBufferSize(channel4.fd, bytes) }
-            if let channel6 { granted = Syscall.setReceiveBufferSize(channel6.fd, bytes) }
+            for channel in channels { granted = Syscall.setReceiveBufferSize(channel.fd, bytes) }
             return granted
         }
     }

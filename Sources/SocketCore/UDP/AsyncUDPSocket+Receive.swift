@@ -55,7 +55,7 @@ extension AsyncUDPSocket {
     }
 
     private func checkCanReceive() throws(UDPSocketError) {
-        guard channel4 != nil || channel6 != nil else {
+        guard !channels.isEmpty else {
             throw .badConfig("nothing to receive on: bind, connect or send first")
         }
     }
@@ -66,7 +66,7 @@ extension AsyncUDPSocket {
         let wanted = receiveMode != .off
             && datagramSink?.isFull != true
             && !(receiveMode == .once && datagramsInFilter > 0)
-        for channel in [channel4, channel6].compactMap({ $0 }) {
+        for channel in channels {
             if wanted {
                 if channel.sources.readSuspended {
                     channel.sources.resumeRead()

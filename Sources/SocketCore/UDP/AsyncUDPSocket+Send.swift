@@ -26,6 +26,20 @@ extension AsyncUDPSocket {
         enqueue(UDPSendPacket(data: data, destination: destination, tag: 0, timeout: timeout, completion: completion))
     }
 
+    /// Queues a datagram as ``send(_:to:timeout:completion:)`` does, leaving from the local
+    /// address `source` (its port is ignored) when the socket is bound to a wildcard address:
+    /// a reply goes out from the address its request was sent to (a received datagram's
+    /// ``Datagram/destination``), not the routing choice. A `source` of another family, or one
+    /// the kernel refuses (not a local unicast address, such as a broadcast address the request
+    /// came to), is ignored and the kernel chooses.
+    public func send(_ data: [UInt8], to address: SocketAddress?, from source: SocketAddress?, timeout: Duration?,
+                     completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) {
+        let destination: UDPSendPacket.Destination = address.map { .address($0) } ?? .connected
+        let packet = UDPSendPacket(data: data, destination: destination, tag: 0, timeout: timeout, completion: completion)
+        packet.source = source.flatMap { $0.isMulticast || $0.isUnix ? nil : $0 }
+        enqueue(packet)
+    }
+
     /// Sets (or with nil removes) a filter every queued datagram passes before it is sent. It
     /// runs on `queue`; `async` false makes the socket queue wait for it. A datagram the filter
     /// refuses is dropped and reported sent, as in the seed API.
@@ -131,8 +145,17 @@ extension AsyncUDPSocket {
         let sent: Int?
         do throws(SystemError) {
             let destination = packet.resolved
+            let source = packet.source?.family == family ? packet.source : nil
             sent = try packet.data.withUnsafeBytes { raw in
-                Result { () throws(SystemError) -> Int? in try Syscall.send(channel.fd, from: raw, to: destination) }
+                Result { () throws(SystemError) -> Int? in
+                    guard let source else { return try Syscall.send(channel.fd, from: raw, to: destination) }
+                    do throws(SystemError) { return try Syscall.send(channel.fd, from: raw, to: destination, source: source) } catch {
+                        // Not an address this host can send from (a broadcast one): the kernel chooses.
+                        guard [EINVAL, EADDRNOTAVAIL, ENETUNREACH].contains(error.errno) else { throw error }
+                        packet.source = nil
+                        return try Syscall.send(channel.fd, from: raw, to: destination)
+                    }
+                }
             }.get()
         } catch {
             finishCurrent(.failure(error.errno == EMSGSIZE ? .tooLarge(size: packet.data.count, limit: limit) : .system(error)))
@@ -164,8 +187,7 @@ extension AsyncUDPSocket {
         currentSend = nil
         sendTimer?.cancel()
         sendTimer = nil
-        channel4?.sources.suspendWrite()
-        channel6?.sources.suspendWrite()
+        for channel in channels { channel.sources.suspendWrite() }
         finish(packet, result)
         maybeDequeueSend()
     }

@@ -7,16 +7,21 @@ extension AsyncUDPSocket {
     func ensureChannel(_ family: SocketAddress.Family) throws(UDPSocketError) -> UDPChannel {
         if let existing = channel(for: family) { return existing }
         let ipv6 = family == .ipv6
-        guard ipv6 ? config.ipv6Enabled : config.ipv4Enabled else {
+        if family != .unix, !(ipv6 ? config.ipv6Enabled : config.ipv4Enabled) {
             throw .badConfig("IPv\(ipv6 ? 6 : 4) is disabled on this socket")
         }
         if bound || { if case .connected = connection { true } else { false } }() {
-            throw .badConfig("the socket is bound or connected to IPv\(ipv6 ? 4 : 6) only; it cannot use IPv\(ipv6 ? 6 : 4)")
+            let held = channels.first.map { AsyncUDPSocket.name($0.family) } ?? "another family"
+            throw .badConfig("the socket is bound or connected to \(held) only; it cannot use \(AsyncUDPSocket.name(family))")
         }
         let settings = config
         let fd: Int32
         do {
             fd = try Syscall.socket(family, .datagram) { fd throws(SystemError) in
+                if family == .unix {
+                    if let bytes = settings.receiveBufferSize { Syscall.setReceiveBufferSize(fd, bytes) }
+                    return
+                }
                 if ipv6 { try Syscall.setIPv6Only(fd) }
                 try Syscall.enablePacketInfo(fd, ipv6: ipv6)
                 try AsyncUDPSocket.apply(settings, to: fd, ipv6: ipv6)
@@ -28,12 +33,24 @@ extension AsyncUDPSocket {
             family: family, fd: fd, queue: socketQueue, group: descriptorsOpen,
             onReadable: { [weak self] in self?.receiveReady(family) },
             onWritable: { [weak self] in self?.sendReady(family) })
-        if ipv6 { channel6 = channel } else { channel4 = channel }
+        switch family {
+        case .ipv4: channel4 = channel
+        case .ipv6: channel6 = channel
+        case .unix: channelUnix = channel
+        }
         if receiveMode != .off { updateReceiving() }
         return channel
     }
 
-    /// Applies the socket options of `settings` to a new descriptor.
+    static func name(_ family: SocketAddress.Family) -> String {
+        switch family {
+        case .ipv4: "IPv4"
+        case .ipv6: "IPv6"
+        case .unix: "Unix datagrams"
+        }
+    }
+
+    /// Applies the socket options of `settings` to a new IPv4 or IPv6 descriptor.
     static func apply(_ settings: Configuration, to fd: Int32, ipv6: Bool) throws(SystemError) {
         if settings.reuseAddress { try Syscall.setReuseAddress(fd) }
         if settings.reusePort { try Syscall.setReusePort(fd, true) }
@@ -50,8 +67,7 @@ extension AsyncUDPSocket {
     /// Runs `body` on each open descriptor (for an option set after they exist).
     func forEachChannel(_ body: (UDPChannel) throws(SystemError) -> Void) throws(UDPSocketError) {
         do {
-            if let channel4 { try body(channel4) }
-            if let channel6 { try body(channel6) }
+            for channel in channels { try body(channel) }
         } catch {
             throw .system(error)
         }
@@ -98,19 +114,44 @@ extension AsyncUDPSocket {
         }
     }
 
-    /// Binds to one local address and port (one family only).
+    /// Binds to one local address and port (one family only), or to a Unix address: a path
+    /// (its socket file is made here and removed on close; an existing one is an error) or an
+    /// `@name` in the abstract namespace.
     public func bind(to address: SocketAddress) throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanBind()
-            guard !address.isUnix else { throw .badParam("\(address): a UDP socket binds to an IPv4 or IPv6 address") }
+            do throws(UnixSocketFile.Problem) { try UnixSocketFile.prepare(address, type: .datagram) } catch {
+                switch error {
+                case .notASocket: throw .badParam("\(address.host) exists and is not a socket; remove it or choose another path")
+                case .inUse: throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: address.host))
+                case .system(let system): throw .system(system)
+                }
+            }
             do throws(UDPSocketError) {
                 try bindChannel(to: address)
             } catch {
                 closeNow(error: nil, notify: false)
                 throw error
             }
-            // Bound to one family: the other is not used.
-            dropChannel(address.isIPv6 ? .ipv4 : .ipv6)
+            // Bound to one family: the others are not used.
+            for family in [SocketAddress.Family.ipv4, .ipv6, .unix] where family != address.family { dropChannel(family) }
+            if address.isUnix, !address.host.hasPrefix("@") { boundPath = address.host }
+            bound = true
+        }
+    }
+
+    /// Binds a Unix datagram socket to an abstract address the kernel picks, so that a server
+    /// can answer what it sends (as `nc -uU` binds a temporary path); no file is made.
+    public func bindUnixAutomatically() throws(UDPSocketError) {
+        try sync { () throws(UDPSocketError) in
+            try checkCanBind()
+            let channel = try ensureChannel(.unix)
+            do throws(SystemError) { try Syscall.bindUnixAutomatically(channel.fd) } catch {
+                closeNow(error: nil, notify: false)
+                throw .system(error)
+            }
+            dropChannel(.ipv4)
+            dropChannel(.ipv6)
             bound = true
         }
     }
@@ -124,7 +165,7 @@ extension AsyncUDPSocket {
     private func checkCanBind() throws(UDPSocketError) {
         if bound { throw .badConfig("the socket is already bound; close it first") }
         if case .none = connection {} else { throw .badConfig("bind before connecting, not after") }
-        if channel4 != nil || channel6 != nil, !sendQueue.isEmpty || currentSend != nil {
+        if !channels.isEmpty, !sendQueue.isEmpty || currentSend != nil {
             throw .badConfig("bind before sending, not after")
         }
     }
@@ -132,7 +173,11 @@ extension AsyncUDPSocket {
     func dropChannel(_ family: SocketAddress.Family) {
         guard let channel = channel(for: family) else { return }
         channel.sources.cancel()
-        if family == .ipv6 { channel6 = nil } else { channel4 = nil }
+        switch family {
+        case .ipv4: channel4 = nil
+        case .ipv6: channel6 = nil
+        case .unix: channelUnix = nil
+        }
     }
 
     // MARK: Connecting
@@ -187,13 +232,12 @@ extension AsyncUDPSocket {
     }
 
     private func connectNow(to address: SocketAddress) throws(UDPSocketError) {
-        guard !address.isUnix else { throw .badParam("\(address): a UDP socket connects to an IPv4 or IPv6 address") }
         if bound, channel(for: address.family) == nil {
             throw .badConfig("cannot connect to \(address): the socket is bound to the other address family")
         }
         let channel = try ensureChannel(address.family)
         do { _ = try Syscall.connect(channel.fd, to: address) } catch { throw .system(error) }
-        dropChannel(address.isIPv6 ? .ipv4 : .ipv6)
+        for family in [SocketAddress.Family.ipv4, .ipv6, .unix] where family != address.family { dropChannel(family) }
         channel.refreshLocalPort()
         connection = .connected(address)
         notify { $0.udpSocket(self, didConnectTo: address) }
@@ -242,9 +286,14 @@ extension AsyncUDPSocket {
     }
 
     func closeNow(error: UDPSocketError?, notify shouldNotify: Bool) {
-        let wasOpen = channel4 != nil || channel6 != nil
+        let wasOpen = !channels.isEmpty
         dropChannel(.ipv4)
         dropChannel(.ipv6)
+        dropChannel(.unix)
+        if let boundPath {
+            try? Syscall.unlink(boundPath)
+            self.boundPath = nil
+        }
         sendTimer?.cancel()
         sendTimer = nil
         let pending = (currentSend.map { [$0] } ?? []) + sendQueue

@@ -32,6 +32,10 @@ public final class AsyncUDPSocket: @unchecked Sendable {
 
     var channel4: UDPChannel?
     var channel6: UDPChannel?
+    /// A Unix datagram socket's one descriptor (bound or connected to a Unix address).
+    var channelUnix: UDPChannel?
+    /// The socket file this socket bound, removed when it closes.
+    var boundPath: String?
     var bound = false
     var connection: ConnectState = .none
     var closingAfterSends = false
@@ -197,7 +201,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     }
 
     /// True when no descriptor is open.
-    public var isClosed: Bool { sync { channel4 == nil && channel6 == nil } }
+    public var isClosed: Bool { sync { channels.isEmpty } }
 
     /// The connected peer, if any.
     public var connectedAddress: SocketAddress? {
@@ -208,12 +212,25 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     public var localAddressIPv4: SocketAddress? { sync { channel4.flatMap { Syscall.localAddress($0.fd) } } }
     /// The local IPv6 address.
     public var localAddressIPv6: SocketAddress? { sync { channel6.flatMap { Syscall.localAddress($0.fd) } } }
-    /// The local address of either family (IPv4 first).
-    public var localAddress: SocketAddress? { localAddressIPv4 ?? localAddressIPv6 }
+    /// The local address of any family (IPv4 first, then IPv6, then Unix).
+    public var localAddress: SocketAddress? { localAddressIPv4 ?? localAddressIPv6 ?? localAddressUnix }
     /// The local port, or 0.
     public var localPort: UInt16 { localAddress?.port ?? 0 }
 
     func channel(for family: SocketAddress.Family) -> UDPChannel? {
-        family == .ipv6 ? channel6 : channel4
+        switch family {
+        case .ipv4: channel4
+        case .ipv6: channel6
+        case .unix: channelUnix
+        }
     }
+
+    /// The open descriptors' channels.
+    var channels: [UDPChannel] { [channel4, channel6, channelUnix].compactMap { $0 } }
+
+    /// The Unix datagram descriptor, -1 if none. Only on the socket queue.
+    public var socketUnixFD: Int32 { queue.isCurrent ? channelUnix?.fd ?? -1 : -1 }
+
+    /// The local Unix address (bound, or picked by the kernel for a client), if any.
+    public var localAddressUnix: SocketAddress? { sync { channelUnix.flatMap { Syscall.localAddress($0.fd) } } }
 }

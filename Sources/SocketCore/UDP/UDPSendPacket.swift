@@ -11,6 +11,8 @@ final class UDPSendPacket: @unchecked Sendable {
     let destination: Destination
     let tag: Int
     let timeout: Duration?
+    /// The local address it should leave from (IP_PKTINFO), or nil for the kernel's choice.
+    var source: SocketAddress?
     /// Called on the socket queue when the datagram was sent or failed.
     let completion: (@Sendable (Result<Void, UDPSocketError>) -> Void)?
     /// The address to send to once known (`nil` with `.connected`).
