@@ -101,6 +101,30 @@ final class UDPCommandTests: XCTestCase {
         XCTAssertEqual(recv.stdout.count, (0..<50).reduce(0) { $0 + $1 * 1000 + 1 })
     }
 
+    /// A wildcard receiver answers from the address each datagram was sent to: a client
+    /// connected to 127.0.0.2 (which hears only that address) gets its echo, and so does one
+    /// connected to 127.0.0.1.
+    func testEchoAnswersFromTheAddressTheDatagramWasSentTo() throws {
+        let port = freeUDPPort()
+        let recv = try receiver(["-4", "--echo", "-n", "2", "-t", "20s"], port: port)
+        defer { recv.stop() }
+        let client = try Tool(["python3", "-c", """
+            import socket, sys
+            for target in ("127.0.0.2", "127.0.0.1"):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind(("127.0.0.1", 0))
+                s.connect((target, int(sys.argv[1])))
+                s.settimeout(10)
+                s.send(target.encode())
+                data, peer = s.recvfrom(100)
+                print(data.decode(), peer[0])
+            """, String(port)], program: "/usr/bin/env")
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 0, client.stderrText + recv.stderrText)
+        XCTAssertEqual(client.stdoutText, "127.0.0.2 127.0.0.2\n127.0.0.1 127.0.0.1\n")
+        XCTAssertEqual(recv.wait(), 0, recv.stderrText)
+    }
+
     func testTruncatedDatagramsAreReportedAndTheLargestPassWhole() throws {
         let port = freeUDPPort()
         let recv = try receiver(["-4", "--max-size", "10", "-n", "1", "-t", "10s"], port: port)

@@ -17,7 +17,7 @@ extension OptionTable {
             help: "Exit after N datagrams."),
         OptionSpec(.timeout, short: "t", value: .duration, valueName: "DURATION",
             help: "Exit when no datagram came for this long; exit code 3 if that ends the run before --count datagrams (or before any)."),
-        OptionSpec(.echo, help: "Send each datagram back to its sender."),
+        OptionSpec(.echo, help: "Send each datagram back to its sender, from the address it was sent to (so a socket bound to all addresses that heard it on 127.0.0.2 answers from 127.0.0.2)."),
         OptionSpec(.rcvbuf, value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
             help: "The kernel receive buffer to ask for, so bursts are not dropped (past the system limit when run as root)."),
     ]

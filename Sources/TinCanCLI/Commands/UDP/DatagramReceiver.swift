@@ -77,7 +77,9 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             stdoutClosed()
             return
         }
-        if echo { socket.send(Array(view.bytes), to: view.source, timeout: .seconds(1)) { _ in } }
+        // From the address the datagram was sent to, not the routing choice (a wildcard socket
+        // that heard it on 127.0.0.2 answers from 127.0.0.2).
+        if echo { socket.send(Array(view.bytes), to: view.source, from: view.destination, timeout: .seconds(1)) { _ in } }
         log?.received(view.bytes.count)
         observer?(Array(view.bytes))
         let complete = state.withLock { state -> Bool in
