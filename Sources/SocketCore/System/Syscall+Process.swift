@@ -163,6 +163,24 @@ extension Syscall {
         }
     }
 
+    /// Child `pid`'s exit status (128+signal if killed) if it has ended, reaping it; `nil` while
+    /// it runs (or when it is not a child: nothing to reap). Never waits.
+    public static func exitStatus(ofChild pid: pid_t) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == -1 && errno == EINTR { continue }
+            if result == -1 { return -1 }  // not our child (already reaped): it is gone
+            guard result == pid else { return nil }
+            return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        }
+    }
+
+    /// Sends SIGTERM to `pid` (a child that ignored the end of its input).
+    public static func terminate(_ pid: pid_t) {
+        _ = kill(pid, SIGTERM)
+    }
+
     /// True if `name` is an executable file, directly or found in PATH.
     public static func isExecutable(_ name: String) -> Bool {
         if name.contains("/") { return access(name, X_OK) == 0 }

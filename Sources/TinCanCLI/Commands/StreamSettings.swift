@@ -24,6 +24,9 @@ struct StreamSettings {
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        if let option = [Option.lines, .stripNewline, .chunk, .whole, .format, .maxSize].first(where: args.has) {
+            throw UsageError("--\(option.rawValue) is for datagrams: add -u", command: args.command.name)
+        }
         if args.has(.json), let text = [Option.hex, .progress, .forceProgress].first(where: args.has) {
             throw UsageError("--\(text.rawValue) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
         }

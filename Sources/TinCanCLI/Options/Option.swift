@@ -69,6 +69,7 @@ public enum Option: String, CaseIterable, Sendable {
     case timing
     case tls
     case ttl
+    case udp
     case unix
     case verbose
     case version

@@ -3,6 +3,14 @@ extension OptionTable {
     static let datagramVerbose = OptionSpec(.verbose, short: "v", repeatable: true,
         help: "Say on stderr what happens: the address bound or joined, and each datagram's size, sender, destination and interface.")
 
+    /// How stdin is cut into datagrams: udp-send, connect -u and listen -u.
+    static let datagramFraming: [OptionSpec] = [
+        OptionSpec(.lines, help: "One datagram per line of stdin, its newline included, as nc -u sends them (the default)."),
+        OptionSpec(.stripNewline, help: "With lines: leave each line's newline out of its datagram."),
+        OptionSpec(.chunk, value: .integer(1...65527), valueName: "BYTES", help: "Datagrams of BYTES each from stdin (the last may be shorter)."),
+        OptionSpec(.whole, help: "All of stdin as one datagram."),
+    ]
+
     /// How received datagrams are shown: udp-recv, join-group and the replies of udp-send.
     static let datagramOutput: [OptionSpec] = [
         OptionSpec(.format, short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
@@ -37,12 +45,11 @@ extension OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, datagramVerbose] + family + [
+            OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
+                help: "Send to the Unix datagram socket at PATH (or @NAME, abstract) instead of HOST PORT; this end gets a name the kernel picks, so replies can come back."),
             OptionSpec(.message, short: "m", value: .text, valueName: "TEXT", repeatable: true,
                 help: "Send TEXT as one datagram instead of reading stdin; escapes \\n \\r \\t \\0 \\\\ and \\xHH are understood. Repeat for several."),
-            OptionSpec(.lines, help: "One datagram per line of stdin, its newline included, as nc -u sends them (the default)."),
-            OptionSpec(.stripNewline, help: "With lines: leave each line's newline out of its datagram."),
-            OptionSpec(.chunk, value: .integer(1...65527), valueName: "BYTES", help: "Datagrams of BYTES each from stdin (the last may be shorter)."),
-            OptionSpec(.whole, help: "All of stdin as one datagram."),
+        ] + datagramFraming + [
             OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
                 help: "Send each datagram N times."),
             OptionSpec(.interval, short: "i", value: .duration, valueName: "DURATION", help: "Wait this long between datagrams."),
@@ -79,7 +86,10 @@ extension OptionTable {
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
-        options: [help, datagramVerbose] + family + datagramOutput + receiving,
+        options: [help, datagramVerbose] + family + [
+            OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
+                help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit."),
+        ] + datagramOutput + receiving,
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),

@@ -119,7 +119,8 @@ public enum OptionTable {
         options: [help, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
-        ],
+            OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
+        ] + datagramFraming + datagramOutput,
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
             ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
@@ -138,7 +139,14 @@ public enum OptionTable {
             ("tincan connect -x 127.0.0.1:1080 -X 4 192.0.2.7 22", "OpenBSD nc's way: SOCKS4 (-X 5 is SOCKS5, -X connect HTTP)."),
             ("ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80", "The proxy from the environment, as curl reads it; -v says which was chosen and why."),
         ],
-        run: { args in args.has(.zeroIo) ? try PortScan(args, settings: StreamSettings(args)).run() : try ConnectCommand(args).run() })
+        run: { args in
+            switch (args.has(.udp), args.has(.zeroIo)) {
+            case (true, true): try UDPProbe(args).run()
+            case (true, false): try UDPConnectCommand(args).run()
+            case (false, true): try PortScan(args, settings: StreamSettings(args)).run()
+            case (false, false): try ConnectCommand(args).run()
+            }
+        })
 
     public static let listen = CommandSpec(
         name: "listen",
@@ -161,6 +169,7 @@ public enum OptionTable {
         ],
         options: [help, verbose] + family + [
             OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
+            OptionSpec(.udp, short: "u", help: "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."),
             OptionSpec(.broker, help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
             OptionSpec(.chat, help: "--broker for people (ncat's --chat): each line a client sends reaches the others as '<user N> line', and joins and leaves are announced."),
             OptionSpec(.maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
@@ -197,7 +206,7 @@ public enum OptionTable {
             OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
             OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
             OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
-        ] + probing,
+        ] + probing + datagramFraming + datagramOutput,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -212,7 +221,7 @@ public enum OptionTable {
             ("tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2", "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
         ],
-        run: { try ListenCommand($0).run() })
+        run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
         name: "tls",

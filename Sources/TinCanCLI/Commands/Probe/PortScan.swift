@@ -5,7 +5,11 @@ import SocketCore
 /// a time (bounded), and prints, in the order given, a line per open port (with -v, per port:
 /// open, closed or filtered) with the time it took. Exit 0 when any port is open.
 struct PortScan {
-    enum State: String, Sendable { case open, closed, filtered }
+    enum State: String, Sendable {
+        case open, closed, filtered
+        /// UDP only: no answer, which a silent service and a dropping firewall both give.
+        case openFiltered = "open|filtered"
+    }
 
     struct Result: Sendable {
         let port: UInt16

@@ -11,6 +11,8 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         case timedOut
         /// The socket failed (e.g. ICMP port unreachable on a connected socket).
         case failed(UDPSocketError)
+        /// The caller's own deadline (``wait(idle:expected:until:)``) passed.
+        case deadline
     }
 
     private struct State: Sendable {
@@ -119,24 +121,49 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     }
 
     /// Waits for --count datagrams (`complete`), `idle` without any (`timedOut`), or a failure;
-    /// `expected`, when given, also completes the wait once that many arrived.
-    func wait(idle: Duration?, expected: (() -> Int)? = nil) -> Outcome {
+    /// `expected`, when given, also completes the wait once that many arrived; `until`, when
+    /// given, is asked at each wake-up for a deadline of the caller's (`deadline` once it passed;
+    /// ``wakeWaiter()`` makes it ask again).
+    func wait(idle: Duration?, expected: (() -> Int)? = nil, until: (() -> ContinuousClock.Instant?)? = nil) -> Outcome {
         // Without `expected`, only the end matters: completion, a failure, or the idle deadline
         // (seen by waking at it and looking at the last activity).
         state.withLock { $0.progressWanted = expected != nil }
+        // A connected socket's ICMP error (port unreachable) raises no dispatch read event
+        // (epoll reports it as EPOLLERR alone, which a read source does not deliver), so the
+        // wait looks for it itself, every `errorCheck`.
+        let connectedFD = socket.perform { socket.isConnected ? [socket.socket4FD, socket.socket6FD, socket.socketUnixFD].first { $0 >= 0 } : nil }
         while true {
-            let (snapshot, now) = (state.withLock { $0 }, ContinuousClock.now)
+            if let connectedFD, let error = try? Syscall.waitForPendingError(connectedFD, timeoutMilliseconds: 0) {
+                return .failed(.system(SystemError(errno: error, call: "recv")))
+            }
+            let snapshot = state.withLock { $0 }
             if let failure = snapshot.failure { return .failed(failure) }
             if snapshot.complete { return .complete }
             if let expected, snapshot.received >= expected() { return .complete }
+            let own = until?()
+            let now = ContinuousClock.now  // after `until`, which may answer "now"
+            if let own, now >= own { return .deadline }
+            var deadline = own
             if let idle {
-                let deadline = snapshot.lastActivity + idle
-                if now >= deadline { return .timedOut }
+                let quiet = snapshot.lastActivity + idle
+                if now >= quiet { return .timedOut }
+                deadline = min(deadline ?? quiet, quiet)
+            }
+            if connectedFD != nil { deadline = min(deadline ?? now + DatagramReceiver.errorCheck, now + DatagramReceiver.errorCheck) }
+            if let deadline {
                 _ = wake.wait(timeout: .now() + (deadline - now).dispatchInterval)
             } else {
                 wake.wait()
             }
         }
+    }
+
+    /// How often a wait on a connected socket looks for an ICMP error.
+    static let errorCheck: Duration = .milliseconds(50)
+
+    /// Wakes ``wait(idle:expected:until:)`` to look at its deadline again.
+    func wakeWaiter() {
+        wake.signal()
     }
 
     /// Lets queued echoes go out, then closes (bounded).

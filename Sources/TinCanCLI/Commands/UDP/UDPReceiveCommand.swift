@@ -1,17 +1,26 @@
 import SocketCore
 
-/// `tincan udp-recv [ADDR] PORT`: bind, print every datagram.
+/// `tincan udp-recv [ADDR] PORT | --unix PATH`: bind, print every datagram.
 struct UDPReceiveCommand {
     let settings: ReceiveSettings
     let address: String?
     let port: UInt16
+    /// --unix: a Unix datagram socket instead of a port.
+    let unixPath: String?
     let ipv4Only: Bool
     let ipv6Only: Bool
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
+        if let target = try Target.unix(args), case .unix(let path) = target {
+            unixPath = path
+            (address, port) = (nil, 0)
+            if let option = [Option.ipv4, .ipv6].first(where: args.has) { throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name) }
+        } else {
+            unixPath = nil
+            (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
+        }
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
@@ -30,13 +39,16 @@ struct UDPReceiveCommand {
         let socket = settings.makeSocket()
         socket.isIPv4Enabled = !ipv6Only
         socket.isIPv6Enabled = !ipv4Only
-        let place = Endpoint(host: address ?? "*", port: port).description
+        let place = unixPath ?? Endpoint(host: address ?? "*", port: port).description
         do throws(UDPSocketError) {
-            try socket.bind(port: port, interface: address)
+            if let unixPath, let unix = try? SocketAddress(unixPath: unixPath) { try socket.bind(to: unix) } else { try socket.bind(port: port, interface: address) }
         } catch {
-            throw CommandError("cannot bind UDP \(place): \(error.description.replacingAddressInUse)")
+            throw CommandError("cannot bind \(unixPath == nil ? "UDP " : "")\(place): \(error.description.replacingAddressInUse)")
         }
-        let bound = [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
+        // A signal closes the socket, which removes a Unix socket file.
+        let stop = Interruption.install { socket.close() }
+        defer { stop.cancel() }
+        let bound = unixPath.map { [$0] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("receiving on \(bound.joined(by: " and "))", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
         try settings.serve(receiver, what: bound.first ?? place)

@@ -3,12 +3,15 @@ import Glibc
 import SocketCore
 import Synchronization
 
-/// `tincan udp-send HOST PORT`: datagrams from stdin or --message, optionally repeated and
-/// paced, to a unicast, multicast or broadcast address; replies printed with --wait-reply.
+/// `tincan udp-send HOST PORT | --unix PATH`: datagrams from stdin or --message, optionally
+/// repeated and paced, to a unicast, multicast or broadcast address or a Unix datagram socket;
+/// replies printed with --wait-reply.
 struct UDPSendCommand {
     let args: ParsedArguments
     let host: String
     let port: UInt16
+    /// --unix: a Unix datagram socket instead of HOST PORT.
+    let unixPath: String?
     let source: DatagramSource
     let count: Int
     let interval: Duration?
@@ -20,15 +23,18 @@ struct UDPSendCommand {
         self.args = args
         let name = args.command.name
         let positionals = args.positionals
-        (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
+        if let target = try Target.unix(args), case .unix(let path) = target {
+            unixPath = path
+            (host, port) = (path, 0)
+            if let option = [Option.ipv4, .ipv6, .broadcast, .ttl, .interface, .source].first(where: args.has) {
+                throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name)
+            }
+        } else {
+            unixPath = nil
+            (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
+        }
         if args.has(.ipv4) && args.has(.ipv6) { throw UsageError("-4 and -6 exclude each other", command: name) }
-        if args.has(.stripNewline), let other = [Option.chunk, .whole, .message].first(where: args.has) {
-            throw UsageError("--strip-newline is for lines of stdin: not with --\(other.rawValue)", command: name)
-        }
-        let modes = [Option.lines, .chunk, .whole, .message].filter { args.has($0) }
-        if modes.count > 1 {
-            throw UsageError("--\(modes[0].rawValue) and --\(modes[1].rawValue) exclude each other", command: name)
-        }
+        let framing = try DatagramSource.framing(args, also: [.message])
         let messages = args.values(.message)
         if !messages.isEmpty {
             var decoded: [[UInt8]] = []
@@ -38,10 +44,8 @@ struct UDPSendCommand {
                 }
             }
             source = DatagramSource(mode: .messages(decoded), input: 0)
-        } else if let size = args.integer(.chunk) {
-            source = DatagramSource(mode: .chunks(size), input: 0)
         } else {
-            source = DatagramSource(mode: args.has(.whole) ? .whole : .lines(strip: args.has(.stripNewline)), input: 0)
+            source = DatagramSource(mode: framing, input: 0)
         }
         if let interface = args.value(.interface), Interfaces.index(of: interface) == nil {
             throw UsageError("no network interface named '\(interface)'", command: name)
@@ -87,6 +91,8 @@ struct UDPSendCommand {
                 }
                 try socket.bind(to: address)
             }
+            // A Unix client needs a name of its own to be answered (the kernel picks one).
+            if destination.isUnix { try socket.bindUnixAutomatically() }
             // Connected to a unicast peer: only its replies are heard, and a closed port is reported.
             if connected { try socket.connect(to: destination) }
         } catch {
@@ -135,7 +141,7 @@ struct UDPSendCommand {
         }
         if sent.load(ordering: .relaxed) == 0 { return }
         switch receiver.wait(idle: waitReply, expected: { sent.load(ordering: .relaxed) }) {
-        case .complete:
+        case .complete, .deadline:  // no deadline of ours is given
             Console.note("\(receiver.received) replies to \(sent.load(ordering: .relaxed)) datagrams", level: 1)
         case .timedOut:
             let replies = receiver.received
@@ -168,7 +174,14 @@ struct UDPSendCommand {
 
     /// The destination, looked up (IPv4 first unless -6).
     private func resolve() throws -> SocketAddress {
-        let families: [SocketAddress.Family] = args.has(.ipv6) ? [.ipv6] : args.has(.ipv4) ? [.ipv4] : [.ipv4, .ipv6]
+        if let unixPath { return try SocketAddress(unixPath: unixPath) }
+        return try UDPSendCommand.resolve(host, port: port, ipv4Only: args.has(.ipv4), ipv6Only: args.has(.ipv6))
+    }
+
+    /// A datagram destination, looked up: IPv4 first (a UDP peer cannot be raced for as TCP's
+    /// are), unless -4 or -6 says.
+    static func resolve(_ host: String, port: UInt16, ipv4Only: Bool, ipv6Only: Bool) throws(CommandError) -> SocketAddress {
+        let families: [SocketAddress.Family] = ipv6Only ? [.ipv6] : ipv4Only ? [.ipv4] : [.ipv4, .ipv6]
         var reason = "no address"
         for family in families {
             do throws(ResolveError) {
@@ -184,7 +197,8 @@ struct UDPSendCommand {
         if case .system(let system) = error {
             switch system.errno {
             case ECONNREFUSED:
-                return CommandError("\(target) refused the datagrams: nothing listens there (ICMP port unreachable)")
+                let unix = target.hasPrefix("/") || target.hasPrefix("@")
+                return CommandError("\(target) refused the datagrams: nothing listens there (\(unix ? "no socket is bound to it" : "ICMP port unreachable"))")
             case EACCES:
                 return CommandError("sending to \(target) was refused: permission denied; to broadcast, add --broadcast")
             default:

@@ -1,0 +1,152 @@
+import Dispatch
+import SocketCore
+
+/// `tincan connect -u HOST PORT | --unix PATH`: as `nc -u`, each line of stdin (or chunk) is a
+/// datagram to a connected socket and every reply goes to stdout. After stdin ends the run
+/// stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing
+/// either way (exit code 3), or a signal. A closed port (ICMP port unreachable) ends it with
+/// exit code 1.
+struct UDPConnectCommand {
+    /// What connect takes with -u.
+    static let options: Set<Option> = [
+        .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
+        .lines, .stripNewline, .chunk, .whole, .format, .maxSize,
+    ]
+
+    let host: String
+    let port: UInt16
+    let unix: SocketAddress?
+    let ipv4Only: Bool
+    let ipv6Only: Bool
+    let framing: DatagramSource.Mode
+    let printer: DatagramPrinter
+    let maxSize: Int
+    let quitAfterEOF: Duration?
+    let waitAfterEOF: Duration?
+    let idle: Duration?
+    let idleText: String?
+    let source: String?
+    let device: String?
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        let name = args.command.name
+        if let option = Option.allCases.first(where: { args.has($0) && !UDPConnectCommand.options.contains($0) }) {
+            throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
+        }
+        if let target = try Target.unix(args), case .unix(let path) = target {
+            do { unix = try SocketAddress(unixPath: path) } catch { throw UsageError("bad Unix socket path: \(error.reason)", command: name) }
+            (host, port) = (path, 0)
+            if let option = [Option.ipv4, .ipv6, .source, .interface].first(where: args.has) {
+                throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name)
+            }
+        } else {
+            unix = nil
+            (host, port) = try Target.hostAndPort(args.positionals, command: name, udp: true)
+        }
+        ipv4Only = args.has(.ipv4)
+        ipv6Only = args.has(.ipv6)
+        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
+        framing = try DatagramSource.framing(args)
+        printer = DatagramPrinter(args)
+        maxSize = args.integer(.maxSize) ?? 65535
+        quitAfterEOF = args.duration(.quitAfterEof)
+        waitAfterEOF = args.duration(.wait)
+        idle = args.duration(.idleTimeout)
+        idleText = args.value(.idleTimeout)
+        source = args.value(.source)
+        device = args.value(.interface)
+        if let source {
+            do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
+        }
+    }
+
+    /// What stdin's thread tells the waiting one.
+    private struct Input {
+        var endedAt: ContinuousClock.Instant?
+        var failure: CommandError?
+    }
+
+    func run() throws {
+        Interruption.exitOnSignal()
+        let destination = try unix ?? UDPSendCommand.resolve(host, port: port, ipv4Only: ipv4Only, ipv6Only: ipv6Only)
+        let target = destination.description
+        let socket = AsyncUDPSocket()
+        socket.isIPv4Enabled = destination.isIPv4
+        socket.isIPv6Enabled = destination.isIPv6
+        socket.maxReceiveIPv4BufferSize = maxSize
+        socket.maxReceiveIPv6BufferSize = maxSize
+        do throws(UDPSocketError) {
+            if let device { try socket.bindToDevice(device) }
+            if let source {
+                let found = try? Interfaces.addresses(for: source)
+                guard let address = destination.isIPv6 ? found?.ipv6 : found?.ipv4 else {
+                    throw UDPSocketError.badParam("--source \(source) has no IPv\(destination.isIPv6 ? 6 : 4) address to reach \(target) from")
+                }
+                try socket.bind(to: address)
+            }
+            if destination.isUnix { try socket.bindUnixAutomatically() }
+            try socket.connect(to: destination)
+        } catch {
+            throw UDPSendCommand.failure(error, target: target)
+        }
+        Console.note("connected to \(target) from \(socket.localAddress.map(UDPListener.name) ?? "?")", level: 1)
+        let receiver = DatagramReceiver(socket: socket, printer: printer, limit: nil, echo: false)
+        do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
+        let input = Locked(Input())
+        let sent = Locked(0)
+        let source = DatagramSource(mode: framing, input: 0)
+        DispatchQueue.global().async {
+            let done = DispatchSemaphore(value: 0)
+            do {
+                try source.forEach(limit: destination.maximumDatagramPayload) { datagram in
+                    let failure = Locked<UDPSocketError?>(nil)
+                    socket.send(datagram, to: nil, timeout: .seconds(5)) { result in
+                        if case .failure(let error) = result { failure.withLock { $0 = error } }
+                        done.signal()
+                    }
+                    done.wait()
+                    if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
+                    sent.withLock { $0 += 1 }
+                    receiver.touch()
+                    Console.note("sent \(datagram.count) bytes to \(target)", level: 2)
+                }
+                input.withLock { $0.endedAt = .now }
+            } catch let error as CommandError {
+                input.withLock { $0.failure = error }
+            } catch {
+                input.withLock { $0.failure = CommandError("\(error)") }
+            }
+            receiver.wakeWaiter()
+        }
+        defer { socket.close() }
+        var sawEnd = false
+        while true {
+            let snapshot = input.withLock { $0 }
+            if let failure = snapshot.failure { throw failure }
+            if snapshot.endedAt != nil { sawEnd = true }
+            // Before stdin's end only --idle-timeout bounds the wait; after it, -w too.
+            let quiet = sawEnd ? [idle, waitAfterEOF].compactMap { $0 }.min() : idle
+            let observedEnd = sawEnd
+            let outcome = receiver.wait(idle: quiet, until: { () -> ContinuousClock.Instant? in
+                let now = input.withLock { $0 }
+                if now.failure != nil || (now.endedAt != nil && !observedEnd) { return ContinuousClock.now }  // look again
+                return now.endedAt.flatMap { ended in quitAfterEOF.map { ended + $0 } }
+            })
+            switch outcome {
+            case .complete:
+                break  // stdout closed: nothing more to do, as with nc
+            case .failed(let error):
+                throw UDPSendCommand.failure(error, target: target)
+            case .timedOut:
+                if let idle, quiet == idle, waitAfterEOF.map({ !sawEnd || idle <= $0 }) ?? true {
+                    throw CommandError("no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); sent \(sent.withLock { $0 }), received \(receiver.received)", code: .timeout)
+                }
+            case .deadline:
+                let now = input.withLock { $0 }
+                if now.failure != nil || !sawEnd { continue }
+            }
+            break
+        }
+        Console.note("sent \(sent.withLock { $0 }) datagrams, received \(receiver.received)", level: 1)
+    }
+}

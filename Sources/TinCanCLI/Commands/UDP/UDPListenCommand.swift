@@ -1,0 +1,139 @@
+import Dispatch
+import SocketCore
+
+/// `tincan listen -u [ADDR] PORT | --unix PATH`: the two-way UDP listener, as `nc -u -l`, with
+/// `-k` for many peers and `--exec`/`--sh-exec` for a program per peer (see ``UDPListener``).
+struct UDPListenCommand {
+    /// What listen takes with -u; anything else is for TCP.
+    static let options: Set<Option> = [
+        .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec,
+        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize,
+    ]
+    /// How long a quiet peer stays under -k when --idle-timeout does not say.
+    static let defaultIdle: Duration = .seconds(60)
+
+    let address: String?
+    let port: UInt16
+    let unixPath: String?
+    let unixAddress: SocketAddress?
+    let ipv4Only: Bool
+    let ipv6Only: Bool
+    let mode: UDPListener.Mode
+    let framing: DatagramSource.Mode
+    let printer: DatagramPrinter
+    let filter: PeerFilter
+    let idle: Duration?
+    let idleText: String?
+    let quitAfterEOF: Duration?
+    let limit: Int
+    let maxSize: Int
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        let name = args.command.name
+        if let option = Option.allCases.first(where: { args.has($0) && !UDPListenCommand.options.contains($0) }) {
+            throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
+        }
+        if let target = try Target.unix(args), case .unix(let path) = target {
+            unixPath = path
+            do { unixAddress = try SocketAddress(unixPath: path) } catch { throw UsageError("bad Unix socket path: \(error.reason)", command: name) }
+            (address, port) = (nil, 0)
+        } else {
+            unixPath = nil
+            unixAddress = nil
+            (address, port) = try Target.listenAddress(args.positionals, command: name, udp: true)
+            if let address {
+                do { _ = try Interfaces.addresses(for: address) } catch { throw UsageError("bad ADDR \(error.description)", command: name) }
+            }
+        }
+        ipv4Only = args.has(.ipv4)
+        ipv6Only = args.has(.ipv6)
+        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
+        framing = try DatagramSource.framing(args)
+        printer = DatagramPrinter(args)
+        do { filter = try PeerFilter(allow: args.list(.allow), deny: args.list(.deny)) } catch { throw UsageError("\(error)", command: name) }
+        let program = try ProgramSession.parse(args)
+        let keepOpen = args.has(.keepOpen)
+        if program != nil && !keepOpen {
+            throw UsageError("--exec and --sh-exec with -u run a program per peer: add -k", command: name)
+        }
+        mode = program.map { .programs($0) } ?? (keepOpen ? .hub : .onePeer)
+        if program != nil, let option = [Option.lines, .stripNewline, .chunk, .whole, .format].first(where: args.has) {
+            throw UsageError("--\(option.rawValue) is for stdin and stdout: each peer's program has its own", command: name)
+        }
+        idle = args.duration(.idleTimeout) ?? (keepOpen ? UDPListenCommand.defaultIdle : nil)
+        idleText = args.value(.idleTimeout) ?? (keepOpen ? "60s" : nil)
+        quitAfterEOF = args.duration(.quitAfterEof)
+        limit = args.integer(.maxConns) ?? 1000
+        maxSize = args.integer(.maxSize) ?? 65535
+    }
+
+    func run() throws {
+        let socket = AsyncUDPSocket()
+        socket.maxReceiveIPv4BufferSize = maxSize
+        socket.maxReceiveIPv6BufferSize = maxSize
+        socket.setReceiveBufferSize(32 << 20)
+        let place: String
+        do throws(UDPSocketError) {
+            if let unixPath, let unixAddress {
+                place = unixPath
+                try socket.bind(to: unixAddress)
+            } else {
+                place = Endpoint(host: address ?? "*", port: port).description
+                socket.isIPv4Enabled = !ipv6Only
+                socket.isIPv6Enabled = !ipv4Only
+                try socket.bind(port: port, interface: address)
+            }
+        } catch {
+            throw CommandError("cannot bind \(unixPath == nil ? "UDP " : "")\(unixPath ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
+        }
+        // A signal closes the socket, which removes a Unix socket file.
+        let stop = Interruption.install { socket.close() }
+        defer { stop.cancel() }
+        let bound = unixPath.map { [$0] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
+        Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)
+        let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit)
+        do throws(UDPSocketError) { try listener.start() } catch {
+            throw CommandError("cannot receive on \(bound.first ?? place): \(error)")
+        }
+        if case .programs = mode {} else { pumpStdin(into: listener) }
+        let isOnePeer = if case .onePeer = mode { true } else { false }
+        let end = listener.wait(idle: isOnePeer ? idle : nil, quitAfterEOF: quitAfterEOF)
+        let counters = listener.summary()
+        socket.closeAfterSending()
+        socket.close()
+        var summary = "received \(counters.received) datagrams (\(counters.receivedBytes) bytes), sent \(counters.sent)"
+        if counters.dropped > 0 { summary += "; dropped \(counters.dropped) from others" }
+        if case .programs = mode { summary += "; \(counters.programs) programs" }
+        if counters.notTaken > 0 { summary += "; \(counters.notTaken) reached a program that had closed its input" }
+        Console.note(summary, level: 1)
+        switch end {
+        case .done: return
+        case .idle: throw CommandError("no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); \(summary)", code: .timeout)
+        case .failed(let error): throw error
+        }
+    }
+
+    /// stdin on its own thread: cut into datagrams, each sent once a peer is there. Its end
+    /// starts -q's count; a failure ends the session.
+    private func pumpStdin(into listener: UDPListener) {
+        let source = DatagramSource(mode: framing, input: 0)
+        let limit = unixPath == nil ? 65507 : 65535
+        DispatchQueue.global().async {
+            do {
+                guard listener.waitForPeer() else { return }
+                try source.forEach(limit: limit) { datagram in
+                    guard try listener.send(datagram) else { throw Stopped() }
+                }
+                listener.stdinEnded()
+            } catch is Stopped {
+                return
+            } catch let error as CommandError {
+                listener.end(.failed(error))
+            } catch {
+                listener.end(.failed(CommandError("\(error)")))
+            }
+        }
+    }
+
+    private struct Stopped: Error {}
+}

@@ -1,0 +1,301 @@
+import Dispatch
+import SocketCore
+
+/// `listen -u`: one bound UDP (or Unix datagram) socket and the peers heard on it.
+///
+/// - ``Mode/onePeer``: the first sender is the peer; its datagrams go to stdout and stdin goes
+///   back to it; anyone else's are dropped and counted.
+/// - ``Mode/hub``: every sender heard within the idle time is a peer; all datagrams go to
+///   stdout, stdin goes to every live peer.
+/// - ``Mode/programs``: a ``PeerProgram`` per peer, ended when the peer goes idle.
+///
+/// The socket is not connected to the peer (as nc connects it): a wildcard socket connected to
+/// 127.0.0.1 would stop hearing datagrams sent to 127.0.0.2, and others' datagrams could not be
+/// counted. Replies instead leave from the address each peer sent to (IP_PKTINFO).
+///
+/// Datagrams are handled in place on the socket's queue, where every mutable property lives;
+/// the sending thread (stdin) and the waiting thread meet it through `shared`.
+final class UDPListener: @unchecked Sendable {
+    // @unchecked Sendable: `table`, `counters`, the timer and the programs are used only on the
+    // socket queue; `shared` is locked.
+    enum Mode {
+        case onePeer
+        case hub
+        case programs([String])
+    }
+
+    /// Why the session ended.
+    enum End {
+        /// -q ran out after stdin ended, or stdout closed.
+        case done
+        /// --idle-timeout: nothing either way for that long (one peer).
+        case idle
+        case failed(CommandError)
+    }
+
+    struct Counters {
+        var received = 0
+        var receivedBytes = 0
+        var sent = 0
+        /// From others than the one peer, past --max-conns, or refused by --allow/--deny.
+        var dropped = 0
+        var programs = 0
+        /// Reached a program that had already closed its input.
+        var notTaken = 0
+    }
+
+    private struct Shared {
+        var lastActivity = ContinuousClock.now
+        var peers = 0
+        var end: End?
+        var stdinEndedAt: ContinuousClock.Instant?
+    }
+
+    let socket: AsyncUDPSocket
+    let mode: Mode
+    private let printer: DatagramPrinter
+    private let filter: PeerFilter
+    private var table: UDPPeerTable<PeerProgram?>
+    private(set) var counters = Counters()
+    private let output = OutputBuffer(fd: 1)
+    private let programBuffer: UnsafeMutableRawBufferPointer
+    /// Every program still running, whether its peer is live or gone idle: held until reaped.
+    private var running: [ObjectIdentifier: PeerProgram] = [:]
+    private var expiryTimer: DispatchSourceTimer?
+    private var receivingPaused = false
+    private var droppedNoted = false
+    private let shared = Locked(Shared())
+    private let wake = DispatchSemaphore(value: 0)
+    private let peerArrived = DispatchSemaphore(value: 0)
+
+    /// `idle`: how long a quiet peer stays (hub, programs); `limit`: the most peers at once.
+    init(socket: AsyncUDPSocket, mode: Mode, printer: DatagramPrinter, filter: PeerFilter, idle: Duration?, limit: Int) {
+        self.socket = socket
+        self.mode = mode
+        self.printer = printer
+        self.filter = filter
+        if case .onePeer = mode {
+            table = UDPPeerTable(idle: nil, limit: 1)
+        } else {
+            table = UDPPeerTable(idle: idle, limit: limit)
+        }
+        programBuffer = .allocate(byteCount: 65536, alignment: 16)
+    }
+
+    deinit { programBuffer.deallocate() }
+
+    func start() throws(UDPSocketError) {
+        try socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in flush() })
+    }
+
+    // MARK: Receiving (socket queue)
+
+    private func handle(_ view: DatagramView) {
+        if let reason = filter.refusal(for: view.source) { return drop(view, because: reason) }
+        let now = ContinuousClock.now
+        var failure: CommandError?
+        let heard = table.heard(view.source, local: view.destination, at: now) {
+            guard case .programs(let program) = mode else { return nil }
+            do throws(CommandError) { return try startProgram(program, for: view) } catch {
+                failure = error
+                return nil
+            }
+        }
+        switch heard {
+        case .refused:
+            let reason: String
+            if case .onePeer = mode, let peer = table.chosen { reason = "not the peer (\(UDPListener.name(peer)))" } else { reason = "--max-conns \(table.limit) peers reached" }
+            return drop(view, because: reason)
+        case .new:
+            if let failure {
+                _ = table.remove(view.source)
+                Console.note("\(UDPListener.name(view.source)): \(failure.message)")
+                return drop(view, because: "its program did not start")
+            }
+            Console.note("peer \(UDPListener.name(view.source))\(view.destination.map { " (to \($0))" } ?? "")", level: 1)
+            shared.withLock { $0.peers = table.count }
+            peerArrived.signal()
+            scheduleExpiry()
+        case .known:
+            break
+        }
+        counters.received += 1
+        counters.receivedBytes += view.bytes.count
+        shared.withLock { $0.lastActivity = now }
+        if case .programs = mode {
+            guard let program = table.peers[view.source]?.value else { return }
+            program.local = view.destination ?? program.local
+            if !program.deliver(view.bytes) { pauseReceiving() }
+            return
+        }
+        do throws(SystemError) {
+            try printer.print(view, into: output)
+            if printer.verbosity > 0 { try output.flush() }
+        } catch {
+            end(.done)  // stdout is gone (its reader quit), as with udp-recv
+        }
+    }
+
+    private func drop(_ view: DatagramView, because reason: String) {
+        counters.dropped += 1
+        // The first is named at -v, every one at -vv; the count is in the summary.
+        if printer.verbosity > 1 || (printer.verbosity == 1 && !droppedNoted) {
+            Console.note("dropped \(view.length) bytes from \(UDPListener.name(view.source)): \(reason)")
+        }
+        droppedNoted = true
+    }
+
+    private func flush() {
+        do throws(SystemError) { try output.flush() } catch { end(.done) }
+    }
+
+    private func startProgram(_ program: [String], for view: DatagramView) throws(CommandError) -> PeerProgram {
+        let started = try PeerProgram(program, peer: view.source, local: view.destination, socket: socket, buffer: programBuffer)
+        counters.programs += 1
+        running[ObjectIdentifier(started)] = started
+        started.onDrained = { [weak self] in self?.resumeReceiving() }
+        started.onEnd = { [weak self] program in self?.programEnded(program) }
+        return started
+    }
+
+    private func programEnded(_ program: PeerProgram) {
+        if table.peers[program.peer]?.value === program {
+            _ = table.remove(program.peer)
+            shared.withLock { $0.peers = table.count }
+        }
+        counters.notTaken += program.refused
+        let peer = UDPListener.name(program.peer)
+        program.reap { [weak self] status in
+            Console.note("program for \(peer) exited with status \(status); \(program.delivered) datagrams in, \(program.replies) out", level: 1)
+            self?.running[ObjectIdentifier(program)] = nil
+        }
+    }
+
+    private func pauseReceiving() {
+        guard !receivingPaused else { return }
+        receivingPaused = true
+        socket.pauseReceiving()
+    }
+
+    private func resumeReceiving() {
+        guard receivingPaused else { return }
+        if table.peers.values.contains(where: { ($0.value?.backlogBytes ?? 0) >= PeerProgram.backlogLimit }) { return }
+        receivingPaused = false
+        try? socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in flush() })
+    }
+
+    /// Wakes at the next peer's idle deadline: idle peers leave (their programs' input ends).
+    private func scheduleExpiry() {
+        guard let next = table.nextExpiry else { return }
+        expiryTimer?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: socket.socketQueue)
+        timer.schedule(deadline: .now() + max(next - .now, .zero).dispatchInterval)
+        timer.setEventHandler { [weak self] in self?.expire() }
+        expiryTimer = timer
+        timer.resume()
+    }
+
+    private func expire() {
+        for peer in table.expire(at: .now) {
+            Console.note("peer \(UDPListener.name(peer.address)) idle for \(EventLog.format(table.idle ?? .zero)): gone", level: 1)
+            peer.value?.endInput()
+        }
+        shared.withLock { $0.peers = table.count }
+        expiryTimer = nil
+        scheduleExpiry()
+    }
+
+    // MARK: Sending (stdin's thread)
+
+    /// Blocks until a peer is there to send to, or the session ended (false).
+    func waitForPeer() -> Bool {
+        while true {
+            let (peers, ended) = shared.withLock { ($0.peers, $0.end != nil) }
+            if ended { return false }
+            if peers > 0 { return true }
+            _ = peerArrived.wait(timeout: .now() + .milliseconds(200))
+        }
+    }
+
+    /// Sends one datagram from stdin to the peer (one-peer mode) or every live peer (hub),
+    /// each from the address it sent to; waits for a peer first. False once the session ended.
+    func send(_ datagram: [UInt8]) throws(CommandError) -> Bool {
+        var targets: [(SocketAddress, SocketAddress?)] = []
+        while targets.isEmpty {
+            guard waitForPeer() else { return false }
+            targets = socket.perform { table.live(at: .now).map { ($0.address, $0.local) } }
+            if targets.isEmpty { _ = peerArrived.wait(timeout: .now() + .milliseconds(200)) }
+        }
+        let done = DispatchSemaphore(value: 0)
+        let failures = Locked<[String]>([])
+        for (peer, local) in targets {
+            if peer.isUnix, peer.host.isEmpty {
+                failures.withLock { $0.append("the peer's Unix socket has no name to answer (bind it, as nc -uU does)") }
+                done.signal()
+                continue
+            }
+            socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { result in
+                if case .failure(let error) = result { failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") } }
+                done.signal()
+            }
+        }
+        for _ in targets { done.wait() }
+        let now = ContinuousClock.now
+        socket.perform {
+            for (peer, _) in targets { table.sent(to: peer, at: now) }
+            counters.sent += targets.count
+        }
+        shared.withLock { $0.lastActivity = now }
+        if let failure = failures.withLock({ $0.first }) { throw CommandError(failure) }
+        return true
+    }
+
+    /// stdin ended: -q counts from now.
+    func stdinEnded() {
+        shared.withLock { $0.stdinEndedAt = .now }
+        wake.signal()
+    }
+
+    /// Ends the session (the first reason wins).
+    func end(_ reason: End) {
+        shared.withLock { if $0.end == nil { $0.end = reason } }
+        wake.signal()
+        peerArrived.signal()
+    }
+
+    /// Waits for the end: a failure, stdout gone, -q after stdin's end, or (one peer) nothing
+    /// either way for `idle`.
+    func wait(idle: Duration?, quitAfterEOF: Duration?) -> End {
+        while true {
+            let snapshot = shared.withLock { $0 }
+            if let end = snapshot.end { return end }
+            var deadline: ContinuousClock.Instant?
+            if let idle { deadline = snapshot.lastActivity + idle }
+            if let quitAfterEOF, let ended = snapshot.stdinEndedAt {
+                deadline = min(deadline ?? ended + quitAfterEOF, ended + quitAfterEOF)
+            }
+            guard let deadline else {
+                wake.wait()
+                continue
+            }
+            if ContinuousClock.now >= deadline {
+                if let idle, ContinuousClock.now >= snapshot.lastActivity + idle { end(.idle) } else { end(.done) }
+                continue
+            }
+            _ = wake.wait(timeout: .now() + (deadline - .now).dispatchInterval)
+        }
+    }
+
+    /// The counts so far, read on the socket queue.
+    func summary() -> Counters {
+        socket.perform {
+            flush()
+            return counters
+        }
+    }
+
+    /// A peer's name in messages: its address, or for a Unix peer its path or that it has none.
+    static func name(_ address: SocketAddress) -> String {
+        address.isUnix && address.host.isEmpty ? "an unnamed Unix socket" : address.description
+    }
+}
