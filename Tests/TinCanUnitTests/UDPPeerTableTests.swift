@@ -10,14 +10,15 @@ final class UDPPeerTableTests: XCTestCase {
     private func address(_ port: UInt16, _ host: String = "127.0.0.1") -> SocketAddress { try! SocketAddress(ip: host, port: port) }
 
     func testTheFirstSenderIsTheOnePeerAndOthersAreRefusedEvenAfterItLeaves() {
-        var table = UDPPeerTable<Int>(idle: .seconds(5), limit: 1)
+        var table = UDPPeerTable<Int>.onePeer()
         var made = 0
         XCTAssertEqual(table.heard(address(1), local: address(9, "127.0.0.2"), at: at(0)) { made += 1; return made }, .new)
         XCTAssertEqual(table.heard(address(2), local: nil, at: at(1)) { made += 1; return made }, .refused)
         XCTAssertEqual(table.heard(address(1), local: nil, at: at(2)) { made += 1; return made }, .known)
         XCTAssertEqual(made, 1, "a value is made only for a peer taken")
         XCTAssertEqual(table.peers[address(1)]?.local, address(9, "127.0.0.2"), "a datagram without a destination keeps the one known")
-        XCTAssertEqual(table.expire(at: at(7)).map(\.address), [address(1)])
+        XCTAssertEqual(table.expire(at: at(1_000)).count, 0, "the one peer does not go idle: --idle-timeout ends the session instead")
+        XCTAssertEqual(table.remove(address(1))?.value, 1)
         XCTAssertEqual(table.heard(address(2), local: nil, at: at(8)) { 0 }, .refused, "the one peer stays chosen")
         XCTAssertEqual(table.heard(address(1), local: nil, at: at(8)) { 0 }, .new, "it may come back")
     }
@@ -33,6 +34,15 @@ final class UDPPeerTableTests: XCTestCase {
         XCTAssertEqual(table.expire(at: at(10)).map(\.value), ["a"])
         XCTAssertEqual(table.heard(address(3), local: nil, at: at(11)) { "c" }, .new)
         XCTAssertEqual(table.count, 2)
+    }
+
+    /// --max-conns 1 is not the one-peer mode: another peer is taken once the first has gone.
+    func testALimitOfOneTakesANewcomerOnceThePeerWentIdle() {
+        var table = UDPPeerTable<Int>(idle: .seconds(1), limit: 1)
+        XCTAssertEqual(table.heard(address(1), local: nil, at: at(0)) { 1 }, .new)
+        XCTAssertEqual(table.heard(address(2), local: nil, at: at(0.5)) { 2 }, .refused)
+        XCTAssertEqual(table.expire(at: at(1)).map(\.value), [1])
+        XCTAssertEqual(table.heard(address(2), local: nil, at: at(1.5)) { 2 }, .new)
     }
 
     func testSendingCountsAsActivity() {

@@ -33,7 +33,7 @@ extension OptionTable {
     public static let udpSend = CommandSpec(
         name: "udp-send",
         summary: "send datagrams from stdin or --message to a UDP host and port",
-        synopsis: ["[options] HOST PORT"],
+        synopsis: ["[options] HOST PORT", "[options] --unix PATH"],
         description: """
             Sends datagrams to HOST on PORT: one per line of stdin (its newline included, as nc \
             -u sends them; --strip-newline leaves it out), fixed-size chunks of stdin (--chunk), \
@@ -69,13 +69,14 @@ extension OptionTable {
             ("printf '\\x1b%47s' | tr ' ' '\\0' | tincan udp-send --whole -W 2s -f hex ntp.example 123", "Probe an NTP server by hand."),
             ("tincan udp-send --interface eth0 --ttl 2 -m hello 239.1.2.3 5000", "Send to a multicast group through eth0."),
             ("tincan udp-send -b -m wake 198.18.0.255 9", "Broadcast on a subnet."),
+            ("tincan udp-send --unix /dev/log -m '<13>tincan: hello'", "Log a line through the local syslog socket (Unix datagrams)."),
         ],
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
         name: "udp-recv",
         summary: "receive UDP datagrams and print them",
-        synopsis: ["[options] [ADDR] PORT"],
+        synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH"],
         description: """
             Binds PORT (IPv4 and IPv6 unless told -4, -6 or given an ADDR) and prints every \
             datagram that arrives on stdout, raw by default. -v also shows each sender and the \
@@ -93,7 +94,8 @@ extension OptionTable {
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),
-            ("tincan udp-recv --echo 7007", "A UDP echo server."),
+            ("tincan udp-recv --echo 7007", "A UDP echo server, answering from the address each datagram was sent to."),
+            ("tincan udp-recv --unix /tmp/app.dgram", "Print what is sent to a Unix datagram socket (removed on exit)."),
         ],
         run: { try UDPReceiveCommand($0).run() })
 

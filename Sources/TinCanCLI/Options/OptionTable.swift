@@ -103,8 +103,8 @@ public enum OptionTable {
 
     public static let connect = CommandSpec(
         name: "connect",
-        summary: "connect to a TCP or Unix socket and pipe stdin/stdout over it",
-        synopsis: ["[options] HOST PORT", "[options] --unix PATH"],
+        summary: "connect to a TCP, UDP or Unix socket and pipe stdin/stdout over it",
+        synopsis: ["[options] HOST PORT", "[options] --unix PATH", "[options] -u HOST PORT", "[options] -z [-u] HOST PORTS..."],
         description: """
             Connects to HOST on PORT (racing IPv6 and IPv4 as RFC 8305 says, so a broken address \
             family costs a quarter of a second) and copies stdin to the connection and the \
@@ -113,7 +113,8 @@ public enum OptionTable {
             sends everything stdin has, however long it pauses (only -q, -w or a terminal on stdin \
             end it sooner). It exits 0 only when every byte from stdin was acknowledged by the peer \
             and every byte received reached stdout; otherwise the exit code and one line on stderr \
-            say what was lost and why.
+            say what was lost and why. With -u it speaks UDP as nc -u does: each line of stdin a \
+            datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
         options: [help, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
@@ -130,6 +131,8 @@ public enum OptionTable {
             ("tincan connect --sh-exec 'printf \"QUIT\\r\\n\"; cat >&2' mail.example 25", "Hand the connection to a program (ncat's -e, socat's EXEC): its stdout goes to the server, the server's replies to its stdin."),
             ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
+            ("printf 'ping\\n' | tincan connect -u -w 1s 127.0.0.1 7007", "UDP as nc -u: send a line, print the replies, quit 1 s after the last."),
+            ("tincan connect -z -u -v 127.0.0.1 53,123,161", "Probe UDP ports: closed (ICMP port unreachable), open (a reply) or open|filtered."),
             ("tincan connect --json --timing example.org 80 </dev/null", "Events as JSON lines and a timing summary on stderr."),
             ("tincan connect --proxy socks5h://127.0.0.1:1080 example.org 80", "Through a SOCKS5 proxy that resolves the name (ssh -D, tor, microsocks)."),
             ("tincan connect --proxy socks5://127.0.0.1:1080 example.org 80", "SOCKS5 with the name resolved here: the address goes on the wire."),
@@ -150,8 +153,8 @@ public enum OptionTable {
 
     public static let listen = CommandSpec(
         name: "listen",
-        summary: "accept TCP or Unix connections and pipe stdin/stdout over them",
-        synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH"],
+        summary: "accept TCP, UDP or Unix connections and pipe stdin/stdout over them",
+        synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH", "[options] -u [-k] [ADDR] PORT"],
         description: """
             Listens on PORT (IPv4 and IPv6 unless told -4, -6 or given an ADDR), accepts one \
             connection and then behaves like connect. With -k it accepts many, concurrently: \
@@ -161,7 +164,9 @@ public enum OptionTable {
             another. With --forward each client is relayed to a new upstream connection \
             (socat's TCP-LISTEN,fork): TLS may be taken off at the listener (--tls), put on \
             towards the upstream (--forward-tls), or both, and the upstream may be told who \
-            the client is with the PROXY protocol.
+            the client is with the PROXY protocol. With -u it listens for datagrams: the first \
+            sender is the peer (as nc -u -l), or with -k every sender is, each with its own \
+            program under --exec.
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),
@@ -220,6 +225,10 @@ public enum OptionTable {
             ("tincan listen -k 127.0.0.1 5432 --forward db.example:5432 --forward-tls --forward-ca ca.pem", "TLS origination: plain local clients, a verified TLS connection to the server."),
             ("tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2", "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
+            ("tincan listen -u 9000", "Talk UDP with the first peer that sends, as nc -u -l."),
+            ("tincan listen -u -k -f json 127.0.0.1 5514", "Collect datagrams from many peers, each line of JSON naming its sender."),
+            ("tincan listen -u -k --exec /bin/cat 7007", "A UDP echo server: a program per peer, ended when the peer is quiet for 60 s."),
+            ("tincan listen -u --unix /tmp/dgram.sock", "Unix datagrams, answering a client that bound its own path (nc -uU)."),
         ],
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 

@@ -29,15 +29,30 @@ struct UDPPeerTable<Value> {
 
     /// How long a quiet peer stays (nil: for ever).
     let idle: Duration?
-    /// The most peers at once (1: the one-peer mode).
+    /// The most peers at once.
     let limit: Int
+    /// The one-peer mode: the first sender is the only one ever taken.
+    let onePeer: Bool
     private(set) var peers: [SocketAddress: Peer] = [:]
-    /// Set once the one peer is chosen (limit 1): nobody else is taken, even after it left.
+    /// Set once the one peer is chosen (one-peer mode): nobody else is taken, even after it left.
     private(set) var chosen: SocketAddress?
 
+    /// Many peers, at most `limit` at once, each leaving after `idle` without a datagram.
     init(idle: Duration?, limit: Int) {
         self.idle = idle
         self.limit = max(1, limit)
+        onePeer = false
+    }
+
+    /// The one-peer mode: the first sender, for good.
+    static func onePeer() -> UDPPeerTable {
+        UDPPeerTable(idle: nil, limit: 1, onePeer: true)
+    }
+
+    private init(idle: Duration?, limit: Int, onePeer: Bool) {
+        self.idle = idle
+        self.limit = limit
+        self.onePeer = onePeer
     }
 
     var count: Int { peers.count }
@@ -52,10 +67,10 @@ struct UDPPeerTable<Value> {
             peers[address] = peer
             return .known
         }
-        if limit == 1, let chosen, chosen != address { return .refused }
+        if onePeer, let chosen, chosen != address { return .refused }
         guard peers.count < limit else { return .refused }
         peers[address] = Peer(address: address, local: local, lastActive: now, value: make())
-        if limit == 1 { chosen = address }
+        if onePeer { chosen = address }
         return .new
     }
 

@@ -75,7 +75,7 @@ final class UDPListener: @unchecked Sendable {
         self.printer = printer
         self.filter = filter
         if case .onePeer = mode {
-            table = UDPPeerTable(idle: nil, limit: 1)
+            table = .onePeer()
         } else {
             table = UDPPeerTable(idle: idle, limit: limit)
         }
