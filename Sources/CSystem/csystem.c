@@ -139,6 +139,16 @@ int csystem_set_multicast_all(int fd, int ipv6, int on) {
                 : setsockopt(fd, IPPROTO_IP, IP_MULTICAST_ALL, &on, sizeof(on));
 }
 
+/// One control message of `length` bytes at the start of `header`'s control buffer.
+static void put_control(struct msghdr *header, int level, int type, const void *data, size_t length) {
+    header->msg_controllen = CMSG_SPACE(length);
+    struct cmsghdr *c = CMSG_FIRSTHDR(header);
+    c->cmsg_level = level;
+    c->cmsg_type = type;
+    c->cmsg_len = CMSG_LEN(length);
+    memcpy(CMSG_DATA(c), data, length);
+}
+
 long csystem_send_from(int fd, const void *buffer, unsigned long length, const void *destination,
                        unsigned int destination_length, const void *source, unsigned int source_length) {
     struct iovec vector = { .iov_base = (void *)buffer, .iov_len = length };
@@ -146,28 +156,18 @@ long csystem_send_from(int fd, const void *buffer, unsigned long length, const v
     memset(&control, 0, sizeof(control));
     struct msghdr header = {
         .msg_name = (void *)destination, .msg_namelen = destination == NULL ? 0 : destination_length,
-        .msg_iov = &vector, .msg_iovlen = 1,
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.bytes,
     };
     int family = source == NULL ? AF_UNSPEC : ((const struct sockaddr *)source)->sa_family;
     if (family == AF_INET && source_length >= sizeof(struct sockaddr_in)) {
         struct in_pktinfo info = { .ipi_ifindex = 0, .ipi_spec_dst = ((const struct sockaddr_in *)source)->sin_addr };
-        header.msg_control = control.bytes;
-        header.msg_controllen = CMSG_SPACE(sizeof(info));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&header);
-        c->cmsg_level = IPPROTO_IP;
-        c->cmsg_type = IP_PKTINFO;
-        c->cmsg_len = CMSG_LEN(sizeof(info));
-        memcpy(CMSG_DATA(c), &info, sizeof(info));
+        put_control(&header, IPPROTO_IP, IP_PKTINFO, &info, sizeof(info));
     } else if (family == AF_INET6 && source_length >= sizeof(struct sockaddr_in6)) {
         const struct sockaddr_in6 *from = (const struct sockaddr_in6 *)source;
         struct in6_pktinfo info = { .ipi6_addr = from->sin6_addr, .ipi6_ifindex = from->sin6_scope_id };
-        header.msg_control = control.bytes;
-        header.msg_controllen = CMSG_SPACE(sizeof(info));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&header);
-        c->cmsg_level = IPPROTO_IPV6;
-        c->cmsg_type = IPV6_PKTINFO;
-        c->cmsg_len = CMSG_LEN(sizeof(info));
-        memcpy(CMSG_DATA(c), &info, sizeof(info));
+        put_control(&header, IPPROTO_IPV6, IPV6_PKTINFO, &info, sizeof(info));
+    } else {
+        header.msg_control = NULL;
     }
     return (long)sendmsg(fd, &header, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
