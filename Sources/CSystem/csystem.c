@@ -36,6 +36,7 @@ int csystem_set_pipe_size(int fd, int size) {
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -48,7 +49,7 @@ int csystem_receive_datagrams(int fd, struct csystem_datagram *slots, unsigned i
     if (count == 0) return 0;
     struct mmsghdr messages[CSYSTEM_MAX_BATCH];
     struct iovec vectors[CSYSTEM_MAX_BATCH];
-    union { struct cmsghdr align; char bytes[CMSG_SPACE(sizeof(struct in6_pktinfo))]; } control[CSYSTEM_MAX_BATCH];
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(uint32_t))]; } control[CSYSTEM_MAX_BATCH];
     struct sockaddr_storage sources[CSYSTEM_MAX_BATCH];
     memset(messages, 0, sizeof(struct mmsghdr) * count);
     for (unsigned int i = 0; i < count; i++) {
@@ -75,7 +76,15 @@ int csystem_receive_datagrams(int fd, struct csystem_datagram *slots, unsigned i
         memcpy(slot->source, &sources[i], slot->source_length);
         slot->destination_length = 0;
         slot->interface_index = 0;
+        slot->drops_known = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(header); c != NULL; c = CMSG_NXTHDR(header, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+                uint32_t drops;
+                memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+                slot->drops = drops;
+                slot->drops_known = 1;
+                continue;
+            }
             if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
                 struct in_pktinfo info;
                 memcpy(&info, CMSG_DATA(c), sizeof(info));
@@ -175,4 +184,9 @@ long csystem_send_from(int fd, const void *buffer, unsigned long length, const v
 int csystem_bind_unix_automatic(int fd) {
     sa_family_t family = AF_UNIX;
     return bind(fd, (const struct sockaddr *)&family, sizeof(family));
+}
+
+int csystem_enable_drop_count(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
 }

@@ -132,6 +132,40 @@ final class UDPReplyAndUnixTests: XCTestCase {
         XCTAssertEqual(clientEvents.waitForDatagrams(1)[0].data, [4])
     }
 
+    /// Datagrams the kernel drops on a full receive buffer are counted (SO_RXQ_OVFL): the next
+    /// datagram read carries the total, and with what arrived it accounts for every one sent.
+    func testTheKernelsDropsAreCountedOnTheDatagramsThatFollow() throws {
+        var received = 0
+        var drops: UInt32 = 0
+        let done = DispatchSemaphore(value: 0)
+        let receiver = AsyncUDPSocket()
+        receiver.isIPv6Enabled = false
+        try receiver.bind(to: SocketAddress(ip: "127.0.0.1", port: 0))
+        receiver.setReceiveBufferSize(1)  // the kernel's minimum: a few datagrams
+        let sender = try Syscall.socket(.ipv4, .datagram)
+        defer { Syscall.close(sender) }
+        let target = SocketAddress.loopbackIPv4(port: receiver.localPort)
+        let payload = [UInt8](repeating: 7, count: 1000)
+        for _ in 0..<200 {
+            _ = try payload.withUnsafeBytes { raw in try Syscall.send(sender, from: raw, to: target) }
+        }
+        let drained = DispatchSemaphore(value: 0)
+        try receiver.beginReceivingInPlace({ view in
+            received += 1
+            if let count = view.kernelDrops { drops = max(drops, count) }
+            if view.bytes.count == 1 { done.signal() }
+        }, batchEnd: { drained.signal() })
+        XCTAssertEqual(drained.wait(timeout: .now() + 10), .success)
+        // The buffer is drained now; one more datagram carries the count.
+        let last: [UInt8] = [1]
+        _ = try last.withUnsafeBytes { raw in try Syscall.send(sender, from: raw, to: target) }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        let (got, dropped) = receiver.perform { (received, drops) }
+        XCTAssertGreaterThan(dropped, 0, "a tiny buffer overflowed")
+        XCTAssertEqual(got + Int(dropped), 201, "every datagram sent arrived or was counted as dropped")
+        receiver.close()
+    }
+
     /// Each write on a SOCK_SEQPACKET pair is read as one record, however many are waiting.
     func testASeqPacketPairKeepsEachWriteApart() throws {
         let (a, b) = try Syscall.socketPair(.seqPacket, nonBlocking: true)

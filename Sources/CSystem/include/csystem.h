@@ -41,6 +41,10 @@ struct csystem_datagram {
     unsigned int destination_length;
     /// Out: the interface it arrived on (0 when unknown).
     unsigned int interface_index;
+    /// Out: how many datagrams the kernel had dropped on this socket so far (its receive buffer
+    /// was full), from SO_RXQ_OVFL; `drops_known` is 0 when the kernel did not say.
+    unsigned int drops;
+    int drops_known;
 };
 
 /// The most slots one csystem_receive_datagrams call fills.
@@ -62,6 +66,10 @@ int csystem_set_multicast_interface(int fd, int ipv6, unsigned int interface_ind
 
 /// Asks for the destination address of each datagram (IP_PKTINFO / IPV6_RECVPKTINFO).
 int csystem_enable_packet_info(int fd, int ipv6);
+
+/// SO_RXQ_OVFL: each received datagram carries the count of datagrams the kernel dropped on
+/// this socket because its receive buffer was full.
+int csystem_enable_drop_count(int fd);
 
 /// IP_MULTICAST_ALL / IPV6_MULTICAST_ALL: with `on` 0, a socket receives only the groups it
 /// joined itself, not every group some socket on the host joined for its port.

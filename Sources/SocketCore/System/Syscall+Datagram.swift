@@ -136,6 +136,12 @@ extension Syscall {
         try retrying(ipv6 ? "IPV6_RECVPKTINFO" : "IP_PKTINFO") { csystem_enable_packet_info(fd, ipv6 ? 1 : 0) }
     }
 
+    /// Ask for the kernel's count of datagrams it dropped on this socket (SO_RXQ_OVFL), carried
+    /// with each datagram received.
+    public static func enableDropCount(_ fd: Int32) throws(SystemError) {
+        try retrying("SO_RXQ_OVFL") { csystem_enable_drop_count(fd) }
+    }
+
     /// Receive only the groups this socket joined (`on` false), not all joined on the host.
     public static func setMulticastAll(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
         try retrying(ipv6 ? "IPV6_MULTICAST_ALL" : "IP_MULTICAST_ALL") { csystem_set_multicast_all(fd, ipv6 ? 1 : 0, on ? 1 : 0) }

@@ -18,6 +18,7 @@ extension AsyncUDPSocket {
         let fd: Int32
         do {
             fd = try Syscall.socket(family, .datagram) { fd throws(SystemError) in
+                try Syscall.enableDropCount(fd)
                 if family == .unix {
                     if let bytes = settings.receiveBufferSize { Syscall.setReceiveBufferSize(fd, bytes) }
                     return

@@ -35,6 +35,10 @@ public struct DatagramView {
     public let interfaceIndex: UInt32?
     /// The full length on the wire.
     public let length: Int
+    /// How many datagrams the kernel had dropped on this socket by the time this one arrived
+    /// (its receive buffer was full: SO_RXQ_OVFL), if it said. A count since the socket was
+    /// made, so the last datagram's figure is the total so far.
+    public let kernelDrops: UInt32?
 
     /// True when the datagram was larger than the maximum receive size and was cut.
     public var isTruncated: Bool { length > bytes.count }

@@ -47,6 +47,6 @@ final class DatagramSlots {
             bytes: UnsafeRawBufferPointer(start: record.buffer, count: min(length, capacity)),
             source: source, destination: destination,
             interfaceIndex: record.interface_index == 0 ? nil : record.interface_index,
-            length: length)
+            length: length, kernelDrops: record.drops_known == 0 ? nil : record.drops)
     }
 }

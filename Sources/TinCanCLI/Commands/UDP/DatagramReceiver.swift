@@ -17,6 +17,8 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     private struct State: Sendable {
         var received = 0
+        /// What the kernel dropped on this socket (receive buffer full), by its own count.
+        var kernelDrops: UInt32 = 0
         var lastActivity = ContinuousClock.now
         var complete = false
         var failure: UDPSocketError?
@@ -52,6 +54,8 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     /// Datagrams printed so far.
     var received: Int { state.withLock { $0.received } }
+    /// Datagrams the kernel dropped before they could be read, as far as it has said.
+    var kernelDrops: UInt32 { state.withLock { $0.kernelDrops } }
 
     /// Starts printing.
     func start() throws(UDPSocketError) {
@@ -86,6 +90,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         observer?(Array(view.bytes))
         let complete = state.withLock { state -> Bool in
             state.received += 1
+            if let drops = view.kernelDrops { state.kernelDrops = max(state.kernelDrops, drops) }
             state.lastActivity = .now
             if let limit, state.received >= limit { state.complete = true }
             return state.complete

@@ -41,6 +41,9 @@ struct ReceiveSettings {
         }
         let outcome = receiver.wait(idle: timeout)
         receiver.closeWhenSent()
+        if receiver.kernelDrops > 0 {
+            Console.note("the kernel dropped \(receiver.kernelDrops) datagrams on \(what) before they could be read (its receive buffer was full; try a larger --rcvbuf)")
+        }
         switch outcome {
         case .complete, .deadline:  // no deadline of ours is given
             Console.note("received \(receiver.received) datagram(s)", level: 1)

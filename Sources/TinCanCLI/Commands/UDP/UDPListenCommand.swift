@@ -105,7 +105,10 @@ struct UDPListenCommand {
         if counters.dropped > 0 { summary += "; dropped \(counters.dropped) from others" }
         if case .programs = mode { summary += "; \(counters.programs) programs" }
         if counters.notTaken > 0 { summary += "; \(counters.notTaken) reached a program that had closed its input" }
-        Console.note(summary, level: 1)
+        if counters.kernelDrops > 0 {
+            summary += "; the kernel dropped \(counters.kernelDrops) before they could be read (its receive buffer was full)"
+        }
+        Console.note(summary, level: counters.kernelDrops > 0 ? 0 : 1)
         switch end {
         case .done: return
         case .idle: throw CommandError("no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); \(summary)", code: .timeout)

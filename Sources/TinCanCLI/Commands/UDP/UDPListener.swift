@@ -42,6 +42,8 @@ final class UDPListener: @unchecked Sendable {
         var programs = 0
         /// Reached a program that had already closed its input.
         var notTaken = 0
+        /// Dropped by the kernel before they could be read (receive buffer full), by its count.
+        var kernelDrops: UInt32 = 0
     }
 
     private struct Shared {
@@ -91,6 +93,7 @@ final class UDPListener: @unchecked Sendable {
     // MARK: Receiving (socket queue)
 
     private func handle(_ view: DatagramView) {
+        if let drops = view.kernelDrops { counters.kernelDrops = max(counters.kernelDrops, drops) }
         if let reason = filter.refusal(for: view.source) { return drop(view, because: reason) }
         let now = ContinuousClock.now
         var failure: CommandError?
