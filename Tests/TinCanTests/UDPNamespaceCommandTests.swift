@@ -30,6 +30,44 @@ final class UDPNamespaceCommandTests: XCTestCase {
         try inNetwork { try broadcastWithPermission() }
     }
 
+    func testRepliesLeaveFromTheAddressEachPeerSentTo() throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(extra: ["198.18.0.3", "2001:db8::3"])) {
+            try repliesLeaveFromTheAddressEachPeerSentTo()
+        }
+    }
+
+    /// A listener bound to every address, with two addresses of each family on one interface:
+    /// clients connected to the second address (so they hear nothing from the first) get their
+    /// echoes, from `udp-recv --echo`, from `listen -u` and from a program per peer. Without
+    /// IP_PKTINFO on the reply the kernel would answer from the first address.
+    func repliesLeaveFromTheAddressEachPeerSentTo() throws {
+        let client = """
+            import socket, sys
+            port = int(sys.argv[1])
+            for family, here, there in ((socket.AF_INET, '198.18.0.1', '198.18.0.3'), (socket.AF_INET6, '2001:db8::2', '2001:db8::3')):
+                s = socket.socket(family, socket.SOCK_DGRAM)
+                s.bind((here, 0))
+                s.connect((there, port))
+                s.settimeout(10)
+                s.send(there.encode())
+                data, peer = s.recvfrom(100)
+                print(data.decode(), peer[0])
+            """
+        let expected = "198.18.0.3 198.18.0.3\n2001:db8::3 2001:db8::3\n"
+        for (name, arguments) in [("udp-recv --echo", ["udp-recv", "--echo", "-t", "20s"]),
+                                  ("listen -u -k --exec cat", ["listen", "-u", "-k", "--exec", "/bin/cat"])] {
+            let port: UInt16 = 46_100
+            let server = try Tool(arguments + [String(port)])
+            defer { server.stop() }
+            waitForUDPReceiver(port: port)
+            let peers = try Tool(["python3", "-c", client, String(port)], program: "/usr/bin/env")
+            defer { peers.stop() }
+            XCTAssertEqual(peers.wait(), 0, "\(name): " + peers.stderrText + server.stderrText)
+            XCTAssertEqual(peers.stdoutText, expected, name)
+            server.stop()
+        }
+    }
+
     /// Starts join-group and waits until the kernel lists `users` members of `group`.
     private func joinGroup(_ arguments: [String], port: UInt16, group: String, users: Int = 1) throws -> Tool {
         let tool = try Tool(["join-group", "-v"] + arguments + [String(port)])

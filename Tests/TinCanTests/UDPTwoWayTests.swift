@@ -323,6 +323,14 @@ final class UDPTwoWayTests: XCTestCase {
         XCTAssertEqual(listener.wait(), 0, listener.stderrText)
         XCTAssertFalse(FileManager.default.fileExists(atPath: listenPath), "the socket file is removed on exit")
 
+        // Ended by a signal, a listener still removes its socket file.
+        let signalled = try Tool(["listen", "-u", "--unix", listenPath])
+        defer { signalled.stop() }
+        waitUntil("the socket file again") { FileManager.default.fileExists(atPath: listenPath) }
+        signalled.signal(SIGINT)
+        XCTAssertEqual(signalled.wait(), 128 + SIGINT)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: listenPath), "removed after SIGINT too")
+
         let name = "@tincan-dgram-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let abstract = try Tool(["udp-recv", "-n", "1", "-t", "20s", "--unix", name])
         defer { abstract.stop() }
