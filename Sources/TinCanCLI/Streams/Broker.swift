@@ -40,6 +40,9 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private func join(_ socket: AsyncSocket) {
         let id = ObjectIdentifier(socket)
         clients[id] = socket
+        // The hub closes a client at its end of stream itself (``socketDidCloseReadStream(_:)``),
+        // after freeing its place under --max-conns.
+        socket.autoDisconnectOnClosedReadStream = false
         socket.setDelegate(self, delegateQueue: queue)
         if sharing == .chat {
             let user = nextUser
@@ -131,9 +134,11 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
 
     /// A connection taken by ``take(_:from:)`` that ended before it became a client.
     private func end(_ fd: Int32, note: String) {
+        // The place is free before the close the peer may be waiting for, so a client that
+        // connects again at once is not refused under --max-conns.
+        gate.closed()
         Syscall.close(fd)
         Console.note(note, level: 1)
-        gate.closed()
     }
 
     /// Reads a taken connection gets before it is adopted (a busy one then waits like others).
@@ -143,17 +148,28 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
 
     deinit { scratch.deallocate() }
 
+    /// A client ended its stream: it leaves the hub (its place freed) before its socket
+    /// closes, so the close it waits for comes after the room for its next connection.
+    func socketDidCloseReadStream(_ sock: AsyncSocket) {
+        leave(sock, note: "\(AsyncSocketError.closedByPeer)")
+        sock.disconnect()
+    }
+
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
+        leave(sock, note: "\(error.map { "\($0)" } ?? "connection closed")")
+    }
+
+    /// A client is gone: announced (--chat), noted, and its place under --max-conns freed.
+    private func leave(_ sock: AsyncSocket, note: String) {
         let id = ObjectIdentifier(sock)
-        if clients.removeValue(forKey: id) != nil {
-            if var chatter = chatters.removeValue(forKey: id) {
-                let rest = chatter.lines.flush()
-                if !rest.isEmpty { announce(String(decoding: rest, as: UTF8.self), except: id) }
-                announce("<announce> \(chatter.name) is disconnected.\n", except: id)
-            }
-            Console.note("\(error.map { "\($0)" } ?? "connection closed")", level: 1)
-            gate.closed()
+        guard clients.removeValue(forKey: id) != nil else { return }
+        if var chatter = chatters.removeValue(forKey: id) {
+            let rest = chatter.lines.flush()
+            if !rest.isEmpty { announce(String(decoding: rest, as: UTF8.self), except: id) }
+            announce("<announce> \(chatter.name) is disconnected.\n", except: id)
         }
+        Console.note(note, level: 1)
+        gate.closed()
     }
 
     /// Reads stdin on its own thread and sends each chunk to every client.
