@@ -12,9 +12,8 @@ enum NetcatHabits {
 
     static let table: [Habit] = [
         Habit(option: "-l", commands: nil, hint: "to listen, use 'tincan listen PORT'"),
-        Habit(option: "-u", commands: ["connect"], hint: "for UDP use 'tincan udp-send HOST PORT' (and 'tincan udp-recv PORT' to receive)"),
-        Habit(option: "-u", commands: ["listen"], hint: "for UDP use 'tincan udp-recv PORT' (and 'tincan udp-send HOST PORT' to send)"),
-        Habit(option: "--udp", commands: nil, hint: "for UDP use 'tincan udp-send HOST PORT' or 'tincan udp-recv PORT'"),
+        Habit(option: "-u", commands: ["tls"], hint: "for UDP use 'tincan connect -u HOST PORT' (TLS is for TCP here)"),
+        Habit(option: "--udp", commands: nil, hint: "for UDP use 'tincan connect -u HOST PORT' or 'tincan listen -u PORT'"),
         Habit(option: "-N", commands: ["connect", "listen", "tls"], hint: "not needed: tincan half-closes at the end of stdin by default (--no-shutdown keeps the connection open)"),
         Habit(option: "-C", commands: ["connect", "listen", "tls"], hint: "use --crlf to send CRLF line endings"),
         Habit(option: "--ssl", commands: ["connect", "listen"], hint: "use --tls (or 'tincan tls HOST PORT' for a client that shows the session)"),
@@ -33,8 +32,8 @@ enum NetcatHabits {
         Habit(option: "-i", commands: ["connect", "listen", "tls"], hint: "not supported: stdin is sent as it comes; to pace datagrams use 'tincan udp-send --interval'"),
         Habit(option: "-t", commands: nil, hint: "not supported: tincan does not answer telnet negotiation"),
         Habit(option: "--telnet", commands: nil, hint: "not supported: tincan does not answer telnet negotiation"),
-        Habit(option: "--chat", commands: nil, hint: "not supported yet: 'tincan listen -k PORT' is a hub (stdin to every client, every client to stdout)"),
-        Habit(option: "--broker", commands: nil, hint: "not supported yet: 'tincan listen -k PORT' is a hub (stdin to every client, every client to stdout)"),
+        Habit(option: "--chat", commands: nil, hint: "a chat room is a listener: 'tincan listen --chat PORT'"),
+        Habit(option: "--broker", commands: nil, hint: "a broker is a listener: 'tincan listen --broker PORT'"),
         Habit(option: "-x", commands: ["listen", "udp-send", "udp-recv", "join-group"], hint: "proxies are for clients: 'tincan connect -x ADDR[:PORT] HOST PORT'"),
         Habit(option: "--proxy", commands: ["udp-send", "udp-recv", "join-group"], hint: "proxies are for TCP: 'tincan connect --proxy URL HOST PORT' (or tls, or listen --forward)"),
         Habit(option: "--proxy-type", commands: nil, hint: "the scheme of --proxy says it: socks4://, socks4a://, socks5://, socks5h:// or http://"),
