@@ -25,7 +25,7 @@ _tincan() {
                 -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -39,7 +39,7 @@ _tincan() {
                 -m|--max-conns|--allow|--deny|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -53,7 +53,7 @@ _tincan() {
                 -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --half-close --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -66,7 +66,7 @@ _tincan() {
                 -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -78,7 +78,7 @@ _tincan() {
                 --max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -90,7 +90,7 @@ _tincan() {
                 --source|--max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -190,3 +190,12 @@ int csystem_enable_drop_count(int fd) {
     int on = 1;
     return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
 }
+
+// scripts/build defines TINCAN_COMMIT (e.g. "3a33ecd1f2b4"); a plain `swift build` does not.
+#ifndef TINCAN_COMMIT
+#define TINCAN_COMMIT "unknown (built without scripts/build)"
+#endif
+
+const char *csystem_build_commit(void) {
+    return TINCAN_COMMIT;
+}

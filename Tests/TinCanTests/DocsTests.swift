@@ -62,7 +62,7 @@ final class DocsTests: XCTestCase {
 
     func testEveryOptionIsDocumentedEverywhere() {
         for command in OptionTable.commands {
-            let help = HelpText.command(command)
+            let help = HelpText.command(command, all: true)
             let man = ManPage.command(command)
             for option in command.options {
                 XCTAssertTrue(help.contains("--\(option.long)"), "help of \(command.name) lacks --\(option.long)")

@@ -86,4 +86,7 @@ long csystem_send_from(int fd, const void *buffer, unsigned long length, const v
 /// five hex digits), so a datagram client can be answered without a file.
 int csystem_bind_unix_automatic(int fd);
 
+/// The git commit this build came from (scripts/build sets it), or "unknown".
+const char *csystem_build_commit(void);
+
 #endif

@@ -21,8 +21,10 @@ public enum CLI {
                 Console.out(HelpText.main())
             case .help(let spec?):
                 Console.out(HelpText.command(spec))
+            case .helpAll(let spec):
+                Console.out(HelpText.command(spec, all: true))
             case .version:
-                Console.out("tincan \(OptionTable.version)\n")
+                Console.out(CLI.versionText())
             case .generateDocs(let directory):
                 try Docs.write(to: directory)
             case .run(let parsed):
@@ -62,5 +64,17 @@ enum Docs {
         } catch {
             throw CommandError("cannot write \(path): \(error.reason)")
         }
+    }
+}
+
+extension CLI {
+    /// `tincan --version`: the version, the commit it was built from, and the OpenSSL that TLS
+    /// uses (loaded for the answer: otherwise it is loaded on first TLS use only).
+    static func versionText() -> String {
+        let openSSL = switch BuildInfo.openSSL() {
+        case .success(let version): version
+        case .failure(let error): "not loadable: \(error); the TLS commands say so and exit 1"
+        }
+        return "tincan \(OptionTable.version)\ncommit: \(BuildInfo.commit)\nopenssl: \(openSSL)\n"
     }
 }

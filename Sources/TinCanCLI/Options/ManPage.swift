@@ -1,7 +1,7 @@
 /// man pages (roff, man macros), generated from ``OptionTable``: `tincan.1` and one page per
 /// subcommand, `tincan-NAME.1`.
 public enum ManPage {
-    static let date = "2026-12-02"
+    static let date = "2026-12-04"
 
     /// File name -> contents.
     public static func all() -> [(name: String, text: String)] {
@@ -32,9 +32,13 @@ public enum ManPage {
         t += ".SH DESCRIPTION\n\(escape(spec.description))\n"
         t += ".SH ARGUMENTS\n"
         for p in spec.positionals { t += ".TP\n.I \(p.name)\n\(escape(p.help))\n" }
-        t += ".SH OPTIONS\n" + options(spec.options)
+        t += ".SH OPTIONS\n"
+        for group in OptionGroup.allCases {
+            let members = spec.options.filter { OptionGroup.of($0.name) == group }
+            if !members.isEmpty { t += ".SS \(escape(group.rawValue.prefix(1).uppercased() + group.rawValue.dropFirst()))\n" + options(members) }
+        }
         if ["connect", "listen", "tls"].contains(spec.name) { t += sessionEnd() }
-        t += exitStatus()
+        t += exitStatus(spec.exitCodes)
         t += ".SH EXAMPLES\n"
         for e in spec.examples {
             t += ".PP\n\(escape(e.explanation))\n.PP\n.RS 4\n.EX\n\(escape(e.command))\n.EE\n.RE\n"
@@ -69,8 +73,8 @@ public enum ManPage {
         return t
     }
 
-    static func exitStatus() -> String {
-        ".SH EXIT STATUS\n" + ExitCode.allCases.map { ".TP\n.B \($0.rawValue)\n\(escape($0.meaning))\n" }.joined()
+    static func exitStatus(_ codes: [ExitCode] = ExitCode.allCases) -> String {
+        ".SH EXIT STATUS\n" + codes.map { ".TP\n.B \($0.rawValue)\n\(escape($0.meaning))\n" }.joined()
             + ".PP\n\(escape(ExitCode.signalNote))\n"
     }
 

@@ -31,6 +31,7 @@ public enum Option: String, CaseIterable, Sendable {
     case forwardUnix = "forward-unix"
     case halfClose = "half-close"
     case help
+    case helpAll = "help-all"
     case hex
     case idleTimeout = "idle-timeout"
     case insecure

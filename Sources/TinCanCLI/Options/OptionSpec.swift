@@ -69,7 +69,13 @@ public struct CommandSpec: Sendable {
     public let description: String
     public let positionals: [PositionalSpec]
     public let options: [OptionSpec]
+    /// The first few are the ones `--help` shows; `--help-all` and the man page show all.
     public let examples: [(command: String, explanation: String)]
+    /// The exit codes the command can return, for its help.
+    public let exitCodes: [ExitCode]
+    /// The options `--help` shows, under their groups (the most used); `--help-all` and the
+    /// man page show every one.
+    public let brief: Set<Option>
     /// What the command does with its parsed arguments (the table row names it, as socat's
     /// address table names each address's open function).
     let run: @Sendable (ParsedArguments) throws -> Void

@@ -44,7 +44,7 @@ extension OptionTable {
             each datagram has had one or the wait runs out.
             """,
         positionals: hostAndPort,
-        options: [help, datagramVerbose] + family + [
+        options: [help, helpAll, datagramVerbose] + family + [
             OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
                 help: "Send to the Unix datagram socket at PATH (or @NAME, abstract) instead of HOST PORT; this end gets a name the kernel picks, so replies can come back."),
             OptionSpec(.message, short: "m", value: .text, valueName: "TEXT", repeatable: true,
@@ -71,6 +71,8 @@ extension OptionTable {
             ("tincan udp-send -b -m wake 198.18.0.255 9", "Broadcast on a subnet."),
             ("tincan udp-send --unix /dev/log -m '<13>tincan: hello'", "Log a line through the local syslog socket (Unix datagrams)."),
         ],
+        exitCodes: [.success, .failure, .usage, .timeout, .expectFailed],
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .broadcast, .ttl, .interface, .source, .message, .lines, .chunk, .whole, .count, .interval, .waitReply, .format, .send, .expect],
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
@@ -87,7 +89,7 @@ extension OptionTable {
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
-        options: [help, datagramVerbose] + family + [
+        options: [help, helpAll, datagramVerbose] + family + [
             OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
                 help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit."),
         ] + datagramOutput + receiving,
@@ -97,6 +99,8 @@ extension OptionTable {
             ("tincan udp-recv --echo 7007", "A UDP echo server, answering from the address each datagram was sent to."),
             ("tincan udp-recv --unix /tmp/app.dgram", "Print what is sent to a Unix datagram socket (removed on exit)."),
         ],
+        exitCodes: [.success, .failure, .usage, .timeout],
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .count, .timeout, .echo, .format, .maxSize],
         run: { try UDPReceiveCommand($0).run() })
 
     public static let joinGroup = CommandSpec(
@@ -114,7 +118,7 @@ extension OptionTable {
             PositionalSpec(name: "GROUP", help: "A multicast address, optionally %INTERFACE for IPv6; several may be given.", optional: false),
             PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services.", optional: false),
         ],
-        options: [help, datagramVerbose] + [
+        options: [help, helpAll, datagramVerbose] + [
             OptionSpec(.interface, value: .interface, valueName: "IF",
                 help: "Join on this interface (default: the group's %scope, else the route for the group)."),
             OptionSpec(.source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
@@ -125,5 +129,7 @@ extension OptionTable {
             ("tincan join-group -v --source 198.18.0.7 232.1.1.1 5000", "Hear one sender only (SSM)."),
             ("tincan join-group ff12::1234%eth0,239.1.2.3 5000", "An IPv6 and an IPv4 group at once."),
         ],
+        exitCodes: [.success, .failure, .usage, .timeout],
+        brief: [.help, .helpAll, .verbose, .interface, .source, .count, .timeout, .echo, .format],
         run: { try JoinGroupCommand($0).run() })
 }

@@ -6,6 +6,7 @@ public enum OptionTable {
     public static let version = "0.2.0"
 
     static let help = OptionSpec(.help, short: "h", help: "Show this help and exit.")
+    static let helpAll = OptionSpec(.helpAll, help: "Show every option with its full help, and every example, and exit.")
     static let verbose = OptionSpec(.verbose, short: "v", repeatable: true,
         help: "Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program's exit.")
 
@@ -117,7 +118,7 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
+        options: [help, helpAll, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
             OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
@@ -142,6 +143,8 @@ public enum OptionTable {
             ("tincan connect -x 127.0.0.1:1080 -X 4 192.0.2.7 22", "OpenBSD nc's way: SOCKS4 (-X 5 is SOCKS5, -X connect HTTP)."),
             ("ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80", "The proxy from the environment, as curl reads it; -v says which was chosen and why."),
         ],
+        exitCodes: ExitCode.allCases,
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .idleTimeout, .crlf, .exec, .shExec, .tls, .ca, .servername, .insecure, .starttls, .send, .expect, .json, .timing, .hex],
         run: { args in
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
@@ -172,7 +175,7 @@ public enum OptionTable {
             PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
-        options: [help, verbose] + family + [
+        options: [help, helpAll, verbose] + family + [
             OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
             OptionSpec(.udp, short: "u", help: "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."),
             OptionSpec(.broker, help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
@@ -230,6 +233,8 @@ public enum OptionTable {
             ("tincan listen -u -k --exec /bin/cat 7007", "A UDP echo server: a program per peer, ended when the peer is quiet for 60 s."),
             ("tincan listen -u --unix /tmp/dgram.sock", "Unix datagrams, answering a client that bound its own path (nc -uU)."),
         ],
+        exitCodes: [.success, .failure, .usage, .timeout, .tlsVerification, .expectFailed, .proxyAuthentication, .proxyRefused, .proxyTargetUnreachable],
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec, .shExec, .tls, .cert, .key, .send, .expect, .json],
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
@@ -244,7 +249,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + probing,
+        options: [help, helpAll, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
@@ -254,6 +259,8 @@ public enum OptionTable {
             ("tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null", "Check a page answers 200 over TLS, and time each phase."),
             ("tincan tls --proxy http://proxy.example:3128 example.org 443", "TLS through an HTTP proxy: the certificate checked is example.org's, not the proxy's."),
         ],
+        exitCodes: ExitCode.allCases,
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect, .json, .timing],
         run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.

@@ -3,6 +3,8 @@ import SocketCore
 /// What the command line asks for.
 public enum Invocation: Sendable {
     case help(CommandSpec?)
+    /// `COMMAND --help-all`: every option in full and every example.
+    case helpAll(CommandSpec)
     case version
     case run(ParsedArguments)
     /// Regenerate man pages and completions into a directory (for maintainers).
@@ -66,6 +68,7 @@ public enum Parser {
             }
             guard let spec = OptionTable.command(named: first) else { throw unknownCommand(first, arguments) }
             let parsed = try parse(Array(arguments.dropFirst()), for: spec)
+            if parsed.has(.helpAll) { return .helpAll(spec) }
             return parsed.has(.help) ? .help(spec) : .run(parsed)
         }
     }

@@ -111,8 +111,9 @@ final class Tool: @unchecked Sendable {
 
     /// Runs to completion: status, stdout, stderr.
     static func run(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30), environment: [String: String]? = nil,
+                    program: String = Tool.tincan,
                     file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
-        let tool = try Tool(arguments, environment: environment)
+        let tool = try Tool(arguments, program: program, environment: environment)
         if let input { tool.send(input) }
         tool.closeInput()
         let status = tool.wait(timeout: timeout, file: file, line: line)

@@ -1,0 +1,30 @@
+/// The headings `--help` sorts a command's options under, in this order. Every option has one
+/// (the switch is exhaustive), so a new option cannot be left out of the help.
+public enum OptionGroup: String, CaseIterable, Sendable {
+    case connection = "connection"
+    case relay = "proxies and relays"
+    case io = "input and output"
+    case tls = "TLS"
+    case scripting = "scripting"
+    case reporting = "reporting"
+
+    public static func of(_ option: Option) -> OptionGroup {
+        switch option {
+        case .ipv4, .ipv6, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .allow, .deny,
+             .zeroIo, .parallel, .broadcast, .ttl:
+            .connection
+        case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
+             .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .broker, .chat:
+            .relay
+        case .quitAfterEof, .idleTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
+             .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format:
+            .io
+        case .tls, .cert, .key, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls:
+            .tls
+        case .send, .expect, .expectTimeout:
+            .scripting
+        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version:
+            .reporting
+        }
+    }
+}
