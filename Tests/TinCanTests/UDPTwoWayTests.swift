@@ -306,6 +306,14 @@ final class UDPTwoWayTests: XCTestCase {
         XCTAssertTrue(receiver.stderrText.contains("4 bytes from @"), receiver.stderrText)
         XCTAssertFalse(FileManager.default.fileExists(atPath: path), "the socket file is removed on exit")
 
+        // SIGTERM ends a receiver cleanly too: exit 143, the socket file gone.
+        let terminated = try Tool(["udp-recv", "--unix", path])
+        defer { terminated.stop() }
+        waitUntil("the socket file for SIGTERM") { FileManager.default.fileExists(atPath: path) }
+        terminated.signal(SIGTERM)
+        XCTAssertEqual(terminated.wait(), 128 + SIGTERM)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "removed after SIGTERM")
+
         let refused = try Tool.run(["udp-send", "-m", "x", "--unix", path])
         XCTAssertEqual(refused.status, 1, refused.err)
 

@@ -10,6 +10,9 @@ enum Interruption {
         func cancel() { sources.forEach { $0.cancel() } }
     }
 
+    /// Install once per run: a second install sets the signals back to ignored, which undoes
+    /// the handler the first source's dispatch registration put in place (the signal is then
+    /// discarded and nothing runs).
     static func install(_ cleanup: @escaping @Sendable () -> Void) -> Handle {
         let handle = Handle()
         for number in [SIGINT, SIGTERM] {

@@ -33,8 +33,10 @@ struct ReceiveSettings {
 
 
     /// Prints until the run ends, then turns its end into success or the error to report.
+    /// A signal closes the socket first, which removes a Unix socket file.
     func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
-        let stop = Interruption.install {}
+        let socket = receiver.socket
+        let stop = Interruption.install { socket.close() }
         defer { stop.cancel() }
         do throws(UDPSocketError) { try receiver.start() } catch {
             throw CommandError("cannot receive on \(what): \(error)")

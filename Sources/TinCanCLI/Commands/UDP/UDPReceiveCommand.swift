@@ -45,9 +45,6 @@ struct UDPReceiveCommand {
         } catch {
             throw CommandError("cannot bind \(unixPath == nil ? "UDP " : "")\(place): \(error.description.replacingAddressInUse)")
         }
-        // A signal closes the socket, which removes a Unix socket file.
-        let stop = Interruption.install { socket.close() }
-        defer { stop.cancel() }
         let bound = unixPath.map { [$0] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("receiving on \(bound.joined(by: " and "))", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
