@@ -24,7 +24,7 @@ final class DocsTests: XCTestCase {
     func testTheReadmesEndOfStreamTableIsTheRules() throws {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         for rule in SessionEnding.rules {
-            XCTAssertTrue(readme.contains("  | \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "README lacks the row for '\(rule.event)'")
+            XCTAssertTrue(readme.contains("\n| \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "README lacks the row for '\(rule.event)'")
         }
     }
 

@@ -19,6 +19,10 @@ public enum ManPage {
         }
         t += ".SH OPTIONS\n" + options(OptionTable.global)
         t += sessionEnd()
+        t += ".SH DETAILS\n"
+        for (topic, paragraphs) in details {
+            t += ".SS \(escape(topic))\n" + paragraphs.map { ".PP\n\(escape($0.replacingAll("`", with: "")))\n" }.joined()
+        }
         t += exitStatus()
         t += ".SH SEE ALSO\n" + OptionTable.commands.map { ".BR tincan\\-\($0.name) (1)," }.joined(separator: "\n")
             + "\n.BR nc (1),\n.BR ncat (1),\n.BR socat (1)\n"
