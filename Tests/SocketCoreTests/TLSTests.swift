@@ -91,6 +91,17 @@ final class TLSTests: XCTestCase {
         }
     }
 
+    /// A negative handshake timeout means none (GCDAsyncSocket's rule), not a deadline past.
+    func testAHandshakeWithANegativeTimeoutCompletes() async throws {
+        let (server, port) = try startServer()
+        defer { stopProcess(server) }
+        let socket = AsyncSocket()
+        try await socket.connect(host: "127.0.0.1", port: port, timeout: .seconds(-1))
+        let info = try await socket.secure(verifying(), timeout: .seconds(-1))
+        XCTAssertTrue(info.verified)
+        socket.disconnect()
+    }
+
     func testVerificationFailures() async throws {
         let (selfSigned, port1) = try startServer(cert: "self")
         defer { stopProcess(selfSigned) }

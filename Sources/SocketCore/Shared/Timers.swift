@@ -20,3 +20,9 @@ extension Duration {
         return .nanoseconds(Int(nanos.partialValue + attoseconds / 1_000_000_000))
     }
 }
+
+extension Optional where Wrapped == Duration {
+    /// A timeout as GCDAsyncSocket reads one: nil or negative means none (a negative duration
+    /// would otherwise be a deadline already past, failing at once).
+    package var asTimeout: Duration? { flatMap { $0 < .zero ? nil : $0 } }
+}

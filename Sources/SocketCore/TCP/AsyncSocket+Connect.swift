@@ -85,7 +85,7 @@ extension AsyncSocket {
                 },
                 onDone: { [weak self] (outcome: Connector.Outcome) in self?.connectFinished(outcome) })
             self.connector = connector
-            if let timeout {
+            if let timeout = timeout.asTimeout {
                 phaseTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
                     self?.connector?.timeOut()
                 }

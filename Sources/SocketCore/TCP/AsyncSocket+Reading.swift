@@ -287,7 +287,7 @@ extension AsyncSocket {
 
     func startReadTimer() {
         cancelReadTimer()
-        guard let packet = currentRead, let timeout = packet.timeout else { return }
+        guard let packet = currentRead, let timeout = packet.timeout.asTimeout else { return }
         readTimer = makeTimer(after: timeout, started: .now) { [weak self] elapsed in
             self?.readTimedOut(elapsed: elapsed)
         }

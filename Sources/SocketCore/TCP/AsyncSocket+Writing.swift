@@ -161,7 +161,7 @@ extension AsyncSocket {
 
     func startWriteTimer() {
         cancelWriteTimer()
-        guard let packet = currentWrite, let timeout = packet.timeout else { return }
+        guard let packet = currentWrite, let timeout = packet.timeout.asTimeout else { return }
         writeTimer = makeTimer(after: timeout, started: .now) { [weak self] elapsed in
             self?.writeTimedOut(elapsed: elapsed)
         }

@@ -4,7 +4,8 @@ import Dispatch
 /// queue reads and writes with tags and timeouts, and hear back through a delegate on its queue.
 ///
 /// All state lives on one serial socket queue; every public method may be called from any thread.
-/// Reads and writes complete in the order they were queued.
+/// Reads and writes complete in the order they were queued. A timeout of `nil`, or a negative
+/// one (GCDAsyncSocket's `-1`), means none: for reads, writes, connects and the TLS handshake.
 ///
 /// ```swift
 /// let socket = AsyncSocket(delegate: handler, delegateQueue: .main)

@@ -56,7 +56,7 @@ public final class TLSStream: @unchecked Sendable {
             if leftoverOffset == leftover.count { leftover = [] }
             return n
         }
-        let deadline = timeout.map { ContinuousClock.now + $0 }
+        let deadline = timeout.asTimeout.map { ContinuousClock.now + $0 }
         var total = 0
         while total < buffer.count {
             let space = UnsafeMutableRawBufferPointer(rebasing: buffer[total...])

@@ -70,7 +70,7 @@ extension AsyncUDPSocket {
         }
         let packet = sendQueue.removeFirst()
         currentSend = packet
-        if let timeout = packet.timeout { startSendTimer(timeout, for: packet) }
+        if let timeout = packet.timeout.asTimeout { startSendTimer(timeout, for: packet) }
         switch packet.destination {
         case .connected:
             guard case .connected = connection else {

@@ -4,6 +4,8 @@ import Dispatch
 /// with tags and timeouts, receive one datagram or continuously, filter both ways, join
 /// multicast groups, broadcast, and learn each datagram's destination address.
 ///
+/// A send's timeout of `nil`, or a negative one (GCDAsyncUdpSocket's `-1`), means none.
+///
 /// A socket holds up to two descriptors, one per address family, created when first needed; all
 /// state lives on one serial socket queue and every method may be called from any thread. After
 /// ``close()`` the same object can be bound or connected again.
