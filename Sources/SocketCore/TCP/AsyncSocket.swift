@@ -17,6 +17,13 @@ import Dispatch
 /// The async/await face (``connect(host:port:interface:timeout:)``, ``read(_:timeout:)``,
 /// ``send(_:timeout:)``, ``connections()``) runs on the same queues and packets.
 public final class AsyncSocket: @unchecked Sendable {
+    /// The separators of GCDAsyncSocket (`CRLFData`, `CRData`, `LFData`, `ZeroData`), for
+    /// ``readData(toSeparator:maxLength:timeout:tag:)``.
+    public static let crlf: [UInt8] = [13, 10]
+    public static let cr: [UInt8] = [13]
+    public static let lf: [UInt8] = [10]
+    public static let zero: [UInt8] = [0]
+
     // @unchecked Sendable: every mutable property below is touched only on `socketQueue`
     // (checked with `assertOnQueue()` at the entry points that rely on it).
 

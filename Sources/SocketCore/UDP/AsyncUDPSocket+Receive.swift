@@ -2,12 +2,13 @@ import Dispatch
 
 // Receiving: one datagram, continuously, in place, through the filter, into the async sequence.
 extension AsyncUDPSocket {
-    /// Receives the next datagram that passes the filter, then stops. Does nothing while
-    /// receiving continuously. The socket must be bound, connected or have sent first.
+    /// Receives the next datagram that passes the filter, then stops. While receiving
+    /// continuously, it switches to one at a time, as GCDAsyncUdpSocket does: the next datagram
+    /// is the last until another call. The socket must be bound, connected or have sent first.
     public func receiveOnce() throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanReceive()
-            if receiveMode == .off { receiveMode = .once }
+            receiveMode = .once
             updateReceiving()
         }
     }

@@ -79,6 +79,7 @@ extension AsyncUDPSocket {
             }
             advance(packet)
         case .address(let address):
+            guard acceptsDestination(address) else { return }
             packet.resolved = address
             advance(packet)
         case .host(let host, let port):
@@ -86,13 +87,24 @@ extension AsyncUDPSocket {
                 guard let self, self.currentSend === packet else { return }
                 switch result {
                 case .success(let addresses):
-                    packet.resolved = addresses.first { self.channel(for: $0.family) != nil || !self.bound } ?? addresses[0]
+                    let chosen = addresses.first { self.channel(for: $0.family) != nil || !self.bound } ?? addresses[0]
+                    guard self.acceptsDestination(chosen) else { return }
+                    packet.resolved = chosen
                     self.advance(packet)
                 case .failure(let error):
                     self.finishCurrent(.failure(error))
                 }
             }
         }
+    }
+
+    /// A connected socket sends only to its peer (GCDAsyncUdpSocket: "cannot be used with a
+    /// connected socket"): a datagram for anywhere else fails the current send, rather than
+    /// going out to a host whose replies the connected socket would never hear.
+    private func acceptsDestination(_ address: SocketAddress) -> Bool {
+        guard case .connected(let peer) = connection, peer != address else { return true }
+        finishCurrent(.failure(.badConfig("the socket is connected to \(peer): it cannot send to \(address); send without a destination, or use an unconnected socket")))
+        return false
     }
 
     /// Runs the send filter if there is one, then sends.

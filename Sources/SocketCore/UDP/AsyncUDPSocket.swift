@@ -230,6 +230,18 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     /// The open descriptors' channels.
     var channels: [UDPChannel] { [channel4, channel6, channelUnix].compactMap { $0 } }
 
+    /// The one descriptor of a socket that uses a single family (IPv4, IPv6 or Unix), or -1 when
+    /// it has none or two (then see ``socket4FD`` and ``socket6FD``). Only on the socket queue.
+    public var socketFD: Int32 {
+        guard queue.isCurrent, channels.count == 1 else { return -1 }
+        return channels[0].fd
+    }
+
+    /// True when the socket has an IPv4 descriptor (bound, connected or sent on IPv4).
+    public var isIPv4: Bool { sync { channel4 != nil } }
+    /// True when the socket has an IPv6 descriptor.
+    public var isIPv6: Bool { sync { channel6 != nil } }
+
     /// The Unix datagram descriptor, -1 if none. Only on the socket queue.
     public var socketUnixFD: Int32 { queue.isCurrent ? channelUnix?.fd ?? -1 : -1 }
 

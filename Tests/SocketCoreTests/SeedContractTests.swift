@@ -1,0 +1,77 @@
+import Dispatch
+import SocketCore
+import XCTest
+
+/// Promises of GCDAsyncSocket and GCDAsyncUdpSocket that ported code relies on.
+final class SeedContractTests: XCTestCase {
+    /// receiveOnce() while receiving continuously switches to one at a time: one datagram, then
+    /// the rest wait in the kernel until asked for.
+    func testReceiveOnceDuringContinuousReceivingSwitchesToOneAtATime() throws {
+        let (receiver, received) = udpSocket()
+        receiver.isIPv6Enabled = false
+        try receiver.bind(port: 0)
+        try receiver.beginReceiving()
+        try receiver.receiveOnce()
+        let sender = try Syscall.socket(.ipv4, .datagram)
+        defer { Syscall.close(sender) }
+        for byte: UInt8 in 1...3 {
+            _ = try [byte].withUnsafeBytes { raw in try Syscall.send(sender, from: raw, to: .loopbackIPv4(port: receiver.localPort)) }
+        }
+        XCTAssertEqual(received.waitForDatagrams(1).map(\.data), [[1]])
+        // The other two are queued in the kernel: a second receiveOnce takes exactly one more.
+        try receiver.receiveOnce()
+        XCTAssertEqual(received.waitForDatagrams(2).map(\.data), [[1], [2]])
+        // A bounded look for a third that must not come: another socket's datagram as the clock.
+        let (clock, clockEvents) = udpSocket()
+        clock.isIPv6Enabled = false
+        try clock.bind(port: 0)
+        try clock.beginReceiving()
+        _ = try [9].withUnsafeBytes { raw in try Syscall.send(sender, from: raw, to: .loopbackIPv4(port: clock.localPort)) }
+        clockEvents.waitForDatagrams(1)
+        XCTAssertEqual(received.datagrams.count, 2, "one at a time: \(received.datagrams.map(\.data))")
+        try receiver.beginReceiving()
+        XCTAssertEqual(received.waitForDatagrams(3).map(\.data), [[1], [2], [3]])
+    }
+
+    /// A connected UDP socket sends only to its peer: another address fails with a clear error,
+    /// the peer's own address is fine, and the socket stays usable.
+    func testAConnectedUDPSocketRefusesAnotherDestination() throws {
+        let (peer, peerEvents) = udpSocket()
+        peer.isIPv6Enabled = false
+        try peer.bind(port: 0)
+        try peer.beginReceiving()
+        let (other, _) = udpSocket()
+        other.isIPv6Enabled = false
+        try other.bind(port: 0)
+        let (client, events) = udpSocket()
+        try client.connect(to: .loopbackIPv4(port: peer.localPort))
+        client.send([1], to: .loopbackIPv4(port: other.localPort), timeout: .seconds(2), tag: 1)
+        events.wait("refused") { $0.contains { if case .notSent(tag: 1, _) = $0 { true } else { false } } }
+        let refusal = events.all.compactMap { if case .notSent(_, let error) = $0 { "\(error)" } else { nil } }.first ?? ""
+        XCTAssertTrue(refusal.contains("cannot send to 127.0.0.1:\(other.localPort)"), refusal)
+        client.send([2], to: .loopbackIPv4(port: peer.localPort), timeout: .seconds(2), tag: 2)
+        client.send([3], timeout: .seconds(2), tag: 3)
+        events.wait("both sent") { $0.contains(.sent(tag: 2)) && $0.contains(.sent(tag: 3)) }
+        XCTAssertEqual(peerEvents.waitForDatagrams(2).map(\.data), [[2], [3]])
+    }
+
+    func testTheSeedsSeparatorsAndTheUDPDescriptorAccessors() throws {
+        XCTAssertEqual(AsyncSocket.crlf, [13, 10])
+        XCTAssertEqual(AsyncSocket.cr, [13])
+        XCTAssertEqual(AsyncSocket.lf, [10])
+        XCTAssertEqual(AsyncSocket.zero, [0])
+        let both = AsyncUDPSocket()
+        try both.bind(port: 0)
+        XCTAssertTrue(both.isIPv4)
+        XCTAssertTrue(both.isIPv6)
+        XCTAssertEqual(both.perform { both.socketFD }, -1, "two descriptors: none is the one")
+        XCTAssertEqual(both.socketFD, -1, "off the socket queue: -1")
+        let one = AsyncUDPSocket()
+        try one.bind(to: SocketAddress(ip: "127.0.0.1", port: 0))
+        XCTAssertTrue(one.isIPv4)
+        XCTAssertFalse(one.isIPv6)
+        let fd = one.perform { one.socketFD }
+        XCTAssertEqual(fd, one.perform { one.socket4FD })
+        XCTAssertGreaterThanOrEqual(fd, 0)
+    }
+}
