@@ -74,4 +74,29 @@ final class SeedContractTests: XCTestCase {
         XCTAssertEqual(fd, one.perform { one.socket4FD })
         XCTAssertGreaterThanOrEqual(fd, 0)
     }
+
+    /// A multicast interface may be given by one of its addresses, as GCDAsyncUdpSocket allows.
+    func testMulticastJoinAndInterfaceTakeAnInterfaceAddress() throws {
+        XCTAssertEqual(Interfaces.index(ofAddress: "127.0.0.1"), Interfaces.index(of: "lo"))
+        XCTAssertEqual(Interfaces.index(ofAddress: "::1"), Interfaces.index(of: "lo"))
+        XCTAssertNil(Interfaces.index(ofAddress: "198.18.255.254"), "an address no interface has")
+        XCTAssertNil(Interfaces.index(ofAddress: "not an address"))
+        let (receiver, received) = udpSocket()
+        receiver.isIPv6Enabled = false
+        try receiver.enableReuseAddress(true)
+        try receiver.bind(port: 0)
+        try receiver.joinMulticastGroup("239.1.2.6", interface: "127.0.0.1")
+        try receiver.beginReceiving()
+        let (sender, sent) = udpSocket()
+        sender.isIPv6Enabled = false
+        try sender.setMulticastInterface("127.0.0.1")
+        sender.send([42], to: try SocketAddress(ip: "239.1.2.6", port: receiver.localPort), timeout: .seconds(2), tag: 1)
+        sent.wait("sent") { $0.contains(.sent(tag: 1)) }
+        let datagram = received.waitForDatagrams(1)[0]
+        XCTAssertEqual(datagram.data, [42])
+        XCTAssertEqual(datagram.destination?.host, "239.1.2.6")
+        XCTAssertThrowsError(try receiver.joinMulticastGroup("239.1.2.7", interface: "198.18.255.254")) { error in
+            XCTAssertTrue("\(error)".contains("no interface has that address"), "\(error)")
+        }
+    }
 }

@@ -125,6 +125,22 @@ final class UDPCommandTests: XCTestCase {
         XCTAssertEqual(recv.wait(), 0, recv.stderrText)
     }
 
+    /// --interface takes an interface's address as well as its name (join-group, udp-send).
+    func testMulticastInterfaceGivenByItsAddress() throws {
+        let port = freeUDPPort()
+        let group = "239.1.2.8"
+        let receiver = try Tool(["join-group", "--interface", "127.0.0.1", "-n", "1", "-t", "20s", group, String(port)])
+        defer { receiver.stop() }
+        waitForUDPReceiver(port: port)
+        let sent = try Tool.run(["udp-send", "--interface", "127.0.0.1", "-m", "by address", group, String(port)])
+        XCTAssertEqual(sent.status, 0, sent.err)
+        XCTAssertEqual(receiver.wait(), 0, receiver.stderrText)
+        XCTAssertEqual(receiver.stdoutText, "by address")
+        let unknown = try Tool.run(["join-group", "--interface", "198.18.255.254", group, String(port)])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.err.contains("no interface has that address"), unknown.err)
+    }
+
     func testTruncatedDatagramsAreReportedAndTheLargestPassWhole() throws {
         let port = freeUDPPort()
         let recv = try receiver(["-4", "--max-size", "10", "-n", "1", "-t", "10s"], port: port)

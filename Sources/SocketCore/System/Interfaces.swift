@@ -51,6 +51,27 @@ public enum Interfaces {
         return index == 0 ? nil : index
     }
 
+    /// The index of the interface that has the local address `ip` (`"127.0.0.1"`, `"fe80::1%eth0"`),
+    /// or `nil` if no interface has it.
+    public static func index(ofAddress ip: String) -> UInt32? {
+        guard let wanted = Resolver.literal(host: ip, port: 0, family: nil)?.first else { return nil }
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var node = list
+        while let entry = node?.pointee {
+            defer { node = entry.ifa_next }
+            guard let addr = entry.ifa_addr, [sa_family_t(AF_INET), sa_family_t(AF_INET6)].contains(addr.pointee.sa_family) else { continue }
+            let length = addr.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+            // Compared without the port, and without the scope unless the wanted address has one.
+            guard let address = SocketAddress(sockaddr: addr, length: length) else { continue }
+            let same = wanted.host.contains("%") ? address.host == wanted.host
+                : address.host.split(separator: "%").first.map(String.init) == wanted.host
+            if same { return index(of: String(cString: entry.ifa_name)) }
+        }
+        return nil
+    }
+
     /// The name of the interface with this index, or the number as text if there is none.
     public static func name(of index: UInt32) -> String { SocketAddress.scopeName(index) }
 }

@@ -57,11 +57,12 @@ extension AsyncUDPSocket {
         return address
     }
 
-    /// The index of an interface given by name or number, or a clear error.
+    /// The index of an interface given by name (`"eth0"`), number, or one of its addresses
+    /// (`"198.18.0.1"`, as GCDAsyncUdpSocket takes an interface), or a clear error.
     static func interfaceIndex(_ name: String) throws(UDPSocketError) -> UInt32 {
         if let number = UInt32(name), number > 0 { return number }
-        guard let index = Interfaces.index(of: name) else { throw .badParam("no network interface named '\(name)'") }
-        return index
+        if let index = Interfaces.index(of: name) ?? Interfaces.index(ofAddress: name) { return index }
+        throw .badParam("no network interface named '\(name)', and no interface has that address")
     }
 
     /// Stores an option for descriptors yet to come and applies it to those open.

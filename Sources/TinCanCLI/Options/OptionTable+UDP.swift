@@ -57,7 +57,7 @@ extension OptionTable {
             OptionSpec(.ttl, value: .integer(1...255), valueName: "N",
                 help: "The TTL (hop limit) of the datagrams; for a multicast group, its multicast TTL (default 1)."),
             OptionSpec(.interface, value: .interface, valueName: "IF",
-                help: "For a multicast group, send through this interface; otherwise send only through it (SO_BINDTODEVICE)."),
+                help: "For a multicast group, send through this interface (a name, or one of its addresses); otherwise send only through it (SO_BINDTODEVICE)."),
             OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
             OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
@@ -120,7 +120,7 @@ extension OptionTable {
         ],
         options: [help, helpAll, datagramVerbose] + [
             OptionSpec(.interface, value: .interface, valueName: "IF",
-                help: "Join on this interface (default: the group's %scope, else the route for the group)."),
+                help: "Join on this interface, a name or one of its addresses (default: the group's %scope, else the route for the group)."),
             OptionSpec(.source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
                 help: "Hear only these senders (source-specific multicast)."),
         ] + datagramOutput + receiving,

@@ -23,8 +23,8 @@ struct JoinGroupCommand {
             }
         }
         interface = args.value(.interface)
-        if let interface, Interfaces.index(of: interface) == nil {
-            throw UsageError("no network interface named '\(interface)'", command: name)
+        if let interface, Interfaces.index(of: interface) == nil, Interfaces.index(ofAddress: interface) == nil {
+            throw UsageError("no network interface named '\(interface)', and no interface has that address", command: name)
         }
         sources = args.list(.source)
         for source in sources where (try? SocketAddress(ip: source, port: 0)) == nil {

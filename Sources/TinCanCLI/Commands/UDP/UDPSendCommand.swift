@@ -47,8 +47,8 @@ struct UDPSendCommand {
         } else {
             source = DatagramSource(mode: framing, input: 0)
         }
-        if let interface = args.value(.interface), Interfaces.index(of: interface) == nil {
-            throw UsageError("no network interface named '\(interface)'", command: name)
+        if let interface = args.value(.interface), Interfaces.index(of: interface) == nil, Interfaces.index(ofAddress: interface) == nil {
+            throw UsageError("no network interface named '\(interface)', and no interface has that address", command: name)
         }
         if let local = args.value(.source) {
             do { _ = try Interfaces.addresses(for: local) } catch {
@@ -79,7 +79,13 @@ struct UDPSendCommand {
         do throws(UDPSocketError) {
             if broadcast { try socket.enableBroadcast(true) }
             if let interface = args.value(.interface) {
-                if destination.isMulticast { try socket.setMulticastInterface(interface) } else { try socket.bindToDevice(interface) }
+                if destination.isMulticast {
+                    try socket.setMulticastInterface(interface)
+                } else {
+                    // SO_BINDTODEVICE takes a name: an interface given by an address is named.
+                    let device = Interfaces.index(of: interface) != nil ? interface : Interfaces.index(ofAddress: interface).map(Interfaces.name(of:)) ?? interface
+                    try socket.bindToDevice(device)
+                }
             }
             if let ttl = args.integer(.ttl) {
                 if destination.isMulticast { try socket.setMulticastTTL(ttl) } else { try socket.setTTL(ttl) }
