@@ -12,6 +12,9 @@
 
 #include "COpenSSL.h"
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +109,7 @@ FORWARD(SSL_CTX *, SSL_CTX_new, (const SSL_METHOD *a0), (a0))
 FORWARD(int, SSL_CTX_set_alpn_protos, (SSL_CTX *a0, const unsigned char *a1, unsigned int a2), (a0, a1, a2))
 FORWARD_VOID(SSL_CTX_set_alpn_select_cb, (SSL_CTX *a0, SSL_CTX_alpn_select_cb_func a1, void *a2), (a0, a1, a2))
 FORWARD(int, SSL_CTX_set_cipher_list, (SSL_CTX *a0, const char *a1), (a0, a1))
+FORWARD_VOID(SSL_CTX_set_keylog_callback, (SSL_CTX *a0, SSL_CTX_keylog_cb_func a1), (a0, a1))
 FORWARD(int, SSL_CTX_set_default_verify_paths, (SSL_CTX *a0), (a0))
 FORWARD_VOID(SSL_CTX_set_verify, (SSL_CTX *a0, int a1, SSL_verify_cb a2), (a0, a1, a2))
 FORWARD(int, SSL_CTX_use_PrivateKey, (SSL_CTX *a0, EVP_PKEY *a1), (a0, a1))
@@ -168,3 +172,40 @@ FORWARD(int, EVP_DigestInit_ex, (EVP_MD_CTX *a0, const EVP_MD *a1, ENGINE *a2), 
 FORWARD(int, EVP_DigestUpdate, (EVP_MD_CTX *a0, const void *a1, size_t a2), (a0, a1, a2))
 FORWARD_VOID(EVP_MD_CTX_free, (EVP_MD_CTX *a0), (a0))
 FORWARD(EVP_MD_CTX *, EVP_MD_CTX_new, (void), ())
+
+// Key logging (NSS key log format, for Wireshark): one file per process, opened once, appended
+// to; OpenSSL hands each line to the callback without its newline.
+static int tincan_keylog_fd = -1;
+static pthread_mutex_t tincan_keylog_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void tincan_keylog_line(const SSL *ssl, const char *line) {
+    (void)ssl;
+    size_t length = strlen(line);
+    char *buffer = malloc(length + 1);
+    if (!buffer) return;
+    memcpy(buffer, line, length);
+    buffer[length] = '\n';
+    pthread_mutex_lock(&tincan_keylog_lock);
+    // One write per line (O_APPEND): lines from two processes sharing a file do not interleave.
+    ssize_t written;
+    do { written = write(tincan_keylog_fd, buffer, length + 1); } while (written == -1 && errno == EINTR);
+    pthread_mutex_unlock(&tincan_keylog_lock);
+    free(buffer);
+}
+
+int tincan_keylog_enable(SSL_CTX *ctx, const char *path) {
+    pthread_mutex_lock(&tincan_keylog_lock);
+    if (tincan_keylog_fd < 0) {
+        int fd;
+        do { fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600); } while (fd == -1 && errno == EINTR);
+        if (fd < 0) {
+            int saved = errno;
+            pthread_mutex_unlock(&tincan_keylog_lock);
+            return saved;
+        }
+        tincan_keylog_fd = fd;
+    }
+    pthread_mutex_unlock(&tincan_keylog_lock);
+    SSL_CTX_set_keylog_callback(ctx, tincan_keylog_line);
+    return 0;
+}

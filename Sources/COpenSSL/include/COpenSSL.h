@@ -13,6 +13,12 @@
 /// this before the first OpenSSL function, and report its error rather than go on.
 const char *tincan_openssl_load(void);
 
+/// Logs the TLS secrets of `ctx`'s sessions to `path` in the NSS key log format (what
+/// SSLKEYLOGFILE means to browsers and curl), for decrypting a capture in Wireshark. The file is
+/// created mode 0600 and appended to; one file per process (the first path given). Returns 0, or
+/// the errno value when the file cannot be opened.
+int tincan_keylog_enable(SSL_CTX *ctx, const char *path);
+
 // OpenSSL spells these as macros, which Swift does not import.
 
 static inline long tincan_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {

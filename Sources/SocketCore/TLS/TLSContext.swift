@@ -59,6 +59,10 @@ public final class TLSContext: @unchecked Sendable {
         if let ciphers = s.cipherList, SSL_CTX_set_cipher_list(ctx, ciphers) != 1 {
             throw .configuration("no usable cipher in '\(ciphers)'")
         }
+        if let path = s.keyLogFile {
+            let code = tincan_keylog_enable(ctx, path)
+            if code != 0 { throw .configuration("cannot open the key log file \(path): \(SystemError.describe(errno: code))") }
+        }
         // Trust anchors, when we verify a peer.
         let verifiesPeer = s.isServer ? s.requireClientCertificate : !s.insecure
         if verifiesPeer {

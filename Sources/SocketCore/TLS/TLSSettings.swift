@@ -35,6 +35,10 @@ public struct TLSSettings: Sendable, Equatable {
     public var pinnedKeys: [String] = []
     /// Server: ask for a client certificate and refuse the handshake without a valid one.
     public var requireClientCertificate = false
+    /// Log the sessions' secrets to this file (NSS key log format, as SSLKEYLOGFILE does for
+    /// browsers and curl), to decrypt a capture in Wireshark: created mode 0600, appended to. One
+    /// file per process: the first path given wins. Anyone who can read it can read the traffic.
+    public var keyLogFile: String?
 
     public init(peerName: String? = nil) {
         self.peerName = peerName

@@ -11,7 +11,13 @@ enum TLSOptions {
         try identity(args, into: &settings)
         settings.alpn = args.list(.alpn)
         settings.pinnedKeys = try pins(args, .pin)
+        settings.keyLogFile = keyLog(args)
         return settings
+    }
+
+    /// --keylog FILE, else the SSLKEYLOGFILE environment variable (as curl and browsers read it).
+    static func keyLog(_ args: ParsedArguments) -> String? {
+        args.value(.keylog) ?? Syscall.environment("SSLKEYLOGFILE").flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Client settings for the upstream of listen --forward-tls: the --forward-* options.
@@ -22,6 +28,7 @@ enum TLSOptions {
         try identity(args, cert: .forwardCert, key: .forwardKey, into: &settings)
         settings.alpn = args.list(.forwardAlpn)
         settings.pinnedKeys = try pins(args, .forwardPin)
+        settings.keyLogFile = keyLog(args)
         return settings
     }
 
@@ -46,6 +53,7 @@ enum TLSOptions {
         settings.requireClientCertificate = args.has(.requireClientCert)
         settings.alpn = args.list(.alpn)
         if settings.requireClientCertificate { try trust(args, into: &settings) }
+        settings.keyLogFile = keyLog(args)
         return settings
     }
 

@@ -42,6 +42,7 @@ public enum Option: String, CaseIterable, Sendable {
     case json
     case keepOpen = "keep-open"
     case key
+    case keylog
     case lines
     case maxConns = "max-conns"
     case maxSize = "max-size"

@@ -43,6 +43,8 @@ public enum OptionTable {
         OptionSpec(.pin, value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
         OptionSpec(.showCert, help: "Print the server's certificate chain (PEM) on stdout and exit."),
+        OptionSpec(.keylog, value: .path, valueName: "FILE",
+            help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
         OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and many proxies (microsocks) close both directions at a half-close; either would drop the reply."),
         OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
@@ -214,6 +216,8 @@ public enum OptionTable {
             OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
             OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
             OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
+            OptionSpec(.keylog, value: .path, valueName: "FILE",
+                help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
         ] + probing + datagramFraming + datagramOutput,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
