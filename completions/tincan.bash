@@ -21,11 +21,13 @@ _tincan() {
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
                 -X|--proxy-type) COMPREPLY=($(compgen -W "4 5 connect" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
+                --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -35,11 +37,13 @@ _tincan() {
                 --forward-unix|--forward-ca|--forward-cert|--forward-key|-U|--unix|--cert|--key|--ca|--keylog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
                 --proxy-protocol) COMPREPLY=($(compgen -W "v1 v2" -- "$cur")); return ;;
+                --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
+                -m|--max-conns|--allow|--deny|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --keylog --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -50,10 +54,12 @@ _tincan() {
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 -X|--proxy-type) COMPREPLY=($(compgen -W "4 5 connect" -- "$cur")); return ;;
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--send|--expect|--expect-timeout) return ;;
+                --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                -w|--wait|--connect-timeout|-s|--source|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

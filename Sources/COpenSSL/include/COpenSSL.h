@@ -33,6 +33,10 @@ static inline int tincan_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version
     return (int)SSL_CTX_set_max_proto_version(ctx, version);
 }
 
+static inline int tincan_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return (int)SSL_CTX_set1_groups_list(ctx, list);
+}
+
 static inline long tincan_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
 }

@@ -59,6 +59,12 @@ public final class TLSContext: @unchecked Sendable {
         if let ciphers = s.cipherList, SSL_CTX_set_cipher_list(ctx, ciphers) != 1 {
             throw .configuration("no usable cipher in '\(ciphers)'")
         }
+        if let suites = s.cipherSuites, SSL_CTX_set_ciphersuites(ctx, suites) != 1 {
+            throw .configuration("no usable TLS 1.3 cipher suite in '\(suites)'")
+        }
+        if let groups = s.groups, tincan_SSL_CTX_set1_groups_list(ctx, String(groups.map { $0 == "," ? ":" : $0 })) != 1 {
+            throw .configuration("no usable group (curve) in '\(groups)'")
+        }
         if let path = s.keyLogFile {
             let code = tincan_keylog_enable(ctx, path)
             if code != 0 { throw .configuration("cannot open the key log file \(path): \(SystemError.describe(errno: code))") }

@@ -31,6 +31,12 @@ public struct TLSSettings: Sendable, Equatable {
     public var maximumVersion: Version?
     /// An OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites are left at their defaults).
     public var cipherList: String?
+    /// TLS 1.3 cipher suites, colon-separated (`TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256`);
+    /// nil: OpenSSL's default.
+    public var cipherSuites: String?
+    /// Key exchange groups (curves), colon- or comma-separated (`X25519:P-256`), in order of
+    /// preference; nil: OpenSSL's default.
+    public var groups: String?
     /// SHA-256 pins of the peer's public key (SubjectPublicKeyInfo), as hex or `sha256//BASE64`.
     public var pinnedKeys: [String] = []
     /// Server: ask for a client certificate and refuse the handshake without a valid one.

@@ -59,7 +59,7 @@ struct ConnectCommand {
             }
             tls = try TLSOptions.client(args, host: host)
         } else {
-            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .keylog] where args.has(option) {
+            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves] where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             if args.has(.halfClose) && proxies == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }

@@ -12,7 +12,20 @@ enum TLSOptions {
         settings.alpn = args.list(.alpn)
         settings.pinnedKeys = try pins(args, .pin)
         settings.keyLogFile = keyLog(args)
+        try controls(args, into: &settings)
         return settings
+    }
+
+    /// --tls-min, --tls-max, --ciphers, --ciphersuites and --curves.
+    static func controls(_ args: ParsedArguments, into settings: inout TLSSettings) throws(UsageError) {
+        if let min = args.value(.tlsMin).flatMap(TLSSettings.Version.init(rawValue:)) { settings.minimumVersion = min }
+        if let max = args.value(.tlsMax).flatMap(TLSSettings.Version.init(rawValue:)) { settings.maximumVersion = max }
+        if let max = settings.maximumVersion, max == .tls1_2, settings.minimumVersion == .tls1_3 {
+            throw UsageError("--tls-min 1.3 is above --tls-max 1.2: no version is left", command: args.command.name)
+        }
+        settings.cipherList = args.value(.ciphers)
+        settings.cipherSuites = args.value(.ciphersuites)
+        settings.groups = args.value(.curves)
     }
 
     /// --keylog FILE, else the SSLKEYLOGFILE environment variable (as curl and browsers read it).
@@ -54,6 +67,7 @@ enum TLSOptions {
         settings.alpn = args.list(.alpn)
         if settings.requireClientCertificate { try trust(args, into: &settings) }
         settings.keyLogFile = keyLog(args)
+        try controls(args, into: &settings)
         return settings
     }
 

@@ -9,9 +9,12 @@ public enum Option: String, CaseIterable, Sendable {
     case chat
     case cert
     case chunk
+    case ciphers
+    case ciphersuites
     case connectTimeout = "connect-timeout"
     case count
     case crlf
+    case curves
     case deny
     case echo
     case exec
@@ -70,6 +73,8 @@ public enum Option: String, CaseIterable, Sendable {
     case timeout
     case timing
     case tls
+    case tlsMax = "tls-max"
+    case tlsMin = "tls-min"
     case ttl
     case udp
     case unix

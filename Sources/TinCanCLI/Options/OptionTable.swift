@@ -63,6 +63,20 @@ public enum OptionTable {
 
     static let tlsFlag = OptionSpec(.tls, help: "Use TLS (verified by default) over the connection.")
 
+    /// The protocol versions and algorithms a TLS end offers: connect --tls, tls and listen --tls.
+    static let tlsControls: [OptionSpec] = [
+        OptionSpec(.tlsMin, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.2",
+            help: "The oldest TLS version to accept."),
+        OptionSpec(.tlsMax, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.3",
+            help: "The newest TLS version to offer (1.2 to test a server's TLS 1.2 ciphers)."),
+        OptionSpec(.ciphers, value: .text, valueName: "LIST",
+            help: "The TLS 1.2 cipher list, in OpenSSL's format (e.g. ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256)."),
+        OptionSpec(.ciphersuites, value: .text, valueName: "LIST",
+            help: "The TLS 1.3 cipher suites, colon-separated (e.g. TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256)."),
+        OptionSpec(.curves, value: .text, valueName: "LIST",
+            help: "The key exchange groups (curves) to offer, in order of preference, colon- or comma-separated (e.g. X25519:P-256)."),
+    ]
+
     /// A program on the connection instead of stdin/stdout: listen (`each`: for each connection)
     /// and connect.
     static func programs(each: String) -> [OptionSpec] {
@@ -120,7 +134,7 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + probing + [
+        options: [help, helpAll, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + tlsControls + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
             OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
@@ -218,7 +232,7 @@ public enum OptionTable {
             OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
             OptionSpec(.keylog, value: .path, valueName: "FILE",
                 help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
-        ] + probing + datagramFraming + datagramOutput,
+        ] + tlsControls + probing + datagramFraming + datagramOutput,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -253,7 +267,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + probing,
+        options: [help, helpAll, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),

@@ -50,7 +50,8 @@ struct ListenCommand {
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
         } else {
-            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn] + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option) {
+            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             tls = nil
