@@ -24,6 +24,10 @@ final class NamespaceCommandTests: XCTestCase {
         try inNetwork { try happyEyeballsTraceOnStderr() }
     }
 
+    func testPreferIPv4AndTheAttemptDelay() throws {
+        try inNetwork { try preferIPv4AndTheAttemptDelay() }
+    }
+
     func testConnectTimeoutExitsWithCode3() throws {
         try inNetwork { try connectTimeoutExitsWithCode3() }
     }
@@ -62,6 +66,31 @@ final class NamespaceCommandTests: XCTestCase {
             "tincan: [2001:db8::1]:\(port) abandoned",
         ], r.err)
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(240), "IPv4 waited for the attempt delay")
+    }
+
+    /// --prefer-ipv4 tries 198.18.0.1 first (the blackholed IPv6 address is never needed);
+    /// --attempt-delay 1s holds the IPv4 attempt back for a second behind the silent IPv6 one.
+    func preferIPv4AndTheAttemptDelay() throws {
+        let (server, port) = try echoServer()
+        defer { server.stop() }
+        let preferred = try Tool.run(["connect", "-v", "--prefer-ipv4", "dual.test", String(port)], input: "v4 first\n")
+        XCTAssertEqual(preferred.status, 0, preferred.err)
+        XCTAssertEqual(preferred.out, "v4 first\n")
+        XCTAssertTrue(preferred.err.hasPrefix("tincan: trying 198.18.0.1:\(port)"), preferred.err)
+        XCTAssertFalse(preferred.err.contains("trying [2001:db8::1]"), preferred.err)
+
+        let start = ContinuousClock.now
+        let delayed = try Tool.run(["connect", "-v", "--attempt-delay", "1s", "dual.test", String(port)], input: "later\n")
+        XCTAssertEqual(delayed.status, 0, delayed.err)
+        XCTAssertTrue(delayed.err.hasPrefix("tincan: trying [2001:db8::1]:\(port)"), delayed.err)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(950), "IPv4 waited for the 1 s attempt delay")
+        for bad in ["50ms", "3s"] {
+            let refused = try Tool.run(["connect", "--attempt-delay", bad, "dual.test", String(port)], input: "")
+            XCTAssertEqual(refused.status, 2, refused.err)
+            XCTAssertTrue(refused.err.contains("give 100ms to 2s"), refused.err)
+        }
+        let both = try Tool.run(["connect", "--prefer-ipv4", "--prefer-ipv6", "dual.test", String(port)], input: "")
+        XCTAssertEqual(both.status, 2, both.err)
     }
 
     func connectTimeoutExitsWithCode3() throws {

@@ -134,6 +134,8 @@ struct Dialer {
         let socket = AsyncSocket(delegate: watcher, delegateQueue: queue, socketQueue: queue)
         socket.isIPv4Enabled = !settings.ipv6Only
         socket.isIPv6Enabled = !settings.ipv4Only
+        socket.isIPv4PreferredOverIPv6 = settings.preferIPv4
+        socket.alternateAddressDelay = settings.attemptDelay
         socket.boundDevice = device
         // The relay takes the descriptor over: a peer's early end of stream must not close it.
         socket.autoDisconnectOnClosedReadStream = false
@@ -159,7 +161,8 @@ struct Dialer {
     /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``.
     func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
         let connector = BlockingConnector(
-            configuration: HappyEyeballs.Configuration(ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
+            configuration: HappyEyeballs.Configuration(attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
+                                                       ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
             interface: source, device: device)
         let log = EventLog.current.withLock { $0 }
         do throws(AsyncSocketError) {

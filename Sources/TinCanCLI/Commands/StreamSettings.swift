@@ -6,6 +6,12 @@ struct StreamSettings {
     var relay: Relay.Options
     let ipv4Only: Bool
     let ipv6Only: Bool
+    /// --prefer-ipv4: try a host's IPv4 addresses first (RFC 8305 and the default: IPv6 first).
+    let preferIPv4: Bool
+    /// --attempt-delay: Happy Eyeballs' connection attempt delay (default 250 ms, RFC 8305).
+    let attemptDelay: Duration
+    /// The range --attempt-delay may take (RFC 8305 section 5: at least 100 ms; at most 2 s).
+    static let attemptDelays: ClosedRange<Duration> = .milliseconds(100) ... .seconds(2)
     /// The --idle-timeout as the user wrote it, for messages.
     let idleText: String?
     /// --send/--expect steps to run before the relay.
@@ -24,6 +30,14 @@ struct StreamSettings {
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
+        if args.has(.preferIPv4) && args.has(.preferIPv6) {
+            throw UsageError("--prefer-ipv4 and --prefer-ipv6 exclude each other", command: args.command.name)
+        }
+        preferIPv4 = args.has(.preferIPv4)
+        attemptDelay = args.duration(.attemptDelay) ?? .milliseconds(250)
+        guard StreamSettings.attemptDelays.contains(attemptDelay) else {
+            throw UsageError("--attempt-delay \(args.value(.attemptDelay) ?? ""): give 100ms to 2s (RFC 8305 asks at least 100 ms)", command: args.command.name)
+        }
         if let option = [Option.lines, .stripNewline, .chunk, .whole, .format, .maxSize].first(where: args.has) {
             throw UsageError("--\(option.rawValue) is for datagrams: add -u", command: args.command.name)
         }

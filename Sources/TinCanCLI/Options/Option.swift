@@ -2,6 +2,7 @@
 /// name on the command line (`--connect-timeout`).
 public enum Option: String, CaseIterable, Sendable {
     case allow
+    case attemptDelay = "attempt-delay"
     case alpn
     case broadcast
     case broker
@@ -54,6 +55,8 @@ public enum Option: String, CaseIterable, Sendable {
     case noShutdown = "no-shutdown"
     case parallel
     case pin
+    case preferIPv4 = "prefer-ipv4"
+    case preferIPv6 = "prefer-ipv6"
     case progress
     case proxy
     case proxyAddress = "proxy-address"

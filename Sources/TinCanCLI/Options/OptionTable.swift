@@ -98,6 +98,10 @@ public enum OptionTable {
             help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
         OptionSpec(.interface, value: .interface, valueName: "IF",
             help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
+        OptionSpec(.preferIPv4, help: "Try a host's IPv4 addresses first (Happy Eyeballs still races the other family)."),
+        OptionSpec(.preferIPv6, help: "Try a host's IPv6 addresses first: the default, as RFC 8305 asks."),
+        OptionSpec(.attemptDelay, value: .duration, valueName: "DURATION", default: "250ms",
+            help: "How long a connection attempt runs before the next address is tried alongside it (Happy Eyeballs' connection attempt delay, 100ms to 2s)."),
     ]
 
     /// Reaching the server through proxies: connect (and -z) and tls.

@@ -92,11 +92,12 @@ struct PortScan {
         }
     }
 
-    /// The host's addresses, looked up once (IPv6 first, as Happy Eyeballs would; -4/-6 narrow).
+    /// The host's addresses, looked up once (IPv6 first, as Happy Eyeballs would, unless
+    /// --prefer-ipv4; -4/-6 narrow).
     private func resolve() throws(CommandError) -> [SocketAddress] {
         var families: [SocketAddress.Family] = []
         if !settings.ipv4Only { families.append(.ipv6) }
-        if !settings.ipv6Only { families.append(.ipv4) }
+        if !settings.ipv6Only { families.insert(.ipv4, at: settings.preferIPv4 ? 0 : families.count) }
         var found: [SocketAddress] = []
         var reasons: [String] = []
         for family in families {
