@@ -44,6 +44,9 @@ public struct Progress: Sendable, Equatable {
     /// Bytes expected in all, when known (a fixed length, or the maximum length).
     public let total: Int?
 
-    /// Fraction done, 0...1, when the total is known.
+    /// Fraction done, 0...1, when the total is known; nil when it is not. A read to a separator
+    /// or of whatever is available has no end known in advance, so no fraction is honest: where
+    /// GCDAsyncSocket's `progressOfReadReturningTag:` gives NaN, this gives nil, and
+    /// ``bytesDone`` says how far it got.
     public var fraction: Double? { total.map { $0 == 0 ? 1 : Double(bytesDone) / Double($0) } }
 }
