@@ -237,7 +237,7 @@ final class UDPSocketTests: XCTestCase {
                            "10.1.2.3 is not a multicast address (IPv4 groups are 224.0.0.0/4, IPv6 groups ff00::/8)")
         }
         XCTAssertThrowsError(try socket.joinMulticastGroup("239.1.2.3", interface: "nosuchif0")) {
-            XCTAssertEqual(($0 as? UDPSocketError)?.description, "no network interface named 'nosuchif0'")
+            XCTAssertEqual(($0 as? UDPSocketError)?.description, "no network interface named 'nosuchif0', and no interface has that address")
         }
         XCTAssertThrowsError(try socket.joinMulticastGroup("239.1.2.3", source: "::1")) {
             XCTAssertEqual(($0 as? UDPSocketError)?.description, "source ::1 and group 239.1.2.3 are not of the same address family")
