@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 import SocketCore
 import TestSupport
@@ -10,6 +11,40 @@ final class UDPNamespaceTests: XCTestCase {
     /// The namespace every scenario here runs in, each in one of its own.
     private func inNetwork(file: StaticString = #filePath, line: UInt = #line, _ body: () throws -> Void) throws {
         try Namespace.scenario(self, setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n", file: file, line: line, body)
+    }
+
+    /// A name with both families, from this namespace's /etc/hosts: `AsyncSocket.lookupHost`
+    /// answers in the resolver's own order (python's getaddrinfo is the reference), and a UDP
+    /// socket with no preference sends to the resolver's first answer, as GCDAsyncUdpSocket's
+    /// neutral setting does; `.ipv4` and `.ipv6` pick their family.
+    func testBothFamiliesInTheResolversOrder() throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(), hosts: "127.0.0.1 localhost\n198.18.0.1 both.test\n2001:db8::2 both.test\n") {
+            let order = try AsyncSocket.lookupHost("both.test", port: 7)
+            XCTAssertEqual(Set(order.map(\.host)), ["198.18.0.1", "2001:db8::2"])
+            let python = Process()
+            python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            python.arguments = ["python3", "-c", "import socket; print(' '.join(a[4][0] for a in socket.getaddrinfo('both.test', 7, 0, socket.SOCK_STREAM)))"]
+            let pipe = Pipe()
+            python.standardOutput = pipe
+            try python.run()
+            python.waitUntilExit()
+            let reference = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ").map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            XCTAssertEqual(order.map(\.host), reference, "the resolver's order")
+
+            let (receiver, received) = udpSocket()
+            try receiver.bind(port: 0)
+            try receiver.beginReceiving()
+            for (preference, expected) in [(AsyncUDPSocket.AddressPreference.none, order[0].host), (.ipv4, "198.18.0.1"), (.ipv6, "2001:db8::2")] {
+                let count = received.datagrams.count + 1
+                let (sender, sent) = udpSocket()
+                sender.addressPreference = preference
+                sender.send([1], toHost: "both.test", port: receiver.localPort, timeout: .seconds(2), tag: 1)
+                sent.wait("sent") { $0.contains(.sent(tag: 1)) }
+                XCTAssertEqual(received.waitForDatagrams(count).last?.destination?.host, expected, "\(preference)")
+            }
+        }
     }
 
     func testTwoReceiversShareAGroupAndSeeItsAddress() throws {

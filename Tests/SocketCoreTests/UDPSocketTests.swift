@@ -53,6 +53,9 @@ final class UDPSocketTests: XCTestCase {
         try server.bind(port: 0)
         try server.beginReceiving()
         let (client, clientEvents) = udpSocket()
+        // localhost has both families; the server is IPv4 only: prefer that (the neutral
+        // default follows the resolver, which puts ::1 first).
+        client.addressPreference = .ipv4
         try client.connect(toHost: "localhost", port: server.localPort)
         // Queued before the lookup finished: it waits for the connection.
         client.send([UInt8](text: "ping"), timeout: .seconds(2), tag: 1)
@@ -65,6 +68,7 @@ final class UDPSocketTests: XCTestCase {
         XCTAssertEqual(clientEvents.waitForDatagrams(1)[0].data, [UInt8](text: "pong"))
         // A send to a host name also works on an unconnected socket.
         let (other, otherEvents) = udpSocket()
+        other.addressPreference = .ipv4
         other.send([UInt8](text: "by name"), toHost: "localhost", port: server.localPort, timeout: .seconds(2), tag: 3)
         otherEvents.wait("sent by name") { $0.contains(.sent(tag: 3)) }
         serverEvents.waitForDatagrams(2)

@@ -5,19 +5,25 @@ import Glibc
 public struct ResolveError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The name that was looked up.
     public let host: String
-    /// The family asked for (A for `.ipv4`, AAAA for `.ipv6`).
-    public let family: SocketAddress.Family
+    /// The family asked for (A for `.ipv4`, AAAA for `.ipv6`), nil for both.
+    public let family: SocketAddress.Family?
     /// getaddrinfo's reason, e.g. "Name or service not known".
     public let reason: String
 
-    public init(host: String, family: SocketAddress.Family, reason: String) {
+    public init(host: String, family: SocketAddress.Family?, reason: String) {
         self.host = host
         self.family = family
         self.reason = reason
     }
 
-    /// `A`, `AAAA`: the record type this lookup asked for.
-    public var recordType: String { family == .ipv6 ? "AAAA" : "A" }
+    /// `A`, `AAAA`, or `A and AAAA`: the record types this lookup asked for.
+    public var recordType: String {
+        switch family {
+        case .ipv6: "AAAA"
+        case .ipv4: "A"
+        default: "A and AAAA"
+        }
+    }
 
     public var description: String { "\(recordType) lookup of \(host): \(reason)" }
 }
@@ -60,9 +66,20 @@ public enum Resolver {
     /// Looks `host` up for one family, synchronously (it may block for seconds: call it off any
     /// socket queue). Returns the addresses in the resolver's order, without duplicates.
     public static func lookup(host: String, port: UInt16, family: SocketAddress.Family) throws(ResolveError) -> [SocketAddress] {
+        try lookup(host: host, port: port, family: Optional(family))
+    }
+
+    /// Looks `host` up for both families in one call (GCDAsyncSocket's `lookupHost:port:`),
+    /// synchronously: the addresses in the resolver's order (RFC 6724's, from getaddrinfo), so
+    /// its first answer is the one it prefers.
+    public static func lookup(host: String, port: UInt16) throws(ResolveError) -> [SocketAddress] {
+        try lookup(host: host, port: port, family: nil)
+    }
+
+    private static func lookup(host: String, port: UInt16, family: SocketAddress.Family?) throws(ResolveError) -> [SocketAddress] {
         if let answers = literal(host: host, port: port, family: family) { return answers }
         var hints = addrinfo()
-        hints.ai_family = family == .ipv6 ? AF_INET6 : AF_INET
+        hints.ai_family = family.map { $0 == .ipv6 ? AF_INET6 : AF_INET } ?? AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, nil, &hints, &list)

@@ -140,4 +140,11 @@ extension AsyncSocket {
         pumpReads()
         pumpWrites()
     }
+
+    /// The addresses of `host` for both families, in the resolver's order: GCDAsyncSocket's
+    /// `lookupHost:port:error:`. Synchronous (it may block for seconds): call it off any socket
+    /// queue.
+    public static func lookupHost(_ host: String, port: UInt16) throws(ResolveError) -> [SocketAddress] {
+        try Resolver.lookup(host: host, port: port)
+    }
 }

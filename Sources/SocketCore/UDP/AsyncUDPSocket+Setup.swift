@@ -245,20 +245,26 @@ extension AsyncUDPSocket {
     }
 
     /// Looks `host` up for the enabled families, off the socket queue, and answers on it with the
-    /// addresses in the preferred order (IPv4 first unless IPv6 is preferred).
+    /// addresses in the preferred order: the resolver's own with no preference (as
+    /// GCDAsyncUdpSocket's neutral setting), else the preferred family's first.
     func resolve(host: String, port: UInt16, completion: @escaping @Sendable (Result<[SocketAddress], UDPSocketError>) -> Void) {
         let v4: [SocketAddress.Family] = config.ipv4Enabled ? [.ipv4] : []
         let v6: [SocketAddress.Family] = config.ipv6Enabled ? [.ipv6] : []
         let families = config.preference == .ipv6 ? v6 + v4 : v4 + v6
+        let inResolverOrder = config.preference == .none && families.count == 2
         let queue = self.queue
         DispatchQueue.global(qos: .userInitiated).async {
             var found: [SocketAddress] = []
             var reason = "no address of an enabled family"
-            for family in families {
-                do throws(ResolveError) {
-                    found += try Resolver.lookup(host: host, port: port, family: family)
-                } catch {
-                    reason = error.reason
+            if inResolverOrder {
+                do throws(ResolveError) { found = try Resolver.lookup(host: host, port: port) } catch { reason = error.reason }
+            } else {
+                for family in families {
+                    do throws(ResolveError) {
+                        found += try Resolver.lookup(host: host, port: port, family: family)
+                    } catch {
+                        reason = error.reason
+                    }
                 }
             }
             let result: Result<[SocketAddress], UDPSocketError> =

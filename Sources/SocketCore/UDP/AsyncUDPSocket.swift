@@ -151,7 +151,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     }
 
     /// Which family a host name resolves to when it has both (default: none, the resolver's
-    /// first answer; IPv4 answers are looked up first).
+    /// first answer, in its own order).
     public var addressPreference: AddressPreference {
         get { sync { config.preference } }
         set { sync { config.preference = newValue } }
