@@ -99,4 +99,30 @@ final class SeedContractTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("no interface has that address"), "\(error)")
         }
     }
+
+    /// A zero-length send does nothing, as GCDAsyncUdpSocket's does (no datagram, no delegate
+    /// call; a completion hears success); `sendsEmptyDatagrams` sends an empty datagram.
+    func testAZeroLengthSendDoesNothingUnlessEmptyDatagramsAreAskedFor() throws {
+        let (receiver, received) = udpSocket()
+        receiver.isIPv6Enabled = false
+        try receiver.bind(port: 0)
+        try receiver.beginReceiving()
+        let target = SocketAddress.loopbackIPv4(port: receiver.localPort)
+        let (seedLike, seedEvents) = udpSocket()
+        seedLike.send([], to: target, timeout: .seconds(2), tag: 1)
+        seedLike.send([7], to: target, timeout: .seconds(2), tag: 2)
+        XCTAssertEqual(received.waitForDatagrams(1).map(\.data), [[7]], "the empty one went nowhere")
+        seedEvents.wait("the second sent") { $0.contains(.sent(tag: 2)) }
+        XCTAssertFalse(seedEvents.all.contains(.sent(tag: 1)), "no callback for a send that does nothing")
+        let heard = DispatchSemaphore(value: 0)
+        seedLike.send([], to: target, timeout: .seconds(2)) { result in
+            if case .success = result { heard.signal() }
+        }
+        XCTAssertEqual(heard.wait(timeout: .now() + 5), .success, "a completion is not left waiting")
+
+        let (tool, _) = udpSocket()
+        tool.sendsEmptyDatagrams = true
+        tool.send([], to: target, timeout: .seconds(2), tag: 3)
+        XCTAssertEqual(received.waitForDatagrams(2).map(\.data), [[7], []])
+    }
 }

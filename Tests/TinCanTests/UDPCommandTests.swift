@@ -141,6 +141,18 @@ final class UDPCommandTests: XCTestCase {
         XCTAssertTrue(unknown.err.contains("no interface has that address"), unknown.err)
     }
 
+    /// An empty stdin sent --whole is an empty datagram on the wire (a tool sends what it is
+    /// given; the library alone, as GCDAsyncUdpSocket, would send nothing).
+    func testAnEmptyWholeStdinIsAnEmptyDatagram() throws {
+        let port = freeUDPPort()
+        let recv = try receiver(["-v", "-n", "1", "-t", "10s"], port: port, address: "127.0.0.1")
+        defer { recv.stop() }
+        let send = try Tool.run(["udp-send", "--whole", "127.0.0.1", String(port)], input: "")
+        XCTAssertEqual(send.status, 0, send.err)
+        XCTAssertEqual(recv.wait(), 0, recv.stderrText)
+        XCTAssertTrue(recv.stderrText.contains("tincan: 0 bytes from 127.0.0.1:"), recv.stderrText)
+    }
+
     func testTruncatedDatagramsAreReportedAndTheLargestPassWhole() throws {
         let port = freeUDPPort()
         let recv = try receiver(["-4", "--max-size", "10", "-n", "1", "-t", "10s"], port: port)

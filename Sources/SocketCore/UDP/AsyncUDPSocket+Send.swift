@@ -51,6 +51,13 @@ extension AsyncUDPSocket {
 
     private func enqueue(_ packet: UDPSendPacket) {
         queue.async { [self] in
+            // GCDAsyncUdpSocket: a zero-length send does nothing (no datagram, no callback),
+            // unless the owner asked for empty datagrams. A completion still hears success, so
+            // a caller that waits for it is not left waiting.
+            if packet.data.isEmpty && !config.sendsEmptyDatagrams {
+                packet.completion?(.success(()))
+                return
+            }
             if closingAfterSends {
                 finish(packet, .failure(.badConfig("the socket is closing after its queued sends")))
                 return

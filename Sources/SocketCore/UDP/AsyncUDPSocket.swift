@@ -75,6 +75,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         var maxReceiveSizeIPv4 = 65535
         var maxReceiveSizeIPv6 = 65535
         var maxSendSize = 65535
+        var sendsEmptyDatagrams = false
         var receiveBatch = 32
         var receiveBufferSize: Int?
         var reuseAddress = false
@@ -175,6 +176,13 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     public var maxSendBufferSize: Int {
         get { sync { config.maxSendSize } }
         set { sync { config.maxSendSize = min(max(newValue, 0), 65535) } }
+    }
+
+    /// Whether a zero-length send goes out as an empty datagram (default false: as in
+    /// GCDAsyncUdpSocket, it does nothing). A UDP tool that sends what it is given sets it.
+    public var sendsEmptyDatagrams: Bool {
+        get { sync { config.sendsEmptyDatagrams } }
+        set { sync { config.sendsEmptyDatagrams = newValue } }
     }
 
     /// How many datagrams one recvmmsg(2) takes at most (1-64, default 32).

@@ -25,6 +25,7 @@ struct ReceiveSettings {
     /// A socket with the receive options applied.
     func makeSocket() -> AsyncUDPSocket {
         let socket = AsyncUDPSocket()
+        socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.maxReceiveIPv4BufferSize = maxSize
         socket.maxReceiveIPv6BufferSize = maxSize
         socket.setReceiveBufferSize(receiveBuffer)

@@ -71,6 +71,7 @@ struct UDPConnectCommand {
         let destination = try unix ?? UDPSendCommand.resolve(host, port: port, ipv4Only: ipv4Only, ipv6Only: ipv6Only)
         let target = destination.description
         let socket = AsyncUDPSocket()
+        socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6
         socket.maxReceiveIPv4BufferSize = maxSize

@@ -69,6 +69,7 @@ struct UDPListenCommand {
 
     func run() throws {
         let socket = AsyncUDPSocket()
+        socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.maxReceiveIPv4BufferSize = maxSize
         socket.maxReceiveIPv6BufferSize = maxSize
         socket.setReceiveBufferSize(32 << 20)

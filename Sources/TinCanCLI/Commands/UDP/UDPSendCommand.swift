@@ -72,6 +72,7 @@ struct UDPSendCommand {
         let destination = try resolve()
         let target = destination.description
         let socket = AsyncUDPSocket()
+        socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6
         let broadcast = args.has(.broadcast)
