@@ -125,4 +125,49 @@ final class SeedContractTests: XCTestCase {
         tool.send([], to: target, timeout: .seconds(2), tag: 3)
         XCTAssertEqual(received.waitForDatagrams(2).map(\.data), [[7], []])
     }
+
+    /// A Unix listener with a full backlog: a connect waits for room up to its timeout (then a
+    /// timeout error), and one with room to come connects once the listener accepts.
+    func testAUnixConnectWaitsForRoomInAFullBacklogUpToItsTimeout() throws {
+        let path = "/tmp/tincan-backlog-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        defer { unlink(path) }
+        let listener = try Syscall.socket(.unix, .stream)
+        defer { Syscall.close(listener) }
+        try Syscall.bind(listener, to: SocketAddress(unixPath: path))
+        try Syscall.listen(listener, backlog: 0)
+        // One connection fills a backlog of 0 (the kernel queues one more than it is told).
+        let filler = try Syscall.socket(.unix, .stream)
+        defer { Syscall.close(filler) }
+        XCTAssertTrue(try Syscall.connect(filler, to: SocketAddress(unixPath: path)))
+
+        let events = Recorder()
+        let impatient = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "test.unix.impatient"))
+        try impatient.connect(toUnixPath: path, timeout: .milliseconds(300))
+        events.wait("a timeout") { $0.disconnected }
+        guard case .connectTimeout(let failure)?? = events.disconnectError else { return XCTFail("\(events.all)") }
+        XCTAssertTrue("\(failure)".contains("timed out after"), "\(failure)")
+
+        let patientEvents = Recorder()
+        let patient = AsyncSocket(delegate: patientEvents, delegateQueue: DispatchQueue(label: "test.unix.patient"))
+        defer { patient.disconnect() }
+        try patient.connect(toUnixPath: path, timeout: .seconds(10))
+        // Room: the listener takes the filler's connection.
+        var accepted: (fd: Int32, peer: SocketAddress?)?
+        waitFor("the filler accepted") {
+            accepted = try? Syscall.accept(listener) ?? nil
+            return accepted != nil
+        }
+        defer { accepted.map { Syscall.close($0.fd) } }
+        patientEvents.wait("connected once there was room") { $0.connected || $0.disconnected }
+        XCTAssertTrue(patientEvents.all.connected, "\(patientEvents.all)")
+    }
+}
+
+/// Polls `condition` every 5 ms for at most 10 s.
+private func waitFor(_ what: String, file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting for \(what)", file: file, line: line) }
+        usleep(5_000)
+    }
 }

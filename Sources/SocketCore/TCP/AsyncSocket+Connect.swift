@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 
 extension AsyncSocket {
     /// Connects to `host` (a name or a numeric address) on `port`, racing IPv6 and IPv4 as
@@ -24,9 +25,11 @@ extension AsyncSocket {
         try startConnect(host: address.host, port: address.port, interface: interface, timeout: timeout)
     }
 
-    /// Connects to a Unix domain socket: a path, or `@name` for an abstract socket. A Unix
-    /// connect completes or fails at once, so it takes no timeout.
-    public func connect(toUnixPath path: String) throws(AsyncSocketError) {
+    /// Connects to a Unix domain socket: a path, or `@name` for an abstract socket. A listener
+    /// whose backlog is full answers EAGAIN; the connect is then tried again every 10 ms until
+    /// there is room, for at most `timeout` (nil or negative: as long as it takes, until
+    /// ``disconnect()``), as GCDAsyncSocket's `connectToUrl:withTimeout:`.
+    public func connect(toUnixPath path: String, timeout: Duration? = nil) throws(AsyncSocketError) {
         let address: SocketAddress
         do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch { throw .badParam(error.description) }
         try sync { () throws(AsyncSocketError) in
@@ -34,27 +37,45 @@ extension AsyncSocket {
             phase = .connecting
             closeReason = nil
         }
+        let started = ContinuousClock.now
+        let deadline = timeout.asTimeout.map { started + $0 }
         async { [self] in
-            do throws(SystemError) {
-                let fd = try Syscall.socket(.unix, .stream)
-                // A Unix connect completes or fails at once (EAGAIN: the listener's queue is full).
-                do throws(SystemError) {
-                    _ = try Syscall.connect(fd, to: address)
-                } catch {
+            let fd: Int32
+            do throws(SystemError) { fd = try Syscall.socket(.unix, .stream) } catch {
+                return closeWithError(.connectFailed(ConnectFailure(target: path, attempts: [.init(address: address, outcome: .failed(error))])))
+            }
+            tryUnixConnect(fd, path: path, address: address, started: started, deadline: deadline)
+        }
+    }
+
+    /// One try of a Unix connect; on a full backlog, the next in 10 ms (on the socket queue).
+    private func tryUnixConnect(_ fd: Int32, path: String, address: SocketAddress, started: ContinuousClock.Instant,
+                                deadline: ContinuousClock.Instant?) {
+        guard phase == .connecting else { return Syscall.close(fd) }  // disconnected meanwhile
+        do throws(SystemError) {
+            _ = try Syscall.connect(fd, to: address)
+        } catch {
+            if error.errno == EAGAIN {
+                if let deadline, ContinuousClock.now >= deadline {
                     Syscall.close(fd)
-                    throw error
+                    let waited = Int((ContinuousClock.now - started).milliseconds)
+                    return closeWithError(.connectTimeout(ConnectFailure(
+                        target: path, attempts: [.init(address: address, outcome: .timedOut(milliseconds: waited))])))
                 }
-                connectedUnixPath = path
-                didConnect(fd: fd) { [self] in
-                    notify { [self] in $0.socket(self, didConnectToUnixPath: path) }
-                    if let waiter = connectWaiter {
-                        connectWaiter = nil
-                        waiter(.success(()))
-                    }
+                socketQueue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in
+                    tryUnixConnect(fd, path: path, address: address, started: started, deadline: deadline)
                 }
-            } catch {
-                closeWithError(.connectFailed(ConnectFailure(
-                    target: path, attempts: [.init(address: address, outcome: .failed(error))])))
+                return
+            }
+            Syscall.close(fd)
+            return closeWithError(.connectFailed(ConnectFailure(target: path, attempts: [.init(address: address, outcome: .failed(error))])))
+        }
+        connectedUnixPath = path
+        didConnect(fd: fd) { [self] in
+            notify { [self] in $0.socket(self, didConnectToUnixPath: path) }
+            if let waiter = connectWaiter {
+                connectWaiter = nil
+                waiter(.success(()))
             }
         }
     }

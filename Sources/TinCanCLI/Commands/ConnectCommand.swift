@@ -144,7 +144,7 @@ struct Dialer {
             case .tcp(let host, let port):
                 try socket.connect(toHost: host, port: port, viaInterface: source, timeout: timeout)
             case .unix(let path):
-                try socket.connect(toUnixPath: path)
+                try socket.connect(toUnixPath: path, timeout: timeout)
             }
         } catch {
             throw CommandError("connect to \(target.description) failed: \(error)")
