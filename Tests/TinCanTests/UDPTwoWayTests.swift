@@ -95,6 +95,25 @@ final class UDPTwoWayTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("received 2000 datagrams (12000 bytes), sent 0"), listener.stderrText)
     }
 
+    /// A datagram that cannot reach stdout (closed: `>&-`) is lost, and the exit code says so:
+    /// udp-recv and listen -u exit 1 naming the failure.
+    func testAStdoutThatFailsEndsTheRunWithExit1() throws {
+        for command in [["udp-recv", "-t", "20s"], ["listen", "-u"]] {
+            let port = freeUDPPort()
+            let receiver = try Tool(["-c", "exec \"$0\" \"$@\" >&-", Tool.tincan] + command + ["127.0.0.1", String(port)], program: "/bin/bash")
+            defer { receiver.stop() }
+            waitForUDPReceiver(port: port)
+            let sender = try python("""
+                import socket, sys
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'lost\\n', ('127.0.0.1', int(sys.argv[1])))
+                """, [String(port)])
+            defer { sender.stop() }
+            XCTAssertEqual(sender.wait(), 0)
+            XCTAssertEqual(receiver.wait(), 1, "\(command): \(receiver.stderrText)")
+            XCTAssertTrue(receiver.stderrText.contains("writing to stdout failed: bad file descriptor"), "\(command): \(receiver.stderrText)")
+        }
+    }
+
     // MARK: listen -u -k
 
     /// Two peers: each datagram on stdout as JSON naming its sender, and a line of stdin to both.

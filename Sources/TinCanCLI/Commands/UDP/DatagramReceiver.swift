@@ -13,6 +13,9 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         case failed(UDPSocketError)
         /// The caller's own deadline (``wait(idle:expected:until:)``) passed.
         case deadline
+        /// Writing a datagram to stdout failed (its reader left, a full disk): the datagram and
+        /// any after it are lost, which the run's exit code must say.
+        case stdoutFailed(SystemError)
     }
 
     private struct State: Sendable {
@@ -22,6 +25,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         var lastActivity = ContinuousClock.now
         var complete = false
         var failure: UDPSocketError?
+        var stdoutFailure: SystemError?
         var closed = false
         /// Whether ``wait(idle:expected:)`` needs to hear of each batch (it counts replies).
         var progressWanted = false
@@ -80,7 +84,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             // One at a time when verbose, so stderr lines and data stay in step.
             if printer.verbosity > 0 { try output.flush() }
         } catch {
-            stdoutClosed()
+            stdoutFailed(error)
             return
         }
         // From the address the datagram was sent to, not the routing choice (a wildcard socket
@@ -103,12 +107,12 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     }
 
     private func flush() {
-        do throws(SystemError) { try output.flush() } catch { stdoutClosed() }
+        do throws(SystemError) { try output.flush() } catch { stdoutFailed(error) }
     }
 
-    /// stdout is gone (its reader quit): nothing more to do, as with nc.
-    private func stdoutClosed() {
-        finish { $0.complete = true }
+    /// stdout is gone (its reader quit, a full disk): nothing more can be delivered.
+    private func stdoutFailed(_ error: SystemError) {
+        finish { if $0.stdoutFailure == nil { $0.stdoutFailure = error } }
         socket.pauseReceiving()
     }
 
@@ -143,6 +147,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
             }
             let snapshot = state.withLock { $0 }
             if let failure = snapshot.failure { return .failed(failure) }
+            if let failure = snapshot.stdoutFailure { return .stdoutFailed(failure) }
             if snapshot.complete { return .complete }
             if let expected, snapshot.received >= expected() { return .complete }
             let own = until?()

@@ -59,6 +59,8 @@ struct ReceiveSettings {
             throw CommandError("no datagram for \(timeoutText ?? "the timeout") on \(what) (--timeout); received \(got)\(count.map { " of \($0)" } ?? "")", code: .timeout)
         case .failed(let error):
             throw CommandError("receiving on \(what) failed: \(error)")
+        case .stdoutFailed(let error):
+            throw CommandError("writing to stdout failed: \(error.lowercaseReason); \(receiver.received) datagram(s) were written before")
         }
     }
 }

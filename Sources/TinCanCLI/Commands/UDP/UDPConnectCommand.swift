@@ -135,9 +135,11 @@ struct UDPConnectCommand {
             })
             switch outcome {
             case .complete:
-                break  // stdout closed: nothing more to do, as with nc
+                break
             case .failed(let error):
                 throw UDPSendCommand.failure(error, target: target)
+            case .stdoutFailed(let error):
+                throw CommandError("writing a reply to stdout failed: \(error.lowercaseReason); \(receiver.received) replies were written before")
             case .timedOut:
                 if let idle, quiet == idle, waitAfterEOF.map({ !sawEnd || idle <= $0 }) ?? true {
                     throw CommandError("no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); sent \(sent.withLock { $0 }), received \(receiver.received)", code: .timeout)

@@ -26,7 +26,7 @@ final class UDPListener: @unchecked Sendable {
 
     /// Why the session ended.
     enum End {
-        /// -q ran out after stdin ended, or stdout closed.
+        /// -q ran out after stdin ended.
         case done
         /// --idle-timeout: nothing either way for that long (one peer).
         case idle
@@ -135,8 +135,15 @@ final class UDPListener: @unchecked Sendable {
             try printer.print(view, into: output)
             if printer.verbosity > 0 { try output.flush() }
         } catch {
-            end(.done)  // stdout is gone (its reader quit), as with udp-recv
+            stdoutFailed(error)
         }
+    }
+
+    /// stdout is gone (its reader left, a full disk): what arrived can no longer be delivered,
+    /// so the run ends and its exit code says so.
+    private func stdoutFailed(_ error: SystemError) {
+        socket.pauseReceiving()
+        end(.failed(CommandError("writing to stdout failed: \(error.lowercaseReason); \(counters.received) datagrams received")))
     }
 
     private func drop(_ view: DatagramView, because reason: String) {
@@ -149,7 +156,7 @@ final class UDPListener: @unchecked Sendable {
     }
 
     private func flush() {
-        do throws(SystemError) { try output.flush() } catch { end(.done) }
+        do throws(SystemError) { try output.flush() } catch { stdoutFailed(error) }
     }
 
     private func startProgram(_ program: [String], for view: DatagramView) throws(CommandError) -> PeerProgram {
@@ -184,7 +191,7 @@ final class UDPListener: @unchecked Sendable {
         guard receivingPaused else { return }
         if table.peers.values.contains(where: { ($0.value?.backlogBytes ?? 0) >= PeerProgram.backlogLimit }) { return }
         receivingPaused = false
-        try? socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in flush() })
+        try? start()
     }
 
     /// Wakes at the next peer's idle deadline: idle peers leave (their programs' input ends).

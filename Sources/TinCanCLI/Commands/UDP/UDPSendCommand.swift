@@ -158,6 +158,8 @@ struct UDPSendCommand {
             Console.note("\(replies) replies to \(sent.load(ordering: .relaxed)) datagrams", level: 1)
         case .failed(let error):
             throw UDPSendCommand.failure(error, target: target)
+        case .stdoutFailed(let error):
+            throw CommandError("writing a reply to stdout failed: \(error.lowercaseReason); \(receiver.received) replies were written before")
         }
     }
 
