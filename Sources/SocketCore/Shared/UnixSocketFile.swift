@@ -1,3 +1,5 @@
+import Glibc
+
 /// The socket file of a Unix address about to be bound: a stale one (nothing listens) is
 /// removed, a live one or a path that is not a socket is refused. Shared by the stream listener
 /// and the datagram socket.
@@ -8,6 +10,16 @@ enum UnixSocketFile {
         /// A socket of this type answers there.
         case inUse
         case system(SystemError)
+
+        /// As the socket types report it: a bad path, or the system error (EADDRINUSE for a live
+        /// socket, as bind would have said).
+        func reported<E: Error>(badParam: (String) -> E, system: (SystemError) -> E, path: String) -> E {
+            switch self {
+            case .notASocket: badParam("\(path) exists and is not a socket; remove it or choose another path")
+            case .inUse: system(SystemError(errno: EADDRINUSE, call: "bind", context: path))
+            case .system(let error): system(error)
+            }
+        }
     }
 
     /// Makes `path` free to bind; abstract names (`@name`) need nothing.

@@ -27,22 +27,31 @@ public enum Interfaces {
 
     /// The first IPv4 and IPv6 address of the interface called `name` (getifaddrs order).
     public static func addresses(ofInterface name: String) -> (ipv4: SocketAddress?, ipv6: SocketAddress?) {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0 else { return (nil, nil) }
-        defer { freeifaddrs(list) }
         var v4: SocketAddress?
         var v6: SocketAddress?
+        forEachAddress { interface, address in
+            guard interface == name else { return true }
+            if address.isIPv4, v4 == nil { v4 = address }
+            if address.isIPv6, v6 == nil { v6 = address }
+            return true
+        }
+        return (v4, v6)
+    }
+
+    /// Every IPv4 and IPv6 address of every interface, with the interface's name, in getifaddrs
+    /// order, until `body` returns false.
+    private static func forEachAddress(_ body: (String, SocketAddress) -> Bool) {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return }
+        defer { freeifaddrs(list) }
         var node = list
         while let entry = node?.pointee {
             defer { node = entry.ifa_next }
-            guard let addr = entry.ifa_addr, String(cString: entry.ifa_name) == name else { continue }
-            let length = addr.pointee.sa_family == sa_family_t(AF_INET6)
-                ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+            guard let addr = entry.ifa_addr, [sa_family_t(AF_INET), sa_family_t(AF_INET6)].contains(addr.pointee.sa_family) else { continue }
+            let length = addr.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
             guard let address = SocketAddress(sockaddr: addr, length: length) else { continue }
-            if address.isIPv4, v4 == nil { v4 = address }
-            if address.isIPv6, v6 == nil { v6 = address }
+            if !body(String(cString: entry.ifa_name), address) { return }
         }
-        return (v4, v6)
     }
 
     /// The index of the interface called `name`, or `nil` if there is none (if_nametoindex's 0).
@@ -55,21 +64,14 @@ public enum Interfaces {
     /// or `nil` if no interface has it.
     public static func index(ofAddress ip: String) -> UInt32? {
         guard let wanted = Resolver.literal(host: ip, port: 0, family: nil)?.first else { return nil }
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0 else { return nil }
-        defer { freeifaddrs(list) }
-        var node = list
-        while let entry = node?.pointee {
-            defer { node = entry.ifa_next }
-            guard let addr = entry.ifa_addr, [sa_family_t(AF_INET), sa_family_t(AF_INET6)].contains(addr.pointee.sa_family) else { continue }
-            let length = addr.pointee.sa_family == sa_family_t(AF_INET6) ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
-            // Compared without the port, and without the scope unless the wanted address has one.
-            guard let address = SocketAddress(sockaddr: addr, length: length) else { continue }
-            let same = wanted.host.contains("%") ? address.host == wanted.host
-                : address.host.split(separator: "%").first.map(String.init) == wanted.host
-            if same { return index(of: String(cString: entry.ifa_name)) }
+        var found: String?
+        forEachAddress { interface, address in
+            // Compared without the scope unless the wanted address has one.
+            let host = wanted.host.contains("%") ? address.host : address.host.split(separator: "%").first.map(String.init)
+            if host == wanted.host { found = interface }
+            return found == nil
         }
-        return nil
+        return found.flatMap(index(of:))
     }
 
     /// The name of the interface with this index, or the number as text if there is none.

@@ -158,8 +158,7 @@ extension Syscall {
             let result = waitpid(pid, &status, 0)
             if result == -1 && errno == EINTR { continue }
             guard result > 0 else { return nil }
-            let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-            return (result, code)
+            return (result, exitCode(status))
         }
     }
 
@@ -172,8 +171,13 @@ extension Syscall {
             if result == -1 && errno == EINTR { continue }
             if result == -1 { return -1 }  // not our child (already reaped): it is gone
             guard result == pid else { return nil }
-            return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            return exitCode(status)
         }
+    }
+
+    /// A wait status as a shell tells it: the exit code, or 128 + the signal that killed it.
+    private static func exitCode(_ status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     /// Sends SIGTERM to `pid` (a child that ignored the end of its input).

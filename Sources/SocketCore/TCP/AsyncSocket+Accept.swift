@@ -61,11 +61,7 @@ extension AsyncSocket {
             guard phase == .idle else { throw .badConfig("attempting to accept while connected or accepting; disconnect first") }
             let isAbstract = path.hasPrefix("@")
             do throws(UnixSocketFile.Problem) { try UnixSocketFile.prepare(address, type: .stream) } catch {
-                switch error {
-                case .notASocket: throw .badParam("\(path) exists and is not a socket; remove it or choose another path")
-                case .inUse: throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: path))
-                case .system(let system): throw .system(system)
-                }
+                throw error.reported(badParam: AsyncSocketError.badParam, system: AsyncSocketError.system, path: path)
             }
             let fd: Int32
             do throws(SystemError) { fd = try AsyncSocket.makeListener(address) } catch { throw .system(error) }

@@ -122,11 +122,7 @@ extension AsyncUDPSocket {
         try sync { () throws(UDPSocketError) in
             try checkCanBind()
             do throws(UnixSocketFile.Problem) { try UnixSocketFile.prepare(address, type: .datagram) } catch {
-                switch error {
-                case .notASocket: throw .badParam("\(address.host) exists and is not a socket; remove it or choose another path")
-                case .inUse: throw .system(SystemError(errno: EADDRINUSE, call: "bind", context: address.host))
-                case .system(let system): throw .system(system)
-                }
+                throw error.reported(badParam: UDPSocketError.badParam, system: UDPSocketError.system, path: address.host)
             }
             do throws(UDPSocketError) {
                 try bindChannel(to: address)
@@ -134,8 +130,7 @@ extension AsyncUDPSocket {
                 closeNow(error: nil, notify: false)
                 throw error
             }
-            // Bound to one family: the others are not used.
-            for family in [SocketAddress.Family.ipv4, .ipv6, .unix] where family != address.family { dropChannel(family) }
+            dropChannels(except: address.family)  // bound to one family: the others are not used
             if address.isUnix, !address.host.hasPrefix("@") { boundPath = address.host }
             bound = true
         }
@@ -151,8 +146,7 @@ extension AsyncUDPSocket {
                 closeNow(error: nil, notify: false)
                 throw .system(error)
             }
-            dropChannel(.ipv4)
-            dropChannel(.ipv6)
+            dropChannels(except: .unix)
             bound = true
         }
     }
@@ -169,6 +163,10 @@ extension AsyncUDPSocket {
         if !channels.isEmpty, !sendQueue.isEmpty || currentSend != nil {
             throw .badConfig("bind before sending, not after")
         }
+    }
+
+    func dropChannels(except kept: SocketAddress.Family) {
+        for family in [SocketAddress.Family.ipv4, .ipv6, .unix] where family != kept { dropChannel(family) }
     }
 
     func dropChannel(_ family: SocketAddress.Family) {
@@ -238,7 +236,7 @@ extension AsyncUDPSocket {
         }
         let channel = try ensureChannel(address.family)
         do { _ = try Syscall.connect(channel.fd, to: address) } catch { throw .system(error) }
-        for family in [SocketAddress.Family.ipv4, .ipv6, .unix] where family != address.family { dropChannel(family) }
+        dropChannels(except: address.family)
         channel.refreshLocalPort()
         connection = .connected(address)
         notify { $0.udpSocket(self, didConnectTo: address) }

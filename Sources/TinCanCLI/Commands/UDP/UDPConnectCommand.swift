@@ -33,14 +33,10 @@ struct UDPConnectCommand {
         if let option = Option.allCases.first(where: { args.has($0) && !UDPConnectCommand.options.contains($0) }) {
             throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
         }
-        if let target = try Target.unix(args), case .unix(let path) = target {
-            do { unix = try SocketAddress(unixPath: path) } catch { throw UsageError("bad Unix socket path: \(error.reason)", command: name) }
-            (host, port) = (path, 0)
-            if let option = [Option.ipv4, .ipv6, .source, .interface].first(where: args.has) {
-                throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name)
-            }
+        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6, .source, .interface])
+        if let unix {
+            (host, port) = (unix.host, 0)
         } else {
-            unix = nil
             (host, port) = try Target.hostAndPort(args.positionals, command: name, udp: true)
         }
         ipv4Only = args.has(.ipv4)

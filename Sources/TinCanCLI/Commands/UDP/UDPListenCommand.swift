@@ -14,8 +14,8 @@ struct UDPListenCommand {
 
     let address: String?
     let port: UInt16
-    let unixPath: String?
-    let unixAddress: SocketAddress?
+    /// --unix: a Unix datagram socket instead of a port.
+    let unix: SocketAddress?
     let ipv4Only: Bool
     let ipv6Only: Bool
     let mode: UDPListener.Mode
@@ -33,13 +33,10 @@ struct UDPListenCommand {
         if let option = Option.allCases.first(where: { args.has($0) && !UDPListenCommand.options.contains($0) }) {
             throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
         }
-        if let target = try Target.unix(args), case .unix(let path) = target {
-            unixPath = path
-            do { unixAddress = try SocketAddress(unixPath: path) } catch { throw UsageError("bad Unix socket path: \(error.reason)", command: name) }
+        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
+        if unix != nil {
             (address, port) = (nil, 0)
         } else {
-            unixPath = nil
-            unixAddress = nil
             (address, port) = try Target.listenAddress(args.positionals, command: name, udp: true)
             if let address {
                 do { _ = try Interfaces.addresses(for: address) } catch { throw UsageError("bad ADDR \(error.description)", command: name) }
@@ -75,9 +72,9 @@ struct UDPListenCommand {
         socket.setReceiveBufferSize(32 << 20)
         let place: String
         do throws(UDPSocketError) {
-            if let unixPath, let unixAddress {
-                place = unixPath
-                try socket.bind(to: unixAddress)
+            if let unix {
+                place = unix.host
+                try socket.bind(to: unix)
             } else {
                 place = Endpoint(host: address ?? "*", port: port).description
                 socket.isIPv4Enabled = !ipv6Only
@@ -85,12 +82,12 @@ struct UDPListenCommand {
                 try socket.bind(port: port, interface: address)
             }
         } catch {
-            throw CommandError("cannot bind \(unixPath == nil ? "UDP " : "")\(unixPath ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
+            throw CommandError("cannot bind \(unix == nil ? "UDP " : "")\(unix?.host ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
         }
         // A signal closes the socket, which removes a Unix socket file.
         let stop = Interruption.install { socket.close() }
         defer { stop.cancel() }
-        let bound = unixPath.map { [$0] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
+        let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)
         let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit)
         do throws(UDPSocketError) { try listener.start() } catch {
@@ -121,7 +118,7 @@ struct UDPListenCommand {
     /// starts -q's count; a failure ends the session.
     private func pumpStdin(into listener: UDPListener) {
         let source = DatagramSource(mode: framing, input: 0)
-        let limit = unixPath == nil ? 65507 : 65535
+        let limit = unix == nil ? 65507 : 65535
         DispatchQueue.global().async {
             do {
                 guard listener.waitForPeer() else { return }

@@ -6,19 +6,17 @@ struct UDPReceiveCommand {
     let address: String?
     let port: UInt16
     /// --unix: a Unix datagram socket instead of a port.
-    let unixPath: String?
+    let unix: SocketAddress?
     let ipv4Only: Bool
     let ipv6Only: Bool
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        if let target = try Target.unix(args), case .unix(let path) = target {
-            unixPath = path
+        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
+        if unix != nil {
             (address, port) = (nil, 0)
-            if let option = [Option.ipv4, .ipv6].first(where: args.has) { throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name) }
         } else {
-            unixPath = nil
             (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
         }
         ipv4Only = args.has(.ipv4)
@@ -39,13 +37,13 @@ struct UDPReceiveCommand {
         let socket = settings.makeSocket()
         socket.isIPv4Enabled = !ipv6Only
         socket.isIPv6Enabled = !ipv4Only
-        let place = unixPath ?? Endpoint(host: address ?? "*", port: port).description
+        let place = unix?.host ?? Endpoint(host: address ?? "*", port: port).description
         do throws(UDPSocketError) {
-            if let unixPath, let unix = try? SocketAddress(unixPath: unixPath) { try socket.bind(to: unix) } else { try socket.bind(port: port, interface: address) }
+            if let unix { try socket.bind(to: unix) } else { try socket.bind(port: port, interface: address) }
         } catch {
-            throw CommandError("cannot bind \(unixPath == nil ? "UDP " : "")\(place): \(error.description.replacingAddressInUse)")
+            throw CommandError("cannot bind \(unix == nil ? "UDP " : "")\(place): \(error.description.replacingAddressInUse)")
         }
-        let bound = unixPath.map { [$0] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
+        let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("receiving on \(bound.joined(by: " and "))", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: settings.printer, limit: settings.count, echo: settings.echo)
         try settings.serve(receiver, what: bound.first ?? place)

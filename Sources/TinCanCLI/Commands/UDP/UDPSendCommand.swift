@@ -11,7 +11,7 @@ struct UDPSendCommand {
     let host: String
     let port: UInt16
     /// --unix: a Unix datagram socket instead of HOST PORT.
-    let unixPath: String?
+    let unix: SocketAddress?
     let source: DatagramSource
     let count: Int
     let interval: Duration?
@@ -23,14 +23,10 @@ struct UDPSendCommand {
         self.args = args
         let name = args.command.name
         let positionals = args.positionals
-        if let target = try Target.unix(args), case .unix(let path) = target {
-            unixPath = path
-            (host, port) = (path, 0)
-            if let option = [Option.ipv4, .ipv6, .broadcast, .ttl, .interface, .source].first(where: args.has) {
-                throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: name)
-            }
+        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6, .broadcast, .ttl, .interface, .source])
+        if let unix {
+            (host, port) = (unix.host, 0)
         } else {
-            unixPath = nil
             (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
         }
         if args.has(.ipv4) && args.has(.ipv6) { throw UsageError("-4 and -6 exclude each other", command: name) }
@@ -183,7 +179,7 @@ struct UDPSendCommand {
 
     /// The destination, looked up (IPv4 first unless -6).
     private func resolve() throws -> SocketAddress {
-        if let unixPath { return try SocketAddress(unixPath: unixPath) }
+        if let unix { return unix }
         return try UDPSendCommand.resolve(host, port: port, ipv4Only: args.has(.ipv4), ipv6Only: args.has(.ipv6))
     }
 
