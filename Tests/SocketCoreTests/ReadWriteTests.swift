@@ -328,15 +328,6 @@ final class MoreSocketBehaviourTests: XCTestCase {
         client.disconnect()
     }
 
-    func testAlternateAddressDelayIsClamped() {
-        let s = AsyncSocket()
-        XCTAssertEqual(s.alternateAddressDelay, .milliseconds(250))
-        s.alternateAddressDelay = .milliseconds(10)
-        XCTAssertEqual(s.alternateAddressDelay, .milliseconds(100))
-        s.alternateAddressDelay = .seconds(9)
-        XCTAssertEqual(s.alternateAddressDelay, .seconds(2))
-    }
-
     func testInjectedResolverAnswersForNames() async throws {
         struct Fixed: HostResolving {
             func resolve(host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,

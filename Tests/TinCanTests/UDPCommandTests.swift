@@ -79,6 +79,16 @@ final class UDPCommandTests: XCTestCase {
         XCTAssertTrue(hex.out.contains("01 ff"), hex.out)
     }
 
+    /// A reply past the library's default maximum (9216, the seed's) still arrives whole.
+    func testWaitReplyPrintsALargeReplyWhole() throws {
+        let (server, port) = try pythonUDPServer(reply: "s.sendto(b'r' * 60000, peer)")
+        defer { server.stop() }
+        let r = try Tool.run(["udp-send", "-m", "big?", "-W", "20s", "127.0.0.1", String(port)])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, String(repeating: "r", count: 60000))
+        XCTAssertFalse(r.err.contains("kept the first"), r.err)
+    }
+
     func testEchoServesAPythonClient() throws {
         let port = freeUDPPort()
         let recv = try receiver(["--echo", "-n", "50", "-t", "20s"], port: port)

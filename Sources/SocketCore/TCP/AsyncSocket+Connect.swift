@@ -88,7 +88,7 @@ extension AsyncSocket {
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
             let configuration = try binding.narrow(HappyEyeballs.Configuration(
-                attemptDelay: settings.alternateAddressDelay, preferIPv4: settings.ipv4Preferred,
+                attemptDelay: max(settings.alternateAddressDelay, .zero), preferIPv4: settings.ipv4Preferred,
                 ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled), interface: interface)
             phase = .connecting
             flags = []

@@ -116,8 +116,8 @@ public final class AsyncSocket: @unchecked Sendable {
     struct Settings {
         var ipv4Enabled = true
         var ipv6Enabled = true
-        var ipv4Preferred = false
-        var alternateAddressDelay: Duration = .milliseconds(250)
+        var ipv4Preferred = true
+        var alternateAddressDelay: Duration = .milliseconds(300)
         var autoDisconnectOnClosedReadStream = true
         var resolver: any HostResolving = SystemResolver()
         var device: String?
@@ -214,17 +214,20 @@ public final class AsyncSocket: @unchecked Sendable {
         set { sync { settings.ipv6Enabled = newValue } }
     }
 
-    /// Try IPv4 addresses first when a host has both (default false: IPv6 first, RFC 8305).
+    /// Try IPv4 addresses first when a host has both (default true, as in GCDAsyncSocket; set
+    /// false for RFC 8305's IPv6 first, as tincan's commands do unless `--prefer-ipv4`).
     public var isIPv4PreferredOverIPv6: Bool {
         get { sync { settings.ipv4Preferred } }
         set { sync { settings.ipv4Preferred = newValue } }
     }
 
     /// How long a connection attempt runs before the next address is tried alongside it
-    /// (Happy Eyeballs' connection attempt delay). Clamped to 100 ms – 2 s; default 250 ms.
+    /// (Happy Eyeballs' connection attempt delay; default 300 ms, as in GCDAsyncSocket; RFC 8305
+    /// recommends 250 ms). The value is used as given, never clamped: zero or a negative delay
+    /// starts the next attempt at once, as a negative timeout means none.
     public var alternateAddressDelay: Duration {
         get { sync { settings.alternateAddressDelay } }
-        set { sync { settings.alternateAddressDelay = min(max(newValue, .milliseconds(100)), .seconds(2)) } }
+        set { sync { settings.alternateAddressDelay = newValue } }
     }
 
     /// Disconnect when the peer ends its stream (default true). When false, the delegate hears

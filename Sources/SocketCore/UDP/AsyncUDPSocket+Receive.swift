@@ -92,7 +92,9 @@ extension AsyncUDPSocket {
             slots = existing
         } else {
             slots = DatagramSlots(count: config.receiveBatch,
-                                  capacity: channel.isIPv6 ? config.maxReceiveSizeIPv6 : config.maxReceiveSizeIPv4)
+                                  capacity: channel.isIPv6
+                                      ? Int(min(config.maxReceiveSizeIPv6, UInt32(AsyncUDPSocket.largestDeliverableDatagram)))
+                                      : Int(config.maxReceiveSizeIPv4))
             channel.slots = slots
         }
         for _ in 0..<AsyncUDPSocket.batchesPerWakeUp {

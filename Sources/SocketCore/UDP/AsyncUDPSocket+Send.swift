@@ -151,7 +151,7 @@ extension AsyncUDPSocket {
             finishCurrent(.failure(.badConfig("the socket is not connected")))
             return
         }
-        let limit = min(config.maxSendSize, packet.resolved?.maximumDatagramPayload ?? (family == .ipv6 ? 65527 : 65507))
+        let limit = min(Int(config.maxSendSize), packet.resolved?.maximumDatagramPayload ?? (family == .ipv6 ? 65527 : 65507))
         guard packet.data.count <= limit else {
             finishCurrent(.failure(.tooLarge(size: packet.data.count, limit: limit)))
             return

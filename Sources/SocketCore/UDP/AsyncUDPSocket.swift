@@ -72,9 +72,9 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         var ipv4Enabled = true
         var ipv6Enabled = true
         var preference: AddressPreference = .none
-        var maxReceiveSizeIPv4 = 65535
-        var maxReceiveSizeIPv6 = 65535
-        var maxSendSize = 65535
+        var maxReceiveSizeIPv4: UInt16 = 9216
+        var maxReceiveSizeIPv6: UInt32 = 9216
+        var maxSendSize: UInt16 = 65535
         var sendsEmptyDatagrams = false
         var receiveBatch = 32
         var receiveBufferSize: Int?
@@ -158,25 +158,34 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         set { sync { config.preference = newValue } }
     }
 
-    /// The largest IPv4 datagram received whole (default 65535); larger ones arrive cut, with
-    /// ``Datagram/isTruncated`` set. Set before receiving starts.
-    public var maxReceiveIPv4BufferSize: Int {
+    /// The largest IPv4 datagram received whole (default 9216, as in GCDAsyncUdpSocket); larger
+    /// ones arrive cut to this size, with ``Datagram/isTruncated`` set and ``Datagram/length``
+    /// giving the size sent. A `UInt16`, as in the seed, so any value is used as given (65535
+    /// receives every IPv4 datagram whole). Set before receiving starts; this also applies to
+    /// Unix datagrams.
+    public var maxReceiveIPv4BufferSize: UInt16 {
         get { sync { config.maxReceiveSizeIPv4 } }
-        set { sync { config.maxReceiveSizeIPv4 = min(max(newValue, 1), 65535) } }
+        set { sync { config.maxReceiveSizeIPv4 = newValue } }
     }
 
-    /// The largest IPv6 datagram received whole (default 65535).
-    public var maxReceiveIPv6BufferSize: Int {
+    /// The largest IPv6 datagram received whole (default 9216). A `UInt32`, as in the seed, which
+    /// allows for jumbograms; the value reads back as set. Linux delivers no UDP datagram larger
+    /// than 65535 bytes, so no more than that is ever allocated per buffer: a larger setting
+    /// receives everything whole, as it promises.
+    public var maxReceiveIPv6BufferSize: UInt32 {
         get { sync { config.maxReceiveSizeIPv6 } }
-        set { sync { config.maxReceiveSizeIPv6 = min(max(newValue, 1), 65535) } }
+        set { sync { config.maxReceiveSizeIPv6 = newValue } }
     }
 
     /// Datagrams larger than this are refused before sending (default 65535; the protocol
-    /// limits, 65507 for IPv4 and 65527 for IPv6, apply as well).
-    public var maxSendBufferSize: Int {
+    /// limits, 65507 for IPv4 and 65527 for IPv6, apply as well). A `UInt16`, as in the seed.
+    public var maxSendBufferSize: UInt16 {
         get { sync { config.maxSendSize } }
-        set { sync { config.maxSendSize = min(max(newValue, 0), 65535) } }
+        set { sync { config.maxSendSize = newValue } }
     }
+
+    /// The largest datagram Linux delivers over UDP: no receive buffer needs more.
+    static let largestDeliverableDatagram = 65535
 
     /// Whether a zero-length send goes out as an empty datagram (default false: as in
     /// GCDAsyncUdpSocket, it does nothing). A UDP tool that sends what it is given sets it.

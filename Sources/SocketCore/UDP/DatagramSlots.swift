@@ -10,8 +10,8 @@ final class DatagramSlots {
 
     init(count: Int, capacity: Int) {
         self.count = max(1, min(count, Int(CSYSTEM_MAX_BATCH)))
-        self.capacity = max(1, capacity)
-        payload = .allocate(byteCount: self.count * self.capacity, alignment: 16)
+        self.capacity = max(0, capacity)  // 0 is honoured: every datagram arrives cut to nothing
+        payload = .allocate(byteCount: max(1, self.count * self.capacity), alignment: 16)
         records = .allocate(capacity: self.count)
         for i in 0..<self.count {
             var record = csystem_datagram()

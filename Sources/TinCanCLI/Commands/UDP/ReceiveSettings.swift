@@ -26,8 +26,8 @@ struct ReceiveSettings {
     func makeSocket() -> AsyncUDPSocket {
         let socket = AsyncUDPSocket()
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
-        socket.maxReceiveIPv4BufferSize = maxSize
-        socket.maxReceiveIPv6BufferSize = maxSize
+        socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
+        socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
         socket.setReceiveBufferSize(receiveBuffer)
         return socket
     }

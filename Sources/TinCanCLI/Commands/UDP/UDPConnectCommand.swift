@@ -70,8 +70,8 @@ struct UDPConnectCommand {
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6
-        socket.maxReceiveIPv4BufferSize = maxSize
-        socket.maxReceiveIPv6BufferSize = maxSize
+        socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
+        socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
         do throws(UDPSocketError) {
             if let device { try socket.bindToDevice(device) }
             if let source {

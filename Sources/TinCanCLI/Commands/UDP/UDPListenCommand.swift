@@ -67,8 +67,8 @@ struct UDPListenCommand {
     func run() throws {
         let socket = AsyncUDPSocket()
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
-        socket.maxReceiveIPv4BufferSize = maxSize
-        socket.maxReceiveIPv6BufferSize = maxSize
+        socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
+        socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
         socket.setReceiveBufferSize(32 << 20)
         let place: String
         do throws(UDPSocketError) {
