@@ -2,8 +2,7 @@ import Dispatch
 
 /// A socket's serial queue, with a cheap test of whether the caller is already on it, so public
 /// methods can be called from anywhere, callbacks included, without deadlocking.
-final class SocketQueue: @unchecked Sendable {
-    // @unchecked: both properties are immutable; DispatchSpecificKey is not marked Sendable.
+final class SocketQueue: Sendable {
     let queue: DispatchQueue
     private let key = DispatchSpecificKey<Bool>()
 
@@ -35,7 +34,22 @@ final class SocketQueue: @unchecked Sendable {
 
     private static let registry = Locked<[ObjectIdentifier: WeakSocketQueue]>([:])
 
-    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
+    /// Whether the caller may act as the socket queue: it is on it, or on a queue marked with
+    /// ``mark(_:)`` (a target of socket queues, whose blocks exclude theirs, being serial).
+    var isCurrent: Bool { isOwnQueue || DispatchQueue.getSpecific(key: Self.markedTarget) == true }
+
+    /// Whether the caller is on this very queue (or one that targets it).
+    private var isOwnQueue: Bool { DispatchQueue.getSpecific(key: key) == true }
+
+    /// The key a marked target queue carries.
+    private static let markedTarget = DispatchSpecificKey<Bool>()
+
+    /// Marks a serial queue that socket queues target, so the sockets' synchronous calls made on
+    /// it run inline: a `dispatch_sync` onto a queue that targets the current one would trap.
+    static func mark(_ target: DispatchQueue) { target.setSpecific(key: markedTarget, value: true) }
+
+    /// Undoes ``mark(_:)``.
+    static func unmark(_ target: DispatchQueue) { target.setSpecific(key: markedTarget, value: nil) }
 
     /// Runs `body` on the queue and returns its result (at once if already there).
     func sync<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
@@ -44,9 +58,10 @@ final class SocketQueue: @unchecked Sendable {
         return try result.get()
     }
 
-    /// Runs `body` on the queue: now if already there, later otherwise.
+    /// Runs `body` on the queue: now if already there, later otherwise (on a marked target
+    /// too, so it keeps its place behind the blocks already queued).
     func async(_ body: @escaping @Sendable () -> Void) {
-        if isCurrent { body() } else { queue.async(execute: body) }
+        if isOwnQueue { body() } else { queue.async(execute: body) }
     }
 }
 

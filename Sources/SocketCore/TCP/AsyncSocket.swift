@@ -159,7 +159,7 @@ public final class AsyncSocket: @unchecked Sendable {
 
     @inline(__always)
     func assertOnQueue() {
-        dispatchPrecondition(condition: .onQueue(socketQueue))
+        precondition(queue.isCurrent, "not on the socket queue (or a marked target of it)")
     }
 
     /// Runs `body` on the socket queue and returns its result (at once if already there).

@@ -1,0 +1,23 @@
+import Dispatch
+
+extension AsyncSocket {
+    /// Marks `targetQueue`, a serial queue that socket queues given to ``init(delegate:delegateQueue:socketQueue:)``
+    /// target (`DispatchQueue(label:target:)`), so that the sockets' synchronous calls made on it
+    /// (properties such as ``isConnected`` or ``localPort``, ``perform(_:)``, ``disconnect()``,
+    /// starting a connect or an accept) run there and then, as GCDAsyncSocket's
+    /// `markSocketQueueTargetQueue:` allows. Unmarked, such a call would `dispatch_sync` onto a
+    /// queue that targets the current one, which traps. Running inline is safe because a serial
+    /// target runs one block at a time, its socket queues' included.
+    ///
+    /// Mark only a queue that the sockets' queues do target. The mark applies to
+    /// ``AsyncUDPSocket`` queues as well; queued work (reads, writes, sends) still goes through
+    /// the socket queue in order.
+    public static func markSocketQueueTargetQueue(_ targetQueue: DispatchQueue) {
+        SocketQueue.mark(targetQueue)
+    }
+
+    /// Removes the mark set by ``markSocketQueueTargetQueue(_:)``.
+    public static func unmarkSocketQueueTargetQueue(_ targetQueue: DispatchQueue) {
+        SocketQueue.unmark(targetQueue)
+    }
+}
