@@ -18,11 +18,16 @@ public struct BlockingConnector: Sendable {
     public var interface: String?
     /// The device attempts are tied to (SO_BINDTODEVICE), as ``AsyncSocket/boundDevice``.
     public var device: String?
+    /// The traffic class each attempt is given before it connects, as ``AsyncSocket/trafficClass``
+    /// (attempted: a refusal reaches `onTrafficClassRefused`, and the connection goes on).
+    public var trafficClass: TrafficClass?
 
-    public init(configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil) {
+    public init(configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil,
+                trafficClass: TrafficClass? = nil) {
         self.configuration = configuration
         self.interface = interface
         self.device = device
+        self.trafficClass = trafficClass
     }
 
     /// Connects to `host` on `port`, waiting at most `timeout` (no limit when `nil`).
@@ -31,13 +36,15 @@ public struct BlockingConnector: Sendable {
     /// the address it reached. Throws ``AsyncSocketError/connectFailed(_:)`` or
     /// ``AsyncSocketError/connectTimeout(_:)`` with every attempt's story, or `badParam` /
     /// `badConfig` for arguments that cannot work. `onEvent` and `onLookup` hear each attempt and
-    /// lookup as they happen, on the calling thread.
+    /// lookup as they happen, on the calling thread; `onTrafficClassRefused` hears, before this
+    /// returns, that the connection did not take ``trafficClass``.
     public func connect(
         toHost host: String, port: UInt16, timeout: Duration? = nil,
-        onEvent: (ConnectAttemptEvent) -> Void = { _ in }, onLookup: (LookupEvent) -> Void = { _ in }
+        onEvent: (ConnectAttemptEvent) -> Void = { _ in }, onLookup: (LookupEvent) -> Void = { _ in },
+        onTrafficClassRefused: (TrafficClassRefusal) -> Void = { _ in }
     ) throws(AsyncSocketError) -> (fd: Int32, address: SocketAddress) {
         guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
-        let binding = try Connector.Binding(interface: interface, device: device)
+        let binding = try Connector.Binding(interface: interface, device: device, trafficClass: trafficClass)
         let configuration = try binding.narrow(configuration, interface: interface)
         let outcome = withoutActuallyEscaping(onEvent) { onEvent in
             withoutActuallyEscaping(onLookup) { onLookup in
@@ -47,7 +54,9 @@ public struct BlockingConnector: Sendable {
             }
         }
         switch outcome {
-        case .success(let winner): return winner
+        case .success(let winner):
+            if let trafficClass, let refusal = Syscall.applyTrafficClass(trafficClass, to: winner.fd) { onTrafficClassRefused(refusal) }
+            return winner
         case .failure(let failure):
             throw failure.timedOutAfterMilliseconds != nil ? .connectTimeout(failure) : .connectFailed(failure)
         }

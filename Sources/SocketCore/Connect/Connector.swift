@@ -9,6 +9,8 @@ final class Connector: @unchecked Sendable {
         var ipv4: SocketAddress?
         var ipv6: SocketAddress?
         var device: String?
+        /// Set on each attempt before it connects, so its SYN carries it; not checked here.
+        var trafficClass: TrafficClass?
     }
 
     typealias Outcome = Result<(fd: Int32, address: SocketAddress), ConnectFailure>
@@ -156,8 +158,8 @@ final class Connector: @unchecked Sendable {
 extension Connector.Binding {
     /// The binding for `interface` (an interface name, a local address and/or a port, as
     /// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)`` takes it) and `device`.
-    init(interface: String?, device: String?) throws(AsyncSocketError) {
-        self.init(device: device)
+    init(interface: String?, device: String?, trafficClass: TrafficClass? = nil) throws(AsyncSocketError) {
+        self.init(device: device, trafficClass: trafficClass)
         guard let interface else { return }
         do throws(AddressError) {
             let local = try Interfaces.addresses(for: interface)
@@ -187,6 +189,7 @@ extension Connector.Binding {
     func openSocket(for address: SocketAddress) throws(SystemError) -> Int32 {
         try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in
             if let device { try Syscall.bindToDevice(fd, device) }
+            if let trafficClass { _ = Syscall.applyTrafficClass(trafficClass, to: fd) }
             if let local = address.isIPv4 ? ipv4 : ipv6 {
                 if local.port != 0 { try Syscall.setReuseAddress(fd) }
                 try Syscall.bind(fd, to: local)

@@ -47,6 +47,7 @@ extension AsyncSocket {
                 fds.forEach(Syscall.close)
                 throw .system(error)
             }
+            fds.forEach(attemptTrafficClass(on:))
             do throws(SystemError) { try startAccepting(fds) } catch { throw .system(error) }
         }
     }
@@ -66,6 +67,7 @@ extension AsyncSocket {
             let fd: Int32
             do throws(SystemError) { fd = try AsyncSocket.makeListener(address) } catch { throw .system(error) }
             if !isAbstract { listenUnixPath = path }
+            attemptTrafficClass(on: fd)
             do throws(SystemError) { try startAccepting([fd]) } catch { throw .system(error) }
         }
     }

@@ -71,6 +71,7 @@ extension AsyncSocket {
             return closeWithError(.connectFailed(ConnectFailure(target: path, attempts: [.init(address: address, outcome: .failed(error))])))
         }
         connectedUnixPath = path
+        attemptTrafficClass(on: fd)  // a Unix socket has none: the delegate hears the refusal
         didConnect(fd: fd) { [self] in
             notify { [self] in $0.socket(self, didConnectToUnixPath: path) }
             if let waiter = connectWaiter {
@@ -84,7 +85,8 @@ extension AsyncSocket {
     func startConnect(
         host: String, port: UInt16, interface: String?, timeout: Duration?
     ) throws(AsyncSocketError) {
-        let binding = try Connector.Binding(interface: interface, device: sync { settings.device })
+        let binding = try Connector.Binding(interface: interface, device: sync { settings.device },
+                                            trafficClass: sync { settings.trafficClass })
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
             let configuration = try binding.narrow(HappyEyeballs.Configuration(
@@ -129,6 +131,7 @@ extension AsyncSocket {
             }
             let host = address.host
             let port = address.port
+            attemptTrafficClass(on: fd)  // set on the attempt already: this hears how it went
             didConnect(fd: fd) { [self] in
                 notify { [self] in $0.socket(self, didConnectToHost: host, port: port) }
                 if let waiter = connectWaiter {

@@ -121,6 +121,7 @@ public final class AsyncSocket: @unchecked Sendable {
         var autoDisconnectOnClosedReadStream = true
         var resolver: any HostResolving = SystemResolver()
         var device: String?
+        var trafficClass: TrafficClass?
         var acceptByWaiting = false
     }
 
@@ -249,6 +250,24 @@ public final class AsyncSocket: @unchecked Sendable {
     public var boundDevice: String? {
         get { sync { settings.device } }
         set { sync { settings.device = newValue } }
+    }
+
+    /// The traffic class (DSCP and ECN: `IP_TOS`, `IPV6_TCLASS`) of the connections this socket
+    /// makes or accepts, attempted as FMLiveSwitch's `attemptDscp`. Set before connecting (each
+    /// attempt has it from its SYN on) or accepting (the listeners have it, and Linux gives it to
+    /// each connection accepted, SYN-ACK included, at no cost per connection). A refusal fails
+    /// nothing: the delegate hears `socket(_:didNotApplyTrafficClass:)`. On TCP the kernel keeps
+    /// the two ECN bits for itself; only the DSCP is promised. Default nil: the system's (0).
+    public var trafficClass: TrafficClass? {
+        get { sync { settings.trafficClass } }
+        set { sync { settings.trafficClass = newValue } }
+    }
+
+    /// Applies the traffic class, if any, to `fd`, reporting a refusal to the delegate.
+    func attemptTrafficClass(on fd: Int32) {
+        guard let trafficClass = settings.trafficClass,
+              let refusal = Syscall.applyTrafficClass(trafficClass, to: fd) else { return }
+        notify { [self] in $0.socket(self, didNotApplyTrafficClass: refusal) }
     }
 
     /// Runs `body` on the socket queue, where ``socketFD``, ``socket4FD`` and ``socket6FD`` may

@@ -34,6 +34,9 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// A lookup of the host being connected to answered (one per address family).
     func socket(_ sock: AsyncSocket, lookup event: LookupEvent)
 
+    /// ``AsyncSocket/trafficClass`` did not take on a connection or listener, which works on.
+    func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal)
+
     /// A queued read completed. `data` is a view of the read's buffer: with a caller's buffer,
     /// `data.startIndex` is the offset given.
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int)
@@ -72,6 +75,7 @@ extension AsyncSocketDelegate {
     public func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) {}
     public func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) {}
     public func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {}
+    public func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) {}
     public func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {}
     public func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {}
     public func socket(_ sock: AsyncSocket, didReadPartialDataOfLength partialLength: Int, tag: Int) {}

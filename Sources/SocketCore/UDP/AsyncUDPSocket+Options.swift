@@ -135,6 +135,27 @@ extension AsyncUDPSocket {
         }
     }
 
+    /// The traffic class (DSCP and ECN: `IP_TOS`, `IPV6_TCLASS`) of the datagrams sent, attempted
+    /// on every descriptor, open or to come, as FMLiveSwitch's `attemptDscp`: a system that
+    /// refuses it (a Unix socket has none) or keeps another value fails nothing, and the
+    /// delegate hears `udpSocket(_:didNotApplyTrafficClass:)`. Default nil: the system's (0).
+    /// Setting nil leaves open descriptors as they are.
+    public var trafficClass: TrafficClass? {
+        get { sync { config.trafficClass } }
+        set {
+            sync {
+                config.trafficClass = newValue
+                if let newValue { channels.forEach { attempt(newValue, on: $0.fd) } }
+            }
+        }
+    }
+
+    /// Applies `trafficClass` to `fd`, reporting a refusal to the delegate.
+    func attempt(_ trafficClass: TrafficClass, on fd: Int32) {
+        guard let refusal = Syscall.applyTrafficClass(trafficClass, to: fd) else { return }
+        notify { [self] in $0.udpSocket(self, didNotApplyTrafficClass: refusal) }
+    }
+
     /// Sends and receives only through this interface (`SO_BINDTODEVICE`). Before binding.
     public func bindToDevice(_ interface: String) throws(UDPSocketError) {
         _ = try AsyncUDPSocket.interfaceIndex(interface)

@@ -39,6 +39,7 @@ extension AsyncUDPSocket {
         case .ipv6: channel6 = channel
         case .unix: channelUnix = channel
         }
+        if let trafficClass = settings.trafficClass { attempt(trafficClass, on: fd) }
         if receiveMode != .off { updateReceiving() }
         return channel
     }

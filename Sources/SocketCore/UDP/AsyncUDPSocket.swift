@@ -87,6 +87,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         var multicastAll: Bool?
         var unicastTTL: Int?
         var device: String?
+        var trafficClass: TrafficClass?
     }
 
     /// A socket whose delegate callbacks run on `delegateQueue`. `socketQueue`, if given, must be

@@ -23,6 +23,8 @@ public protocol AsyncUDPSocketDelegate: AnyObject, Sendable {
     func udpSocket(_ sock: AsyncUDPSocket, didReceive datagram: Datagram, filterContext: (any Sendable)?)
     /// The socket closed: `error` nil when its owner closed it.
     func udpSocketDidClose(_ sock: AsyncUDPSocket, error: UDPSocketError?)
+    /// ``AsyncUDPSocket/trafficClass`` did not take on a descriptor; the socket works on.
+    func udpSocket(_ sock: AsyncUDPSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal)
 }
 
 extension AsyncUDPSocketDelegate {
@@ -32,6 +34,7 @@ extension AsyncUDPSocketDelegate {
     public func udpSocket(_ sock: AsyncUDPSocket, didNotSendDataWithTag tag: Int, error: UDPSocketError) {}
     public func udpSocket(_ sock: AsyncUDPSocket, didReceive datagram: Datagram, filterContext: (any Sendable)?) {}
     public func udpSocketDidClose(_ sock: AsyncUDPSocket, error: UDPSocketError?) {}
+    public func udpSocket(_ sock: AsyncUDPSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) {}
 }
 
 /// Decides whether a received datagram reaches the delegate; it may set a context that is

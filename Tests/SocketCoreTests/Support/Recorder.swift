@@ -17,6 +17,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         case writeTimeoutAsked(tag: Int)
         case readStreamClosed
         case disconnected(AsyncSocketError?)
+        case trafficClassRefused(TrafficClassRefusal)
     }
 
     private let events = Locked<[Event]>([])
@@ -95,6 +96,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         }
     }
     func socketDidCloseReadStream(_ sock: AsyncSocket) { record(.readStreamClosed) }
+    func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { record(.trafficClassRefused(refusal)) }
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) { record(.disconnected(error)) }
 }
 

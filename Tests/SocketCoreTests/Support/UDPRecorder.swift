@@ -11,6 +11,7 @@ final class UDPRecorder: AsyncUDPSocketDelegate, @unchecked Sendable {
         case notSent(tag: Int, UDPSocketError)
         case received(Datagram, context: String?)
         case closed(UDPSocketError?)
+        case trafficClassRefused(TrafficClassRefusal)
     }
 
     private let events = Locked<[Event]>([])
@@ -61,6 +62,7 @@ final class UDPRecorder: AsyncUDPSocketDelegate, @unchecked Sendable {
         record(.received(datagram, context: filterContext as? String))
     }
     func udpSocketDidClose(_ sock: AsyncUDPSocket, error: UDPSocketError?) { record(.closed(error)) }
+    func udpSocket(_ sock: AsyncUDPSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { record(.trafficClassRefused(refusal)) }
 }
 
 /// A UDP socket with its recorder, delegate callbacks on a queue of their own.
