@@ -24,10 +24,10 @@ _tincan() {
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -40,10 +40,10 @@ _tincan() {
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
+                -m|--max-conns|--allow|--deny|--dscp|--tos|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny --dscp --tos -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -56,10 +56,10 @@ _tincan() {
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -69,10 +69,10 @@ _tincan() {
                 -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--max-size|--send|--expect|--expect-timeout) return ;;
+                -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--dscp|--tos|--max-size|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply --dscp --tos -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -81,10 +81,10 @@ _tincan() {
             case "$prev" in
                 -U|--unix) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                --max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
+                --max-size|-n|--count|-t|--timeout|--rcvbuf|--dscp|--tos) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -93,10 +93,10 @@ _tincan() {
             case "$prev" in
                 --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                --source|--max-size|-n|--count|-t|--timeout|--rcvbuf) return ;;
+                --source|--max-size|-n|--count|-t|--timeout|--rcvbuf|--dscp|--tos) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

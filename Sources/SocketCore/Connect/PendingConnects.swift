@@ -32,9 +32,10 @@ public struct PendingConnects {
 
     /// Starts connecting to `address` under `id` (which must not be in flight). Returns the
     /// descriptor if it connected at once (it is then not kept); throws if the socket could not
-    /// be made or the connect failed at once.
-    public mutating func start(_ id: Int, to address: SocketAddress) throws(SystemError) -> Int32? {
-        try start(id, to: address, binding: Connector.Binding())
+    /// be made or the connect failed at once. `trafficClass` is attempted on the socket first
+    /// (see ``AsyncSocket/trafficClass``); a refusal does not stop the connect.
+    public mutating func start(_ id: Int, to address: SocketAddress, trafficClass: TrafficClass? = nil) throws(SystemError) -> Int32? {
+        try start(id, to: address, binding: Connector.Binding(trafficClass: trafficClass))
     }
 
     mutating func start(_ id: Int, to address: SocketAddress, binding: Connector.Binding) throws(SystemError) -> Int32? {

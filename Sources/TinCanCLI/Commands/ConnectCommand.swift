@@ -137,6 +137,7 @@ struct Dialer {
         socket.isIPv4PreferredOverIPv6 = settings.preferIPv4
         socket.alternateAddressDelay = settings.attemptDelay
         socket.boundDevice = device
+        socket.trafficClass = settings.marking?.trafficClass
         // The relay takes the descriptor over: a peer's early end of stream must not close it.
         socket.autoDisconnectOnClosedReadStream = false
         do throws(AsyncSocketError) {
@@ -163,7 +164,7 @@ struct Dialer {
         let connector = BlockingConnector(
             configuration: HappyEyeballs.Configuration(attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
                                                        ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
-            interface: source, device: device)
+            interface: source, device: device, trafficClass: settings.marking?.trafficClass)
         let log = EventLog.current.withLock { $0 }
         do throws(AsyncSocketError) {
             let (fd, address) = try connector.connect(
@@ -175,7 +176,8 @@ struct Dialer {
                 onLookup: { event in
                     Console.note(event.description, level: 2)
                     log?.lookup(event)
-                })
+                },
+                onTrafficClassRefused: { settings.marking?.report($0) })
             // The local address costs a getsockname: only when someone will read it.
             if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
                 announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
@@ -217,6 +219,8 @@ final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
         Console.note(event.description, level: 2)
         EventLog.current.withLock { $0 }?.lookup(event)
     }
+
+    func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { settings.marking?.report(refusal) }
 
     func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) { done.signal() }
     func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) { done.signal() }

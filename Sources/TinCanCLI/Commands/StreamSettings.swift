@@ -18,6 +18,8 @@ struct StreamSettings {
     let script: Script
     /// How long connecting may take: --connect-timeout, else -w.
     let connectTimeout: Duration?
+    /// --dscp, --tos: the traffic class of the connections made or accepted.
+    let marking: TrafficMarking?
 
     /// How long a TLS client holds its close_notify after the end of stdin while nothing
     /// arrives (unless the server closes first, or --half-close).
@@ -45,6 +47,7 @@ struct StreamSettings {
             throw UsageError("--\(text.rawValue) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
         }
         connectTimeout = args.duration(.connectTimeout) ?? args.duration(.wait)
+        marking = try TrafficMarking.parse(args)
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has(.noShutdown)
         relay.ending.quitAfterEOF = args.duration(.quitAfterEof)

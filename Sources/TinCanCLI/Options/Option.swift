@@ -17,6 +17,7 @@ public enum Option: String, CaseIterable, Sendable {
     case crlf
     case curves
     case deny
+    case dscp
     case echo
     case exec
     case expect
@@ -78,6 +79,7 @@ public enum Option: String, CaseIterable, Sendable {
     case tls
     case tlsMax = "tls-max"
     case tlsMin = "tls-min"
+    case tos
     case ttl
     case udp
     case unix

@@ -61,7 +61,7 @@ extension OptionTable {
             OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
             OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
-        ] + datagramOutput + probing,
+        ] + marking("each datagram") + datagramOutput + probing,
         examples: [
             ("echo 'deploy.count:1|c' | tincan udp-send 127.0.0.1 8125", "Send a StatsD counter."),
             ("tincan udp-send --send 'ping' --expect '^pong' 127.0.0.1 7", "A request/response check: exit 6 unless a reply matches."),
@@ -92,7 +92,7 @@ extension OptionTable {
         options: [help, helpAll, datagramVerbose] + family + [
             OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
                 help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit."),
-        ] + datagramOutput + receiving,
+        ] + datagramOutput + receiving + marking("the --echo replies"),
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),
@@ -123,7 +123,7 @@ extension OptionTable {
                 help: "Join on this interface, a name or one of its addresses (default: the group's %scope, else the route for the group)."),
             OptionSpec(.source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
                 help: "Hear only these senders (source-specific multicast)."),
-        ] + datagramOutput + receiving,
+        ] + datagramOutput + receiving + marking("the --echo replies"),
         examples: [
             ("tincan join-group --interface eth0 239.1.2.3 5000", "Print what is sent to a group."),
             ("tincan join-group -v --source 198.18.0.7 232.1.1.1 5000", "Hear one sender only (SSM)."),

@@ -104,6 +104,16 @@ public enum OptionTable {
             help: "How long a connection attempt runs before the next address is tried alongside it (Happy Eyeballs' connection attempt delay, 100ms to 2s)."),
     ]
 
+    /// The traffic class of the packets sent: connect, listen, tls and the datagram commands.
+    static func marking(_ what: String) -> [OptionSpec] {
+        [
+            OptionSpec(.dscp, value: .integer(0...63), valueName: "N",
+                help: "Mark \(what) with this DSCP, 0-63 (46 is EF, 34 AF41, 10 AF11, 8 CS1): the upper six bits of the IPv4 TOS byte or IPv6 Traffic Class. Attempted: if the system refuses it (a Unix socket has none), tincan goes on without and says so with -v."),
+            OptionSpec(.tos, value: .integer(0...255), valueName: "BYTE",
+                help: "As --dscp, the whole TOS / Traffic Class byte, e.g. 0xb8 (DSCP 46) or 184; on TCP the kernel keeps the two ECN bits for itself."),
+        ]
+    }
+
     /// Reaching the server through proxies: connect (and -z) and tls.
     static let proxying: [OptionSpec] = [
         OptionSpec(.proxy, value: .text, valueName: "URL", repeatable: true,
@@ -138,7 +148,7 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + tlsControls + probing + [
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + tlsControls + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
             OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
@@ -206,7 +216,7 @@ public enum OptionTable {
                 help: "Accept only peers in these networks; others are closed before any byte is read."),
             OptionSpec(.deny, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Close connections from these networks before any byte is read."),
-        ] + programs(each: "for each connection") + [
+        ] + marking("the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent") + programs(each: "for each connection") + [
             OptionSpec(.forward, value: .address, valueName: "HOST:PORT",
                 help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."),
             OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
@@ -271,7 +281,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing,
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),

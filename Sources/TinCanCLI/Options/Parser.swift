@@ -38,7 +38,7 @@ public struct ParsedArguments: Sendable {
     /// A duration option's value (checked when parsed).
     public func duration(_ option: Option) -> Duration? { value(option).flatMap { try? Parser.duration($0) } }
     /// An integer option's value (checked when parsed).
-    public func integer(_ option: Option) -> Int? { value(option).flatMap { Int($0) } }
+    public func integer(_ option: Option) -> Int? { value(option).flatMap(Parser.wholeNumber) }
 }
 
 /// The hand-rolled parser: GNU/POSIX conventions (`-abc` bundles, `-w5`, `--timeout 5`,
@@ -155,7 +155,7 @@ public enum Parser {
                 throw UsageError("invalid duration '\(value)' for \(name): \(error.message)", command: spec.name)
             }
         case .integer(let range):
-            guard let n = Int(value), range.contains(n) else {
+            guard let n = wholeNumber(value), range.contains(n) else {
                 throw UsageError("\(name) needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'", command: spec.name)
             }
         case .cidrList:
@@ -172,6 +172,13 @@ public enum Parser {
         case .text, .path, .interface, .address, .command:
             guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
         }
+    }
+
+    /// A whole number in decimal, or in hex after `0x` (`0xb8`, as a TOS byte is often written).
+    public static func wholeNumber(_ text: String) -> Int? {
+        let lower = text.lowercased()
+        if lower.hasPrefix("0x") { return Int(lower.dropFirst(2), radix: 16) }
+        return Int(text)
     }
 
     /// Parses `500ms`, `2s`, `1.5m`, `1h`, `250us`, or a bare number of seconds.

@@ -105,7 +105,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// it is done at once; a connect still under way is waited for on a worker.
     private func serveQuickly(_ accepted: AcceptedConnection, to address: SocketAddress) {
         let client = client(accepted)
-        switch UpstreamDial.start(address) {
+        switch UpstreamDial.start(address, marking: upstream.dial.marking) {
         case .connected(let fd):
             Console.note("connected to \(address)", level: 1)
             connected(client, upstream: fd, secured: nil)

@@ -86,6 +86,8 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         return true
     }
 
+    func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { settings.marking?.report(refusal) }
+
     func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
         guard admit(newSocket.connectedAddress) else { return newSocket.disconnect() }
         guard let handler = onConnection else {

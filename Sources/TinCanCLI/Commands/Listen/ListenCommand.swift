@@ -92,7 +92,8 @@ struct ListenCommand {
         if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
-        dial = UpstreamDial.Options(source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies)
+        dial = UpstreamDial.Options(source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
+                                    marking: settings.marking)
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
@@ -133,6 +134,7 @@ struct ListenCommand {
         listener.isIPv6Enabled = !settings.ipv4Only
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         listener.acceptsByWaiting = mode.acceptsByWaiting
+        listener.trafficClass = settings.marking?.trafficClass  // what it accepts inherits it
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)

@@ -10,6 +10,9 @@ enum UpstreamDial {
         var device: String?
         var timeout: Duration?
         var proxies: ProxyChoice?
+        /// --dscp, --tos: on the upstream connections too (the dial through ``Dialer`` has it from
+        /// the settings).
+        var marking: TrafficMarking?
     }
 
     /// The connected descriptor (non-blocking; the caller's), or why not.
@@ -51,9 +54,10 @@ enum UpstreamDial {
         case failed(CommandError)
     }
 
-    static func start(_ address: SocketAddress) -> Quick {
+    static func start(_ address: SocketAddress, marking: TrafficMarking?) -> Quick {
         do throws(SystemError) {
             let fd = try Syscall.socket(address.family, .stream)
+            if let marking, let refusal = Syscall.applyTrafficClass(marking.trafficClass, to: fd) { marking.report(refusal) }
             do throws(SystemError) {
                 if try Syscall.connect(fd, to: address) { return .connected(fd) }
                 // In progress: done already if the kernel answered inside connect(2).

@@ -84,7 +84,8 @@ struct PortScan {
             try ProxiedScan(host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
                             source: source, device: device).run(report)
         } else {
-            var scan = Scan(ports: ports, addresses: try resolve(), parallel: parallel, timeout: timeout)
+            var scan = Scan(ports: ports, addresses: try resolve(), parallel: parallel, timeout: timeout,
+                            trafficClass: settings.marking?.trafficClass)
             scan.run(report)
         }
         if !anyOpen {
@@ -121,6 +122,8 @@ private struct Scan {
     let addresses: [SocketAddress]
     let parallel: Int
     let timeout: Duration
+    /// --dscp, --tos: on every probe's SYN.
+    let trafficClass: TrafficClass?
 
     /// A port being probed: which address it is at and the verdict so far. Its attempt in
     /// flight (and when that started) is `pending`'s entry under the same index.
@@ -135,7 +138,8 @@ private struct Scan {
     private var pending = PendingConnects()
     private var probes: [Int: Probe] = [:]
 
-    init(ports: [UInt16], addresses: [SocketAddress], parallel: Int, timeout: Duration) {
+    init(ports: [UInt16], addresses: [SocketAddress], parallel: Int, timeout: Duration, trafficClass: TrafficClass?) {
+        self.trafficClass = trafficClass
         self.ports = ports
         self.addresses = addresses
         self.parallel = max(1, parallel)
@@ -182,7 +186,7 @@ private struct Scan {
         probe.next += 1
         probes[index] = probe
         do throws(SystemError) {
-            if let fd = try pending.start(index, to: address) {
+            if let fd = try pending.start(index, to: address, trafficClass: trafficClass) {
                 Syscall.close(fd)
                 finish(index, .open, reason: "connected", report)
             }

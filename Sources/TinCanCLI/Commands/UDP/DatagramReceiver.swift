@@ -45,6 +45,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let output = OutputBuffer(fd: 1)
     private let wake = DispatchSemaphore(value: 0)
     private let log = EventLog.current.withLock { $0 }
+    private let marking = Locked<TrafficMarking?>(nil)
 
     init(socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
          accept: @escaping @Sendable (DatagramView) -> Bool = { _ in true }) {
@@ -119,6 +120,18 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private func finish(_ change: (inout State) -> Void) {
         state.withLock { change(&$0) }
         wake.signal()
+    }
+
+    /// Marks the socket's datagrams (--dscp, --tos), on its descriptors open and to come; a
+    /// refusal is reported at -v.
+    func mark(_ marking: TrafficMarking?) {
+        guard let marking else { return }
+        self.marking.withLock { $0 = marking }
+        socket.trafficClass = marking.trafficClass
+    }
+
+    func udpSocket(_ sock: AsyncUDPSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) {
+        marking.withLock { $0 }?.report(refusal)
     }
 
     func udpSocketDidClose(_ sock: AsyncUDPSocket, error: UDPSocketError?) {

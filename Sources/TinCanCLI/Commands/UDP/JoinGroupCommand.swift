@@ -30,7 +30,7 @@ struct JoinGroupCommand {
         for source in sources where (try? SocketAddress(ip: source, port: 0)) == nil {
             throw UsageError("--source '\(source)' is not a numeric IP address", command: name)
         }
-        settings = ReceiveSettings(args)
+        settings = try ReceiveSettings(args)
     }
 
     func run() throws {

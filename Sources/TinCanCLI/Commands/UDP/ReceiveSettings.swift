@@ -10,8 +10,10 @@ struct ReceiveSettings {
     let maxSize: Int
     let receiveBuffer: Int
     let verbosity: Int
+    /// --dscp, --tos: the traffic class of the --echo replies.
+    let marking: TrafficMarking?
 
-    init(_ args: ParsedArguments) {
+    init(_ args: ParsedArguments) throws(UsageError) {
         printer = DatagramPrinter(args)
         count = args.integer(.count)
         timeout = args.duration(.timeout)
@@ -20,6 +22,7 @@ struct ReceiveSettings {
         maxSize = args.integer(.maxSize) ?? 65535
         receiveBuffer = args.integer(.rcvbuf) ?? 32 << 20
         verbosity = args.count(.verbose)
+        marking = try TrafficMarking.parse(args)
     }
 
     /// A socket with the receive options applied.
@@ -39,6 +42,7 @@ struct ReceiveSettings {
         let socket = receiver.socket
         let stop = Interruption.install { socket.close() }
         defer { stop.cancel() }
+        receiver.mark(marking)
         do throws(UDPSocketError) { try receiver.start() } catch {
             throw CommandError("cannot receive on \(what): \(error)")
         }

@@ -10,7 +10,7 @@ struct UDPConnectCommand {
     /// What connect takes with -u.
     static let options: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
-        .lines, .stripNewline, .chunk, .whole, .format, .maxSize,
+        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
     ]
 
     let host: String
@@ -27,6 +27,8 @@ struct UDPConnectCommand {
     let idleText: String?
     let source: String?
     let device: String?
+    /// --dscp, --tos.
+    let marking: TrafficMarking?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -51,6 +53,7 @@ struct UDPConnectCommand {
         idleText = args.value(.idleTimeout)
         source = args.value(.source)
         device = args.value(.interface)
+        marking = try TrafficMarking.parse(args)
         if let source {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
@@ -88,6 +91,7 @@ struct UDPConnectCommand {
         }
         Console.note("connected to \(target) from \(socket.localAddress.map(UDPListener.name) ?? "?")", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: printer, limit: nil, echo: false)
+        receiver.mark(marking)
         do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
         let input = Locked(Input())
         let sent = Locked(0)

@@ -7,7 +7,7 @@ struct UDPListenCommand {
     /// What listen takes with -u; anything else is for TCP.
     static let options: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec,
-        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize,
+        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
     ]
     /// How long a quiet peer stays under -k when --idle-timeout does not say.
     static let defaultIdle: Duration = .seconds(60)
@@ -27,6 +27,8 @@ struct UDPListenCommand {
     let quitAfterEOF: Duration?
     let limit: Int
     let maxSize: Int
+    /// --dscp, --tos: the traffic class of the replies.
+    let marking: TrafficMarking?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -62,6 +64,7 @@ struct UDPListenCommand {
         quitAfterEOF = args.duration(.quitAfterEof)
         limit = args.integer(.maxConns) ?? 1000
         maxSize = args.integer(.maxSize) ?? 65535
+        marking = try TrafficMarking.parse(args)
     }
 
     func run() throws {
@@ -89,6 +92,8 @@ struct UDPListenCommand {
         defer { stop.cancel() }
         let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)
+        let reporter = marking.map { MarkingReporter($0, on: socket) }
+        defer { withExtendedLifetime(reporter) {} }
         let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit)
         do throws(UDPSocketError) { try listener.start() } catch {
             throw CommandError("cannot receive on \(bound.first ?? place): \(error)")

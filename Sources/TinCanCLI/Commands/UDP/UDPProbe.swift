@@ -18,6 +18,8 @@ struct UDPProbe {
     let ipv4Only: Bool
     let ipv6Only: Bool
     let verbosity: Int
+    /// --dscp, --tos: on every probe datagram.
+    let trafficClass: TrafficClass?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -48,6 +50,7 @@ struct UDPProbe {
         ipv6Only = args.has(.ipv6)
         if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
         verbosity = args.count(.verbose)
+        trafficClass = try TrafficMarking.parse(args)?.trafficClass
     }
 
     /// One port's probe in flight.
@@ -89,6 +92,7 @@ struct UDPProbe {
                 let target = address.withPort(ports[index])
                 do throws(SystemError) {
                     let fd = try Syscall.socket(target.family, .datagram)
+                    if let trafficClass { _ = Syscall.applyTrafficClass(trafficClass, to: fd) }  // an IP socket takes it
                     let probe = Probe(index: index, fd: fd)
                     probes[fd] = probe
                     do throws(SystemError) {

@@ -30,7 +30,7 @@ struct UDPReceiveCommand {
                 throw UsageError("bad ADDR \(error.description)", command: name)
             }
         }
-        settings = ReceiveSettings(args)
+        settings = try ReceiveSettings(args)
     }
 
     func run() throws {

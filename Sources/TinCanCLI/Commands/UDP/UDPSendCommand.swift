@@ -18,6 +18,8 @@ struct UDPSendCommand {
     let waitReply: Duration?
     let verbosity: Int
     let script: Script
+    /// --dscp, --tos.
+    let marking: TrafficMarking?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -59,6 +61,7 @@ struct UDPSendCommand {
         interval = args.duration(.interval)
         waitReply = args.duration(.waitReply)
         verbosity = args.count(.verbose)
+        marking = try TrafficMarking.parse(args)
     }
 
 
@@ -104,6 +107,7 @@ struct UDPSendCommand {
             throw UDPSendCommand.failure(error, target: target)
         }
         let receiver = DatagramReceiver(socket: socket, printer: DatagramPrinter(args), limit: nil, echo: false)
+        receiver.mark(marking)
         defer { socket.close() }
         if !script.isEmpty {
             try DatagramScript(script: script, socket: socket, destination: connected ? nil : destination, target: target,
