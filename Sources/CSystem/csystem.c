@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -198,4 +199,36 @@ int csystem_enable_drop_count(int fd) {
 
 const char *csystem_build_commit(void) {
     return TINCAN_COMMIT;
+}
+
+// Signals as bytes on a pipe: the handler is in place the moment csystem_signal_pipe returns,
+// so a signal sent right after is never lost (a dispatch signal source registers its handler
+// later, on another thread, and a signal ignored until then is discarded by the kernel).
+static int csystem_signal_write_fd = -1;
+static int csystem_signal_read_fd = -1;
+
+static void csystem_signal_to_pipe(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    ssize_t ignored = write(csystem_signal_write_fd, &byte, 1);  // async-signal-safe
+    (void)ignored;
+    errno = saved;
+}
+
+int csystem_signal_pipe(const int *numbers, int count) {
+    if (csystem_signal_read_fd < 0) {
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+        csystem_signal_read_fd = fds[0];
+        csystem_signal_write_fd = fds[1];
+    }
+    for (int i = 0; i < count; i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = csystem_signal_to_pipe;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = SA_RESTART;
+        if (sigaction(numbers[i], &action, NULL) != 0) return -1;
+    }
+    return csystem_signal_read_fd;
 }

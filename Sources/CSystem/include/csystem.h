@@ -23,6 +23,11 @@ int csystem_unsent_bytes(int fd);
 /// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
 int csystem_set_pipe_size(int fd, int size);
 
+/// Catches each of `numbers` with a handler that writes the signal's number (one byte) to a
+/// pipe, in place when this returns; returns the pipe's read end (non-blocking, close-on-exec;
+/// the same one on every call), or -1. Exec'd programs get the default dispositions back.
+int csystem_signal_pipe(const int *numbers, int count);
+
 /// One datagram slot for csystem_receive_datagrams: the caller fills `buffer` and `capacity`.
 struct csystem_datagram {
     /// In: where the payload goes, and how many bytes fit.

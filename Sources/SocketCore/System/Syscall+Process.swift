@@ -109,8 +109,24 @@ extension Syscall {
     }
 
     /// Ignores `signal` so a dispatch signal source can take it instead.
-    public static func ignoreSignal(_ number: Int32) {
-        _ = signal(number, SIG_IGN)
+    /// Catches `numbers`, each arrival becoming one byte (the signal's number) on a pipe, whose
+    /// read end this returns (non-blocking; the same on every call). The handlers are in place
+    /// when it returns, so no signal sent after is lost; read them with ``takeSignal(from:)``.
+    public static func signalPipe(_ numbers: [Int32]) throws(SystemError) -> Int32 {
+        let fd = numbers.withUnsafeBufferPointer { csystem_signal_pipe($0.baseAddress, Int32($0.count)) }
+        guard fd >= 0 else { throw SystemError(errno: errno, call: "sigaction") }
+        return fd
+    }
+
+    /// The number of a signal caught by ``signalPipe(_:)``, or nil if none is waiting.
+    public static func takeSignal(from fd: Int32) -> Int32? {
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.read(fd, &byte, 1)
+            if n == 1 { return Int32(byte) }
+            if n == -1 && errno == EINTR { continue }
+            return nil
+        }
     }
 
     /// From now on signal `number` ends the process at once with exit status 128 + `number`, as

@@ -6,25 +6,38 @@ import SocketCore
 /// socket file), then the process exits with 128 + the signal number, as shells expect.
 enum Interruption {
     final class Handle: @unchecked Sendable {
-        fileprivate var sources: [DispatchSourceSignal] = []
-        func cancel() { sources.forEach { $0.cancel() } }
+        // @unchecked: set once by install, before the handle is shared.
+        fileprivate var source: DispatchSourceRead?
+        fileprivate var fd: Int32 = -1
+
+        /// Stops running the cleanup: a signal from now on ends the process at once (one that
+        /// came just before, not yet handled, ends it now), so none is ever swallowed.
+        func cancel() {
+            source?.cancel()
+            exitOnSignal()
+            if fd >= 0, let number = Syscall.takeSignal(from: fd) { exit(128 + number) }
+        }
     }
 
-    /// Install once per run: a second install sets the signals back to ignored, which undoes
-    /// the handler the first source's dispatch registration put in place (the signal is then
-    /// discarded and nothing runs).
+    /// Install once per run (two would race for each signal). The handlers are in place when
+    /// this returns: a signal sent right after is handled, not lost (a dispatch signal source
+    /// would register its handler later, on another thread, and the signal had to be ignored
+    /// until then, which discards it).
     static func install(_ cleanup: @escaping @Sendable () -> Void) -> Handle {
         let handle = Handle()
-        for number in [SIGINT, SIGTERM] {
-            Syscall.ignoreSignal(number)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                cleanup()
-                exit(128 + number)
-            }
-            source.resume()
-            handle.sources.append(source)
+        guard let fd = try? Syscall.signalPipe([SIGINT, SIGTERM]) else {
+            exitOnSignal()  // no pipe: the signals still end the process, without the cleanup
+            return handle
         }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
+        source.setEventHandler {
+            guard let number = Syscall.takeSignal(from: fd) else { return }
+            cleanup()
+            exit(128 + number)
+        }
+        source.resume()
+        handle.source = source
+        handle.fd = fd
         return handle
     }
 

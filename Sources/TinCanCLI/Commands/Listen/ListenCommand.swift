@@ -135,6 +135,9 @@ struct ListenCommand {
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         listener.acceptsByWaiting = mode.acceptsByWaiting
         listener.trafficClass = settings.marking?.trafficClass  // what it accepts inherits it
+        // Before the socket file exists: a signal from then on removes it.
+        let stop = Interruption.install { listener.disconnect() }
+        defer { stop.cancel() }
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)
@@ -143,8 +146,6 @@ struct ListenCommand {
         } catch {
             throw CommandError(ListenCommand.explain(error, target: target, address: address))
         }
-        let stop = Interruption.install { listener.disconnect() }
-        defer { stop.cancel() }
         Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
         try mode.run(listener: listener)
     }

@@ -35,7 +35,8 @@ struct JoinGroupCommand {
 
     func run() throws {
         let addresses = groups.compactMap { try? AsyncUDPSocket.multicastGroup($0) }
-        let socket = settings.makeSocket()
+        let (socket, interruption) = settings.makeSocket()
+        defer { interruption.cancel() }
         socket.isIPv4Enabled = addresses.contains { $0.isIPv4 }
         socket.isIPv6Enabled = addresses.contains { $0.isIPv6 }
         do throws(UDPSocketError) {

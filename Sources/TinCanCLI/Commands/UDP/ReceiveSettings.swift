@@ -25,23 +25,22 @@ struct ReceiveSettings {
         marking = try TrafficMarking.parse(args)
     }
 
-    /// A socket with the receive options applied.
-    func makeSocket() -> AsyncUDPSocket {
+    /// A socket with the receive options applied. A signal closes it, which removes a Unix
+    /// socket file: the handler is in place before the socket is bound; keep `interruption`
+    /// until the run ends.
+    func makeSocket() -> (socket: AsyncUDPSocket, interruption: Interruption.Handle) {
         let socket = AsyncUDPSocket()
+        let interruption = Interruption.install { socket.close() }
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
         socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
         socket.setReceiveBufferSize(receiveBuffer)
-        return socket
+        return (socket, interruption)
     }
 
 
     /// Prints until the run ends, then turns its end into success or the error to report.
-    /// A signal closes the socket first, which removes a Unix socket file.
     func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
-        let socket = receiver.socket
-        let stop = Interruption.install { socket.close() }
-        defer { stop.cancel() }
         receiver.mark(marking)
         do throws(UDPSocketError) { try receiver.start() } catch {
             throw CommandError("cannot receive on \(what): \(error)")

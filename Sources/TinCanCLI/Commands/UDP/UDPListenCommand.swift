@@ -73,6 +73,9 @@ struct UDPListenCommand {
         socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
         socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
         socket.setReceiveBufferSize(32 << 20)
+        // A signal closes the socket, which removes a Unix socket file: in place before it exists.
+        let stop = Interruption.install { socket.close() }
+        defer { stop.cancel() }
         let place: String
         do throws(UDPSocketError) {
             if let unix {
@@ -87,9 +90,6 @@ struct UDPListenCommand {
         } catch {
             throw CommandError("cannot bind \(unix == nil ? "UDP " : "")\(unix?.host ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
         }
-        // A signal closes the socket, which removes a Unix socket file.
-        let stop = Interruption.install { socket.close() }
-        defer { stop.cancel() }
         let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)
         let reporter = marking.map { MarkingReporter($0, on: socket) }

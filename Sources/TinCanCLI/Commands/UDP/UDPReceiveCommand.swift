@@ -34,7 +34,8 @@ struct UDPReceiveCommand {
     }
 
     func run() throws {
-        let socket = settings.makeSocket()
+        let (socket, interruption) = settings.makeSocket()
+        defer { interruption.cancel() }
         socket.isIPv4Enabled = !ipv6Only
         socket.isIPv6Enabled = !ipv4Only
         let place = unix?.host ?? Endpoint(host: address ?? "*", port: port).description
