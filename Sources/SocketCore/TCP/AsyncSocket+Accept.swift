@@ -136,13 +136,16 @@ extension AsyncSocket {
         }
     }
 
-    /// A connected socket for an accepted descriptor: this listener's delegate, delegate queue
-    /// and settings, on the socket queue the delegate picks.
-    func makeAcceptedSocket(fd: Int32, peer: SocketAddress?) -> AsyncSocket {
+    /// A connected socket for an accepted descriptor: this listener's settings, on the socket
+    /// queue its delegate picks, with the listener's delegate and delegate queue unless `owner`
+    /// names others (then they hear every event from the first on).
+    func makeAcceptedSocket(fd: Int32, peer: SocketAddress?,
+                            owner: (delegate: any AsyncSocketDelegate, queue: DispatchQueue)? = nil) -> AsyncSocket {
         let peerAddress = peer ?? SocketAddress(storage: .unix(path: []))
-        let (delegate, delegateQueue, inherited) = sync { (delegateStorage, delegateQueueStorage, settings) }
-        let queue = delegate?.newSocketQueueForConnection(from: peerAddress, on: self)
-        let child = AsyncSocket(delegate: delegate, delegateQueue: delegateQueue, socketQueue: queue)
+        let (listenerDelegate, listenerQueue, inherited) = sync { (delegateStorage, delegateQueueStorage, settings) }
+        let queue = listenerDelegate?.newSocketQueueForConnection(from: peerAddress, on: self)
+        let child = AsyncSocket(delegate: owner?.delegate ?? listenerDelegate, delegateQueue: owner?.queue ?? listenerQueue,
+                                socketQueue: queue)
         child.sync {
             child.settings = inherited
             child.settings.acceptByWaiting = false

@@ -1,3 +1,4 @@
+import Dispatch
 /// A connection accepted by ``AsyncSocket/waitForConnection()``: the descriptor (non-blocking,
 /// close-on-exec, now the caller's) and the peer's address as accept(2) gave it (`nil` for an
 /// unnamed Unix peer).
@@ -56,6 +57,13 @@ extension AsyncSocket {
     /// `newSocketQueueForConnection` chooses. The socket owns the descriptor from now on.
     public func adopt(_ accepted: AcceptedConnection) -> AsyncSocket {
         makeAcceptedSocket(fd: accepted.descriptor, peer: accepted.peer)
+    }
+
+    /// ``adopt(_:)`` with a delegate of its own from the start (the seed's
+    /// `socketFromConnectedSocketFD:delegate:delegateQueue:`): an end of stream or a close seen
+    /// as the socket first looks at the connection reaches `delegate`, not the listener's.
+    public func adopt(_ accepted: AcceptedConnection, delegate: any AsyncSocketDelegate, delegateQueue: DispatchQueue) -> AsyncSocket {
+        makeAcceptedSocket(fd: accepted.descriptor, peer: accepted.peer, owner: (delegate, delegateQueue))
     }
 
     /// The listener in waiting mode: a pipe whose read end wakes ``waitForConnection()`` when

@@ -128,7 +128,8 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 guard n > 0 else { return end(fd, note: "connection closed") }
                 deliver(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
-            join(listener.adopt(accepted))
+            // Its own delegate from the start: an end of stream seen as it is adopted is the hub's.
+            join(listener.adopt(accepted, delegate: self, delegateQueue: queue))
         }
     }
 

@@ -102,7 +102,10 @@ struct KeepOpenHub: ListenMode {
     let hub: Broker
     let secure: Bool
 
-    var keepsConnectionAfterPeerEnds: Bool { false }
+    /// Plain clients: the hub closes each itself at its end of stream, after freeing its place
+    /// under --max-conns (so a client that reconnects at the close is not refused); the socket
+    /// must not close first, even as it is adopted. TLS clients close at their end.
+    var keepsConnectionAfterPeerEnds: Bool { !secure }
     /// Plain clients live on the hub's queue: reads, delegate calls and its bookkeeping without
     /// a thread hop between them (TLS clients keep queues of their own for their handshakes).
     var connectionQueue: DispatchQueue? { secure ? nil : hub.queue }
