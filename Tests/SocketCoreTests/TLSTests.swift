@@ -13,31 +13,37 @@ func stopProcess(_ process: Process) {
     }
 }
 
+/// `openssl s_server -rev` on a free port, with one of ``TLSFixtures``' certificates: it answers
+/// each line reversed, one connection at a time. Stop it with ``stopProcess(_:)``.
+func startOpenSSLServer(cert: String = "server", extra: [String] = []) throws -> (Process, UInt16) {
+    let certs = TLSFixtures.shared
+    let port = try freeLocalPort()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
+                         "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    // Ready when it accepts a plain TCP connection (s_server survives one that says nothing).
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        if let fd = try? Syscall.socket(.ipv4, .stream) {
+            try? Syscall.setNonBlocking(fd, false)
+            let connected = (try? Syscall.connect(fd, to: .loopbackIPv4(port: port))) == true
+            Syscall.close(fd)
+            if connected { break }
+        }
+        usleep(10_000)
+    }
+    return (process, port)
+}
+
 final class TLSTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
-    /// `openssl s_server -rev` on a free port: it answers each line reversed.
     private func startServer(cert: String = "server", extra: [String] = []) throws -> (Process, UInt16) {
-        let port = try freeLocalPort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
-                             "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Ready when it accepts a plain TCP connection (s_server survives one that says nothing).
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if let fd = try? Syscall.socket(.ipv4, .stream) {
-                try? Syscall.setNonBlocking(fd, false)
-                let connected = (try? Syscall.connect(fd, to: .loopbackIPv4(port: port))) == true
-                Syscall.close(fd)
-                if connected { break }
-            }
-            usleep(10_000)
-        }
-        return (process, port)
+        try startOpenSSLServer(cert: cert, extra: extra)
     }
 
     private func connectTLS(port: UInt16, _ settings: TLSSettings) async throws -> AsyncSocket {

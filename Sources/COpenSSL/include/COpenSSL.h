@@ -87,4 +87,24 @@ static inline void tincan_SSL_CTX_set_server_alpn(SSL_CTX *ctx, const unsigned c
 
 static inline long tincan_SSL_CTX_set_options(SSL_CTX *ctx, uint64_t options) { return (long)SSL_CTX_set_options(ctx, options); }
 
+// Per-session state (session_state.c): the manual trust decision and new client sessions.
+
+enum { TINCAN_TRUST_NONE = 0, TINCAN_TRUST_ASKED = 1, TINCAN_TRUST_ACCEPTED = 2, TINCAN_TRUST_REFUSED = 3 };
+
+/// Gives `ssl` its state (before the handshake); 1 on success. `tincan_tls_state_detach` frees it.
+int tincan_tls_state_attach(SSL *ssl, int manual_trust);
+void tincan_tls_state_detach(SSL *ssl);
+/// TINCAN_TRUST_ASKED once the handshake is suspended for the decision.
+int tincan_tls_trust_decision(const SSL *ssl);
+/// OpenSSL's verdict on the peer's certificate, as X509_V_* (X509_V_OK when it verified).
+long tincan_tls_trust_verify_result(const SSL *ssl);
+/// Records the decision; the next SSL_do_handshake resumes with it.
+void tincan_tls_trust_decide(SSL *ssl, int accept);
+/// The latest resumable session the server gave, owned by the caller (SSL_SESSION_free), or NULL.
+SSL_SESSION *tincan_tls_take_new_session(SSL *ssl);
+/// Client contexts: certificate checks go through the manual trust decision of sessions that ask for it.
+void tincan_SSL_CTX_use_manual_trust(SSL_CTX *ctx);
+/// Client contexts: hand new sessions to `tincan_tls_take_new_session` instead of an internal cache.
+void tincan_SSL_CTX_use_client_session_cache(SSL_CTX *ctx);
+
 #endif

@@ -110,6 +110,8 @@ public final class AsyncSocket: @unchecked Sendable {
         static let tlsHandshaking = Flags(rawValue: 1 << 8)
         /// TLS is up: reads and writes go through the session.
         static let secure = Flags(rawValue: 1 << 9)
+        /// The handshake waits for the delegate's trust decision.
+        static let awaitingTrust = Flags(rawValue: 1 << 10)
     }
 
     /// Options read when connecting or accepting.

@@ -61,6 +61,12 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// queued after it now go over TLS.
     func socketDidSecure(_ sock: AsyncSocket)
 
+    /// With ``TLSSettings/evaluatesTrustManually``: the server's chain and OpenSSL's verdict on
+    /// it, for the delegate to decide. Call `completion` once, from any thread, whenever ready
+    /// (the handshake waits, within its timeout): `true` goes on, `false` fails the handshake
+    /// with ``VerificationFailure/Kind/refused``. The default refuses.
+    func socket(_ sock: AsyncSocket, didReceiveTrust trust: PeerTrust, completion: @escaping @Sendable (Bool) -> Void)
+
     /// The peer closed its side (end of stream) while this socket stays open for writing; only
     /// when ``AsyncSocket/autoDisconnectOnClosedReadStream`` is false.
     func socketDidCloseReadStream(_ sock: AsyncSocket)
@@ -74,6 +80,9 @@ extension AsyncSocketDelegate {
     public func newSocketQueueForConnection(from address: SocketAddress, on sock: AsyncSocket) -> DispatchQueue? { nil }
     public func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) {}
     public func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) {}
+    public func socket(_ sock: AsyncSocket, didReceiveTrust trust: PeerTrust, completion: @escaping @Sendable (Bool) -> Void) {
+        completion(false)
+    }
     public func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {}
     public func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) {}
     public func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {}

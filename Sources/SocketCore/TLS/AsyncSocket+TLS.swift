@@ -97,10 +97,13 @@ extension AsyncSocket {
     /// Advances the handshake as far as the socket allows.
     func driveHandshake() {
         assertOnQueue()
-        guard let session = tlsSession, flags.contains(.tlsHandshaking) else { return }
+        guard let session = tlsSession, flags.contains(.tlsHandshaking), !flags.contains(.awaitingTrust) else { return }
         do throws(TLSError) {
             while true {
                 switch try session.handshake() {
+                case .awaitingTrust:
+                    askForTrust(session)
+                    return
                 case .done:
                     flags.remove(.tlsHandshaking)
                     flags.insert(.secure)
@@ -121,6 +124,32 @@ extension AsyncSocket {
         } catch {
             closeWithError(.tls(error))
         }
+    }
+
+    /// Puts the server's chain to the delegate; the handshake resumes with its answer, given once
+    /// from any thread (no delegate: refused, as nobody can vouch for the server).
+    private func askForTrust(_ session: TLSSession) {
+        flags.insert(.awaitingTrust)
+        connection?.suspendRead()  // what comes meanwhile waits in the kernel: no spinning source
+        let answered = Locked(false)
+        let asked = ObjectIdentifier(session)
+        let answer: @Sendable (Bool) -> Void = { [weak self] accept in
+            let first = answered.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            guard first, let self else { return }
+            async { [self] in
+                // The socket may have closed, or started another session, meanwhile.
+                guard let session = tlsSession, ObjectIdentifier(session) == asked, flags.contains(.awaitingTrust) else { return }
+                flags.remove(.awaitingTrust)
+                session.decideTrust(accept)
+                driveHandshake()
+            }
+        }
+        guard let delegate = delegateStorage, let queue = delegateQueueStorage else { return answer(false) }
+        let trust = session.trust
+        queue.async { delegate.socket(self, didReceiveTrust: trust, completion: answer) }
     }
 
     /// Reads ciphertext from the socket into the session: false when nothing is ready (the

@@ -15,6 +15,8 @@ public struct CertificateInfo: Sendable, Equatable {
     public let publicKeyPin: String
     /// The certificate in PEM.
     public let pem: String
+    /// The certificate in DER, as it came on the wire (for a trust decision of one's own).
+    public let der: [UInt8]
 
     init(_ cert: OpaquePointer) {
         subject = CertificateInfo.name(X509_get_subject_name(cert))
@@ -25,6 +27,15 @@ public struct CertificateInfo: Sendable, Equatable {
         fingerprintSHA256 = CertificateInfo.sha256(der: cert, publicKey: false).map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(by: ":")
         publicKeyPin = Base64.encode(CertificateInfo.sha256(der: cert, publicKey: true))
         pem = CertificateInfo.pem(cert)
+        der = CertificateInfo.der(cert)
+    }
+
+    private static func der(_ cert: OpaquePointer) -> [UInt8] {
+        var buffer: UnsafeMutablePointer<UInt8>?
+        let length = i2d_X509(cert, &buffer)
+        guard length > 0, let buffer else { return [] }
+        defer { tincan_OPENSSL_free(buffer) }
+        return Array(UnsafeBufferPointer(start: buffer, count: Int(length)))
     }
 
     private static func name(_ name: OpaquePointer?) -> String {
@@ -110,6 +121,38 @@ public struct TLSInfo: Sendable, Equatable {
     /// The peer's chain, leaf first (empty if it sent none).
     public let peerChain: [CertificateInfo]
     /// True if the peer's chain and name were verified (false with `insecure`, or a server
-    /// that did not ask for a client certificate).
+    /// that did not ask for a client certificate). With ``TLSSettings/evaluatesTrustManually``,
+    /// OpenSSL's own verdict, whatever the delegate decided.
     public let verified: Bool
+    /// True if the session was resumed from ``TLSSettings/sessionCache`` (an abbreviated
+    /// handshake, no certificate sent again).
+    public let resumed: Bool
+
+    public init(protocolVersion: String, cipher: String, alpn: String?, peerChain: [CertificateInfo], verified: Bool,
+                resumed: Bool = false) {
+        self.protocolVersion = protocolVersion
+        self.cipher = cipher
+        self.alpn = alpn
+        self.peerChain = peerChain
+        self.verified = verified
+        self.resumed = resumed
+    }
+}
+
+/// What a client hears when ``TLSSettings/evaluatesTrustManually`` is on: the server's chain and
+/// OpenSSL's verdict on it, for the delegate to accept or refuse (GCDAsyncSocket's
+/// `socket:didReceiveTrust:completionHandler:`).
+public struct PeerTrust: Sendable, Equatable {
+    /// The chain the server sent, leaf first, each with its DER.
+    public let chain: [CertificateInfo]
+    /// nil when OpenSSL verified the chain against the trust anchors and the name; else why not.
+    public let verificationFailure: VerificationFailure?
+    /// The name the certificate was checked against (``TLSSettings/peerName``).
+    public let peerName: String?
+
+    public init(chain: [CertificateInfo], verificationFailure: VerificationFailure?, peerName: String?) {
+        self.chain = chain
+        self.verificationFailure = verificationFailure
+        self.peerName = peerName
+    }
 }

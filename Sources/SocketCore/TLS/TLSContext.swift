@@ -69,8 +69,10 @@ public final class TLSContext: @unchecked Sendable {
             let code = tincan_keylog_enable(ctx, path)
             if code != 0 { throw .configuration("cannot open the key log file \(path): \(SystemError.describe(errno: code))") }
         }
-        // Trust anchors, when we verify a peer.
-        let verifiesPeer = s.isServer ? s.requireClientCertificate : !s.insecure
+        if !s.isServer && s.evaluatesTrustManually { tincan_SSL_CTX_use_manual_trust(ctx) }
+        if !s.isServer && s.sessionCache != nil { tincan_SSL_CTX_use_client_session_cache(ctx) }
+        // Trust anchors, when we verify a peer (for a manual decision too: its verdict).
+        let verifiesPeer = s.isServer ? s.requireClientCertificate : !s.insecure || s.evaluatesTrustManually
         if verifiesPeer {
             if s.caFile != nil || s.caDirectory != nil {
                 guard SSL_CTX_load_verify_locations(ctx, s.caFile, s.caDirectory) == 1 else {

@@ -10,6 +10,8 @@ final class TLSSession {
         case wantRead
         /// Wait until the socket is writable.
         case wantWrite
+        /// The server's certificate is in: ``trust`` for the delegate, then ``decideTrust(_:)``.
+        case awaitingTrust
     }
 
     private let ssl: OpaquePointer
@@ -22,6 +24,10 @@ final class TLSSession {
     private(set) var endedWithoutCloseNotify = false
     /// The descriptor given by ``move(to:)``, read directly once `input` is used up.
     private var descriptor: Int32?
+    /// Where new sessions go (``TLSSettings/sessionCache``), under which key.
+    private let cache: (TLSSessionCache, key: String)?
+    /// Whether the C side has per-session state to free (manual trust or a session cache).
+    private let hasState: Bool
 
     init(context: TLSContext, fd: Int32) throws(TLSError) {
         self.context = context
@@ -39,16 +45,26 @@ final class TLSSession {
         // from a real one.
         _ = SSL_set_options(ssl, UInt64(1) << 7)  // SSL_OP_IGNORE_UNEXPECTED_EOF
         let settings = context.settings
+        let cache = settings.isServer ? nil : settings.sessionCache
+        let key = cache.map { _ in "\(settings.peerName ?? "") \(Syscall.peerAddress(fd)?.description ?? "")" }
+        self.cache = cache.map { ($0, key ?? "") }
+        hasState = !settings.isServer && (settings.evaluatesTrustManually || cache != nil)
+        if hasState && tincan_tls_state_attach(ssl, settings.evaluatesTrustManually ? 1 : 0) != 1 {
+            SSL_free(ssl)
+            throw .configuration("cannot keep TLS session state")
+        }
         if settings.isServer {
             SSL_set_accept_state(ssl)
         } else {
             SSL_set_connect_state(ssl)
+            if let cache, let key { cache.offer(for: key, on: ssl) }
             if let name = settings.peerName {
                 let isAddress = SocketAddress.parseIPv4(name) != nil || SocketAddress.parseIPv6(name) != nil
                 if !isAddress { _ = tincan_SSL_set_tlsext_host_name(ssl, name) }
-                if !settings.insecure {
+                if !settings.insecure || settings.evaluatesTrustManually {
                     let ok = isAddress ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) : SSL_set1_host(ssl, name)
                     guard ok == 1 else {
+                        if hasState { tincan_tls_state_detach(ssl) }
                         SSL_free(ssl)
                         throw .configuration("cannot check the certificate against '\(name)'")
                     }
@@ -57,7 +73,36 @@ final class TLSSession {
         }
     }
 
-    deinit { SSL_free(ssl) }
+    deinit {
+        if hasState { tincan_tls_state_detach(ssl) }
+        SSL_free(ssl)
+    }
+
+    /// Moves a session the server just made resumable into the cache.
+    private func keepNewSession() {
+        guard let (cache, key) = cache, let session = tincan_tls_take_new_session(ssl) else { return }
+        if SSL_SESSION_is_resumable(session) == 1 {
+            cache.store(session, for: key)
+        } else {
+            SSL_SESSION_free(session)
+        }
+    }
+
+    /// The server's chain and OpenSSL's verdict, once ``handshake()`` said ``Step/awaitingTrust``.
+    var trust: PeerTrust {
+        var chain: [CertificateInfo] = []
+        if let stack = SSL_get_peer_cert_chain(ssl) {
+            for i in 0..<tincan_sk_X509_num(stack) {
+                if let cert = tincan_sk_X509_value(stack, i) { chain.append(CertificateInfo(cert)) }
+            }
+        }
+        let verdict = tincan_tls_trust_verify_result(ssl)
+        return PeerTrust(chain: chain, verificationFailure: verdict == X509_V_OK ? nil : failure(verdict),
+                         peerName: context.settings.peerName)
+    }
+
+    /// The delegate's answer; the next ``handshake()`` goes on with it.
+    func decideTrust(_ accept: Bool) { tincan_tls_trust_decide(ssl, accept ? 1 : 0) }
 
     /// Hands bytes read from the socket to OpenSSL.
     func feed(_ bytes: UnsafeRawBufferPointer) {
@@ -110,28 +155,18 @@ final class TLSSession {
         let result = SSL_do_handshake(ssl)
         if result == 1 {
             try checkPins()
+            keepNewSession()
             return .done
         }
         switch SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_WANT_RETRY_VERIFY: return .awaitingTrust
         default:
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                let reason = String(cString: X509_verify_cert_error_string(verify))
                 _ = TLSContext.drainErrors()
-                let kind: VerificationFailure.Kind
-                switch Int32(verify) {
-                case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH: kind = .nameMismatch
-                case X509_V_ERR_CERT_HAS_EXPIRED: kind = .expired
-                case X509_V_ERR_CERT_NOT_YET_VALID: kind = .notYetValid
-                case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-                     X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-                    kind = .untrusted
-                default: kind = .other
-                }
-                throw .verificationFailed(VerificationFailure(kind: kind, reason: reason,
-                                                              certificateNames: kind == .nameMismatch ? peerNames() : nil))
+                throw .verificationFailed(failure(verify))
             }
             let errors = TLSContext.drainErrors()
             throw .handshakeFailed(errors == "unknown error" ? "the peer closed the connection during the handshake" : errors)
@@ -149,6 +184,7 @@ final class TLSSession {
         while true {
             SystemError.clearErrno()
             let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+            if cache != nil { keepNewSession() }  // TLS 1.3 tickets arrive after the handshake
             if n > 0 { return Int(n) }
             let code = SSL_get_error(ssl, n)
             if code == SSL_ERROR_WANT_READ && readFromDescriptorIfFedBytesAreUsed() { continue }
@@ -246,9 +282,29 @@ final class TLSSession {
             X509_free(leaf)
         }
         let settings = context.settings
-        let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure
+        let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure || settings.evaluatesTrustManually
         return TLSInfo(protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
-                       peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK)
+                       peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK,
+                       resumed: SSL_session_reused(ssl) == 1)
+    }
+
+    /// OpenSSL's verification error `verify` as a ``VerificationFailure``.
+    private func failure(_ verify: Int) -> VerificationFailure {
+        if Int32(verify) == X509_V_ERR_APPLICATION_VERIFICATION, tincan_tls_trust_decision(ssl) == Int32(TINCAN_TRUST_REFUSED) {
+            return VerificationFailure(kind: .refused, reason: "the trust decision refused the certificate")
+        }
+        let reason = String(cString: X509_verify_cert_error_string(verify))
+        let kind: VerificationFailure.Kind
+        switch Int32(verify) {
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH, X509_V_ERR_EMAIL_MISMATCH: kind = .nameMismatch
+        case X509_V_ERR_CERT_HAS_EXPIRED: kind = .expired
+        case X509_V_ERR_CERT_NOT_YET_VALID: kind = .notYetValid
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
+             X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            kind = .untrusted
+        default: kind = .other
+        }
+        return VerificationFailure(kind: kind, reason: reason, certificateNames: kind == .nameMismatch ? peerNames() : nil)
     }
 
     /// The names the peer's certificate is for: its subject alternative names, else its subject.

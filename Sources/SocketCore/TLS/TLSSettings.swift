@@ -45,6 +45,18 @@ public struct TLSSettings: Sendable, Equatable {
     /// browsers and curl), to decrypt a capture in Wireshark: created mode 0600, appended to. One
     /// file per process: the first path given wins. Anyone who can read it can read the traffic.
     public var keyLogFile: String?
+    /// Client: the delegate decides whether to trust the server, as with GCDAsyncSocket's
+    /// `GCDAsyncSocketManuallyEvaluateTrust`. The handshake stops once the server's certificate
+    /// is in; `socket(_:didReceiveTrust:completion:)` gets its chain and OpenSSL's verdict (chain
+    /// against ``caFile`` or the system store, and ``peerName``) and answers when it likes, from
+    /// any thread; the handshake goes on or fails with ``VerificationFailure/Kind/refused``.
+    /// ``insecure`` is then moot (the delegate is the judge); pins are still checked.
+    public var evaluatesTrustManually = false
+    /// Client: sessions to resume, per server name and address, so a repeated connect does an
+    /// abbreviated handshake (no certificate, one round trip less before data). Share one cache
+    /// among the settings of connects to the same servers. Servers resume on their own: a
+    /// ``TLSContext`` shared by its sessions keeps their tickets' keys.
+    public var sessionCache: TLSSessionCache?
 
     public init(peerName: String? = nil) {
         self.peerName = peerName
@@ -113,6 +125,8 @@ public struct VerificationFailure: Sendable, Equatable, CustomStringConvertible 
         case notYetValid
         /// Its chain does not lead to a trusted issuer (self-signed, unknown CA).
         case untrusted
+        /// The delegate refused it (``TLSSettings/evaluatesTrustManually``).
+        case refused
         case other
     }
 

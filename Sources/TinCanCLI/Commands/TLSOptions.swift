@@ -122,7 +122,7 @@ enum TLSOptions {
         switch failure.kind {
         case .nameMismatch: "use one of its names as HOST or with --\(prefix)servername NAME, or skip the check with --\(prefix)insecure"
         case .expired, .notYetValid: "check the server's certificate dates and this machine's clock, or skip the check with --\(prefix)insecure"
-        case .untrusted, .other: "trust its issuer with --\(prefix)ca FILE, or skip the check with --\(prefix)insecure"
+        case .untrusted, .other, .refused: "trust its issuer with --\(prefix)ca FILE, or skip the check with --\(prefix)insecure"
         }
     }
 
