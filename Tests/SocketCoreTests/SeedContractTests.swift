@@ -170,4 +170,21 @@ private func waitFor(_ what: String, file: StaticString = #filePath, line: UInt 
         guard ContinuousClock.now < deadline else { return XCTFail("timed out waiting for \(what)", file: file, line: line) }
         usleep(5_000)
     }
+
+    /// beginReceiving and receiveOnce with no delegate to hear the datagrams (and no
+    /// `datagrams` sequence) are refused: the seed would drop each datagram unheard.
+    func testReceivingWithNobodyToHearIsRefused() throws {
+        let deaf = AsyncUDPSocket()
+        try deaf.bind(to: .loopbackIPv4(port: 0))
+        for start in [{ try deaf.beginReceiving() }, { try deaf.receiveOnce() }] {
+            XCTAssertThrowsError(try start()) { error in
+                XCTAssertTrue("\(error)".contains("nobody would hear the datagrams"), "\(error)")
+            }
+        }
+        deaf.close()
+        let (heard, _) = udpSocket()
+        try heard.bind(to: .loopbackIPv4(port: 0))
+        XCTAssertNoThrow(try heard.beginReceiving())
+        heard.close()
+    }
 }

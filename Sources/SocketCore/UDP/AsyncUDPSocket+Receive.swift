@@ -8,6 +8,7 @@ extension AsyncUDPSocket {
     public func receiveOnce() throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanReceive()
+            try checkSomeoneHears()
             receiveMode = .once
             updateReceiving()
         }
@@ -17,6 +18,7 @@ extension AsyncUDPSocket {
     public func beginReceiving() throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanReceive()
+            try checkSomeoneHears()
             receiveMode = .continuous
             updateReceiving()
         }
@@ -52,6 +54,14 @@ extension AsyncUDPSocket {
     public func setReceiveFilter(_ filter: UDPReceiveFilter?, queue filterQueue: DispatchQueue? = nil, async: Bool = true) {
         sync {
             receiveFilter = filter.map { ($0, filterQueue ?? DispatchQueue(label: "tincan.AsyncUDPSocket.receiveFilter"), async) }
+        }
+    }
+
+    /// Datagrams received with no delegate (and queue) and no ``datagrams`` sequence would be
+    /// dropped, one by one, with nobody told: refused instead.
+    private func checkSomeoneHears() throws(UDPSocketError) {
+        guard datagramSink != nil || inPlaceReceiver != nil || (delegateStorage != nil && delegateQueueStorage != nil) else {
+            throw .badConfig("nobody would hear the datagrams: set a delegate and its queue first, or iterate `datagrams` (which starts receiving itself)")
         }
     }
 
