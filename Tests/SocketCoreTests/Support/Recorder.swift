@@ -18,6 +18,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         case readStreamClosed
         case disconnected(AsyncSocketError?)
         case trafficClassRefused(TrafficClassRefusal)
+        case secured
     }
 
     private let events = Locked<[Event]>([])
@@ -27,6 +28,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
     let readTimeoutExtension = Locked<Duration?>(nil)
     let writeTimeoutExtension = Locked<Duration?>(nil)
     let onReadTimeout = Locked<(@Sendable () -> Void)?>(nil)
+    let onWriteTimeout = Locked<(@Sendable () -> Void)?>(nil)
     let newSocketQueue = Locked<DispatchQueue?>(nil)
 
     var all: [Event] { events.withLock { $0 } }
@@ -89,6 +91,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         }
     }
     func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration? {
+        onWriteTimeout.withLock { $0 }?()
         record(.writeTimeoutAsked(tag: tag))
         return writeTimeoutExtension.withLock { value in
             defer { value = nil }
@@ -96,6 +99,7 @@ final class Recorder: AsyncSocketDelegate, @unchecked Sendable {
         }
     }
     func socketDidCloseReadStream(_ sock: AsyncSocket) { record(.readStreamClosed) }
+    func socketDidSecure(_ sock: AsyncSocket) { record(.secured) }
     func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { record(.trafficClassRefused(refusal)) }
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) { record(.disconnected(error)) }
 }
