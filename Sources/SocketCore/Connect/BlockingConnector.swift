@@ -22,6 +22,7 @@ public struct BlockingConnector: Sendable {
     /// (attempted: a refusal reaches `onTrafficClassRefused`, and the connection goes on).
     public var trafficClass: TrafficClass?
 
+    /// A connector with these knobs, binding, device and traffic class (each optional).
     public init(configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil,
                 trafficClass: TrafficClass? = nil) {
         self.configuration = configuration

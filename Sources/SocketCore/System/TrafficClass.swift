@@ -45,6 +45,7 @@ public struct TrafficClassRefusal: Error, Sendable, Equatable, CustomStringConve
     /// The system's refusal, if it refused.
     public let error: SystemError?
 
+    /// A refusal of `asked`: the value kept instead, if known, and the system's error, if any.
     public init(asked: TrafficClass, inEffect: TrafficClass?, error: SystemError?) {
         self.asked = asked
         self.inEffect = inEffect

@@ -128,6 +128,7 @@ public struct TLSInfo: Sendable, Equatable {
     /// handshake, no certificate sent again).
     public let resumed: Bool
 
+    /// What a handshake agreed on (made by the socket; public for tests and fakes).
     public init(protocolVersion: String, cipher: String, alpn: String?, peerChain: [CertificateInfo], verified: Bool,
                 resumed: Bool = false) {
         self.protocolVersion = protocolVersion
@@ -150,6 +151,7 @@ public struct PeerTrust: Sendable, Equatable {
     /// The name the certificate was checked against (``TLSSettings/peerName``).
     public let peerName: String?
 
+    /// A trust question (made by the socket; public for tests and fakes).
     public init(chain: [CertificateInfo], verificationFailure: VerificationFailure?, peerName: String?) {
         self.chain = chain
         self.verificationFailure = verificationFailure

@@ -19,6 +19,7 @@ public final class TLSSessionCache: Sendable, Equatable {
     }
     private let entries = Locked(Entries())
 
+    /// A cache for at most `capacity` servers (at least 1).
     public init(capacity: Int = 64) { self.capacity = max(1, capacity) }
 
     /// How many servers have a session stored.
