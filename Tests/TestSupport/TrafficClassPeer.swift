@@ -76,8 +76,10 @@ public final class TrafficClassPeer: @unchecked Sendable {
         return Self.parse(output)
     }
 
+    /// The complete lines' reports (a line still being written is left for later).
     private static func parse(_ output: String) -> [(tos: Int, payload: String)] {
-        output.split(separator: "\n").filter { !$0.hasPrefix("ready ") }.compactMap { line in
+        let complete = output.hasSuffix("\n") ? Substring(output) : output[..<(output.lastIndex(of: "\n").map { output.index(after: $0) } ?? output.startIndex)]
+        return complete.split(separator: "\n").filter { !$0.hasPrefix("ready ") }.compactMap { line in
             let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
             guard let tos = Int(parts[0]) else { return nil }
             return (tos, parts.count > 1 ? String(parts[1]) : "")
@@ -102,7 +104,7 @@ public final class TrafficClassPeer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         while true {
-            if let line = output.split(separator: "\n").first(where: matches) { return String(line) }
+            if let line = output.split(separator: "\n", omittingEmptySubsequences: true).dropLast(output.hasSuffix("\n") ? 0 : 1).first(where: matches) { return String(line) }
             if !lock.wait(until: deadline) { return nil }
         }
     }
