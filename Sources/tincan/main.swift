@@ -1,4 +1,3 @@
-import Glibc
 import TinCanCLI
 
-exit(CLI.run(Array(CommandLine.arguments.dropFirst())))
+CLI.runAndExit(Array(CommandLine.arguments.dropFirst()))

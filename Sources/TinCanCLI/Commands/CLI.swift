@@ -3,6 +3,12 @@ import SocketCore
 
 /// The entry point: parse, dispatch, print one line per failure, return the exit code.
 public enum CLI {
+    /// Runs and ends the process with the exit code, through the one exit a signal's cleanup
+    /// takes too (so a run that a signal's cleanup ended reports the signal, 128 + its number).
+    public static func runAndExit(_ arguments: [String]) -> Never {
+        Interruption.exit(run(arguments))
+    }
+
     public static func run(_ arguments: [String]) -> Int32 {
         Syscall.ignoreBrokenPipe()
         Console.occupyClosedStandardDescriptors()

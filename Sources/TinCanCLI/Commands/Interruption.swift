@@ -15,7 +15,7 @@ enum Interruption {
         func cancel() {
             source?.cancel()
             exitOnSignal()
-            if fd >= 0, let number = Syscall.takeSignal(from: fd) { exit(128 + number) }
+            if fd >= 0, let number = Syscall.takeSignal(from: fd) { Interruption.exit(128 + number) }
         }
     }
 
@@ -32,13 +32,27 @@ enum Interruption {
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
         source.setEventHandler {
             guard let number = Syscall.takeSignal(from: fd) else { return }
-            cleanup()
-            exit(128 + number)
+            // The cleanup may end the run on the main thread (a closed socket ends a receiver):
+            // holding the exit, it goes first, and the signal's code is the one reported.
+            exitLock.withLock { _ in
+                cleanup()
+                Glibc.exit(128 + number)
+            }
         }
         source.resume()
         handle.source = source
         handle.fd = fd
         return handle
+    }
+
+    /// Held by whoever ends the process, never released: a signal's cleanup and the run's own
+    /// end cannot both exit (exit(3) is not thread-safe), and the first decides the code.
+    private static let exitLock = Locked(())
+
+    /// Ends the process with `code`, unless a signal's cleanup is under way: then that ends it,
+    /// with 128 + the signal.
+    static func exit(_ code: Int32) -> Never {
+        exitLock.withLock { _ in Glibc.exit(code) }
     }
 
     /// SIGINT and SIGTERM end the process with 128 + the signal number, for commands with

@@ -104,7 +104,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             // What a client sent could not be written: the hub stops, and says so (exit 1).
             let reason = error.errno == EPIPE ? "its reader closed it (broken pipe)" : error.lowercaseReason
             Console.note("writing to stdout failed: \(reason); stopping")
-            exit(ExitCode.failure.rawValue)
+            Interruption.exit(ExitCode.failure.rawValue)
         }
     }
 
