@@ -1,5 +1,6 @@
 #if canImport(XCTest)
 import Glibc
+import Synchronization
 import XCTest
 
 /// Waits until a socket listens on TCP `port` (a server just started). It reads
@@ -22,8 +23,22 @@ public func waitForListener(port: UInt16, host: String = "127.0.0.1", timeout: D
     XCTFail("nothing listening on port \(port) after \(timeout)", file: file, line: line)
 }
 
-/// A TCP port on loopback that was free a moment ago.
+/// The ports ``freePort()`` handed out: never the same one twice in a test process, so two
+/// servers started one after the other cannot be given one port.
+private let handedOut = Mutex<Set<UInt16>>([])
+
+/// A TCP port on loopback that was free a moment ago, and not handed out before by this
+/// process. A server started on it may still lose it to another process: ``Listeners/start``
+/// checks that the server holds it.
 public func freePort() -> UInt16 {
+    for _ in 0..<100 {
+        let port = kernelFreePort()
+        if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+    }
+    return kernelFreePort()
+}
+
+private func kernelFreePort() -> UInt16 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var a = sockaddr_in()

@@ -87,7 +87,7 @@ final class SessionEndingTests: XCTestCase {
 
     func testATLSClientHoldsItsCloseNotifyUntilThePeerCloses() {
         var policy = Policy()
-        policy.closeWriteDelay = .seconds(1)
+        policy.hold = .untilQuiet(.seconds(1))
         var m = SessionEnding(policy)
         XCTAssertEqual(m.handle(.inputEnded, at: ms(50), activity: none), .init(), "close_notify is held back")
         XCTAssertTrue(m.closeWritePending)
@@ -99,7 +99,7 @@ final class SessionEndingTests: XCTestCase {
 
     func testAHeldCloseNotifyGoesOutOnceThePeerIsQuiet() {
         var policy = Policy()
-        policy.closeWriteDelay = .seconds(1)
+        policy.hold = .untilQuiet(.seconds(1))
         var m = SessionEnding(policy)
         _ = m.handle(.inputEnded, at: ms(0), activity: none)
         let talking = SessionEnding.Activity(lastReceived: ms(800))
@@ -112,7 +112,7 @@ final class SessionEndingTests: XCTestCase {
 
     func testQuittingSendsAHeldCloseNotifyButAFailureDoesNot() {
         var policy = Policy()
-        policy.closeWriteDelay = .seconds(1)
+        policy.hold = .untilQuiet(.seconds(1))
         policy.quitAfterEOF = ms(200)
         var quit = SessionEnding(policy)
         _ = quit.handle(.inputEnded, at: .zero, activity: none)
@@ -124,6 +124,29 @@ final class SessionEndingTests: XCTestCase {
                        .init(finish: .failed("connection reset by peer")))
         var closed = SessionEnding(policy)
         XCTAssertEqual(closed.handle(.outputClosed, at: ms(10), activity: none), .init(finish: .outputClosed))
+    }
+
+    /// -q and -w govern the hold: nothing goes out before they end the session, however quiet
+    /// the server is (a server that answers in 30 s is still heard with -w 60s).
+    func testWithQOrWTheHoldLastsUntilTheyEndTheSession() {
+        var policy = Policy()
+        policy.hold = .untilEnd
+        policy.waitAfterEOF = .seconds(60)
+        var m = SessionEnding(policy)
+        XCTAssertEqual(m.handle(.inputEnded, at: .zero, activity: none), .init())
+        XCTAssertEqual(m.nextDeadline(none), .seconds(60), "only -w's deadline")
+        XCTAssertEqual(m.handle(.tick, at: .seconds(30), activity: none), .init(), "still held after 30 s of quiet")
+        XCTAssertTrue(m.closeWritePending)
+        let late = SessionEnding.Activity(lastReceived: .seconds(31))
+        XCTAssertEqual(m.handle(.tick, at: .seconds(60), activity: late), .init())
+        XCTAssertEqual(m.handle(.tick, at: .seconds(91), activity: late), .init(closeWrite: true, finish: .waitedAfterEOF))
+
+        policy.waitAfterEOF = nil
+        policy.quitAfterEOF = .seconds(10)
+        var quit = SessionEnding(policy)
+        _ = quit.handle(.inputEnded, at: .zero, activity: none)
+        XCTAssertEqual(quit.handle(.tick, at: .seconds(9), activity: none), .init())
+        XCTAssertEqual(quit.handle(.tick, at: .seconds(10), activity: none), .init(closeWrite: true, finish: .quitAfterEOF))
     }
 
     func testTheProgramSideClosesTheProgramsStdinAndWaitsForItsOutput() {

@@ -35,9 +35,7 @@ struct ConnectCommand {
         }
         // Many proxies (microsocks among them) close both directions when the client half-closes,
         // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
-        if proxies != nil && targetHost != nil && !args.has(.halfClose) {
-            settings.relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay
-        }
+        if proxies != nil && targetHost != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
         self.settings = settings
         program = try ProgramSession.parse(args)
         if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {

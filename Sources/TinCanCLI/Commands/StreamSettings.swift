@@ -21,9 +21,19 @@ struct StreamSettings {
     /// --dscp, --tos: the traffic class of the connections made or accepted.
     let marking: TrafficMarking?
 
-    /// How long a TLS client holds its close_notify after the end of stdin while nothing
-    /// arrives (unless the server closes first, or --half-close).
-    static let closeNotifyDelay: Duration = .seconds(1)
+    /// How long a TLS client (or a client through a proxy) holds its end of stream after the
+    /// end of stdin while nothing arrives, unless the server closes first, --half-close, -q or
+    /// -w. Long enough for a server that answers late on purpose (dovecot's 2 s after a failed
+    /// login) or an upstream behind a reverse proxy.
+    static let holdDelay: Duration = .seconds(5)
+
+    /// How the end of stream waits for a TLS client or a client through a proxy: as -q and -w
+    /// say when the user gave them, else until the server is quiet for ``holdDelay``.
+    static func hold(_ args: ParsedArguments) -> SessionEnding.Hold {
+        if args.has(.halfClose) { return .none }
+        if args.has(.quitAfterEof) || args.has(.wait) { return .untilEnd }
+        return .untilQuiet(holdDelay)
+    }
 
     init(_ args: ParsedArguments) throws(UsageError) {
         idleText = args.value(.idleTimeout)
@@ -55,7 +65,7 @@ struct StreamSettings {
         relay.ending.idleTimeout = args.duration(.idleTimeout)
         relay.ending.inputIsTerminal = Syscall.isTerminal(0)
         let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
-        if tlsClient && !args.has(.halfClose) { relay.ending.closeWriteDelay = StreamSettings.closeNotifyDelay }
+        if tlsClient { relay.ending.hold = StreamSettings.hold(args) }
         relay.crlf = args.has(.crlf)
         if args.has(.hex) { relay.hex = HexDump() }
         if verbosity >= 2 { relay.trace = { Console.note($0) } }

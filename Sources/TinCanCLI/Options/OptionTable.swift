@@ -20,8 +20,8 @@ public enum OptionTable {
         OptionSpec(.idleTimeout, value: .duration, valueName: "DURATION",
             help: "Close the connection when no data has moved either way for this long (exit code 3)."),
         OptionSpec(.quitAfterEof, short: "q", value: .duration, valueName: "DURATION",
-            help: "Quit this long after end of input on stdin, even if the peer has not closed."),
-        OptionSpec(.noShutdown, help: "At end of input, keep the connection open for writing instead of half-closing it."),
+            help: "Quit this long after end of input on stdin, even if the peer has not closed. Over TLS or through a proxy our end of stream is held until then."),
+        OptionSpec(.noShutdown, help: "At end of input, keep the connection open for writing instead of half-closing it, for servers that give up at a half-close (nginx in front of a slow upstream); add -q or -w to quit."),
         OptionSpec(.crlf, help: "Send LF line endings as CRLF."),
         OptionSpec(.hex, help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
         OptionSpec(.progress, help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
@@ -45,7 +45,7 @@ public enum OptionTable {
         OptionSpec(.showCert, help: "Print the server's certificate chain (PEM) on stdout and exit."),
         OptionSpec(.keylog, value: .path, valueName: "FILE",
             help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
-        OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end waits until the server closes, or until nothing has arrived for 1s: a server that closes after its last reply without reading our close_notify resets the connection, and many proxies (microsocks) close both directions at a half-close; either would drop the reply."),
+        OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end is held until the server closes or has sent nothing for 5s (with -q or -w: until they end the session), and replies that come after it are still received: a server that reads our close_notify drops the commands queued before it (IMAP, POP3), one that closes without reading it resets the connection, and many proxies close both directions at a half-close; each would drop a reply."),
         OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
             help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
     ]
@@ -91,7 +91,7 @@ public enum OptionTable {
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
         OptionSpec(.wait, short: "w", value: .duration, valueName: "DURATION", default: "none",
-            help: "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0). With -z: the bound on each probe (default 2s)."),
+            help: "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0); over TLS or through a proxy our end of stream is held until then. With -z: the bound on each probe (default 2s)."),
         OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
             help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3); unlike -w it does not end an idle session."),
         OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",

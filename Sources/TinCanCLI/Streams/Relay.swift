@@ -301,11 +301,15 @@ final class Relay: @unchecked Sendable {
     }
 
     private func inputEnded() {
-        let holding = machine.withLock { $0.policy.halfClose && $0.policy.closeWriteDelay != nil && !$0.peerEnded }
+        let holding = machine.withLock { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
         if !options.ending.halfClose {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")
         } else if holding {
-            options.trace?("end of input: holding close_notify until the peer closes or is quiet (--half-close sends it now)")
+            let until = switch options.ending.hold {
+            case .untilQuiet(let delay): "the peer closes or has sent nothing for \(EventLog.format(delay))"
+            case .none, .untilEnd: "the session ends (-q, -w)"
+            }
+            options.trace?("end of input: holding our end of stream until \(until) (--half-close sends it now)")
         }
         report(.inputEnded)
     }

@@ -9,7 +9,9 @@ struct SessionEnding: Sendable {
     /// What happens, what tincan does, and the exit code: the table the README and the man
     /// pages print (a test keeps the README's copy the same).
     static let rules: [(event: String, action: String, exit: String)] = [
-        ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving; a TLS client holds its close_notify, and a client through a proxy its FIN, until the server closes or sends nothing for 1 s (`--half-close` ends at once)", ""),
+        ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving until the peer closes", ""),
+        ("stdin ends, over TLS or through a proxy", "holds its close_notify (or FIN) until the server closes or has sent nothing for 5 s, then sends it and still receives until the server closes; with `-q` or `-w` it is held until they end the session; `--half-close` sends it at once", ""),
+        ("a plain TCP server gives up at our half-close (nginx in front of a slow upstream closes with nothing: it logs 499)", "`--no-shutdown -w 5s` keeps the connection open after stdin ends and quits once nothing arrived for 5 s", "0"),
         ("the peer ends its stream", "everything it sent is on stdout; stdin goes on being sent until it ends", ""),
         ("both ended", "done, once the peer has acknowledged every byte sent", "0"),
         ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),
@@ -24,12 +26,12 @@ struct SessionEnding: Sendable {
     struct Policy: Sendable {
         /// Tell the peer at the end of stdin (FIN, or close_notify then FIN); false: `--no-shutdown`.
         var halfClose = true
-        /// Hold the half-close after the end of stdin until the peer has ended its stream, or
-        /// until nothing has arrived for this long (nil: half-close at once). A TLS client's
-        /// close_notify is data the server may never read: a server that closes after its last
-        /// reply with our close_notify unread resets the connection, and the reset drops the
-        /// reply from our receive queue.
-        var closeWriteDelay: Duration?
+        /// How long the half-close waits after the end of stdin. A TLS client's close_notify is
+        /// data the server may never read: a server that closes after its last reply with our
+        /// close_notify unread resets the connection, and the reset drops the reply from our
+        /// receive queue; a server that reads it (IMAP, POP3) drops the commands still queued
+        /// before it; many proxies close both directions at a client's FIN.
+        var hold: Hold = .none
         /// `-q`: quit this long after the end of stdin.
         var quitAfterEOF: Duration?
         /// `-w`: after the end of stdin, quit once nothing has arrived for this long.
@@ -41,6 +43,17 @@ struct SessionEnding: Sendable {
         /// The relay stands between a program and the network (`--exec` over TLS): the peer's
         /// end of stream closes the program's stdin, and the session waits for its output to end.
         var programSide = false
+    }
+
+    /// When a half-close goes out after the end of stdin.
+    enum Hold: Equatable, Sendable {
+        /// At once (plain TCP, as nc; `--half-close`).
+        case none
+        /// Once the peer has ended its stream, or has sent nothing for this long; the session
+        /// then waits for the peer as after any half-close (nothing it sends later is cut).
+        case untilQuiet(Duration)
+        /// Until the session ends: the peer's end, or `-q`/`-w`, which the user set.
+        case untilEnd
     }
 
     enum Outcome: Equatable, Sendable {
@@ -91,7 +104,7 @@ struct SessionEnding: Sendable {
 
     init(_ policy: Policy) { self.policy = policy }
 
-    /// Whether a half-close is being held back (``Policy/closeWriteDelay``).
+    /// Whether a half-close is being held back (``Policy/hold``).
     var closeWritePending: Bool { inputEndedAt != nil && !writeClosed && policy.halfClose }
 
     mutating func handle(_ event: Event, at now: Duration, activity: Activity) -> Actions {
@@ -102,7 +115,7 @@ struct SessionEnding: Sendable {
             inputEndedAt = now
             if !policy.halfClose {
                 writeClosed = true
-            } else if policy.closeWriteDelay == nil || peerEnded {
+            } else if policy.hold == .none || peerEnded {
                 closeWrite(&actions)
             }
             if peerEnded { finish(.peerClosed, &actions) }
@@ -129,7 +142,7 @@ struct SessionEnding: Sendable {
                 finish(.quitAfterEOF, &actions)
             } else if let wait = policy.waitAfterEOF, now - quietSince(ended, activity) >= wait {
                 finish(.waitedAfterEOF, &actions)
-            } else if closeWritePending, let delay = policy.closeWriteDelay, now - quietSince(ended, activity) >= delay {
+            } else if closeWritePending, case .untilQuiet(let delay) = policy.hold, now - quietSince(ended, activity) >= delay {
                 closeWrite(&actions)
             }
         }
@@ -146,7 +159,7 @@ struct SessionEnding: Sendable {
         if let ended = inputEndedAt {
             if let quit = policy.quitAfterEOF { consider(ended + quit) }
             if let wait = policy.waitAfterEOF { consider(quietSince(ended, activity) + wait) }
-            if closeWritePending, let delay = policy.closeWriteDelay { consider(quietSince(ended, activity) + delay) }
+            if closeWritePending, case .untilQuiet(let delay) = policy.hold { consider(quietSince(ended, activity) + delay) }
         }
         return next
     }

@@ -231,3 +231,24 @@ func pythonUDPServer(reply: String) throws -> (Tool, UInt16) {
     waitForUDPReceiver(port: port)
     return (server, port)
 }
+
+extension Tool {
+    /// `tincan listen -v ARGUMENTS HOST 0`: a listener on a port the kernel chose for it (so no
+    /// other process can hold it), ready once it says where it listens: the tool and the port.
+    static func listener(_ arguments: [String], host: String = "127.0.0.1", timeout: Duration = .seconds(10),
+                         file: StaticString = #filePath, line: UInt = #line) throws -> (Tool, UInt16) {
+        let tool = try Tool(["listen", "-v"] + arguments + [host, "0"])
+        var port: UInt16?
+        waitUntil("the listener's port", timeout: timeout, file: file, line: line) {
+            guard let range = tool.stderrText.range(of: "listening on ") else { return !tool.process.isRunning }
+            let rest = tool.stderrText[range.upperBound...].prefix { $0 != "\n" }
+            port = rest.split(separator: ":").last.flatMap { UInt16($0) }
+            return port != nil
+        }
+        guard let port else {
+            tool.stop()
+            throw Listeners.Failure(reason: "no port from the listener: \(tool.stderrText)")
+        }
+        return (tool, port)
+    }
+}

@@ -236,7 +236,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// Through a proxy the client's end is held as `connect` holds it: many proxies close both
     /// directions at a half-close.
-    private var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.closeNotifyDelay }
+    private var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.holdDelay }
 
     /// The relay's names for its two ends, as its failure lines say them.
     private func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(upstream.target.description)") }
