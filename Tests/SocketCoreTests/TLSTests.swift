@@ -6,43 +6,24 @@ import XCTest
 
 /// TLS in the core against real peers: openssl s_server / s_client and our own sockets.
 /// Kills a peer process (SIGKILL: one started from a dispatch thread may block SIGTERM).
-func stopProcess(_ process: Process) {
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-}
+func stopProcess(_ process: Spawned) { process.stop(grace: .zero) }
 
-/// `openssl s_server -rev` on a free port, with one of ``TLSFixtures``' certificates: it answers
-/// each line reversed, one connection at a time. Stop it with ``stopProcess(_:)``.
-func startOpenSSLServer(cert: String = "server", extra: [String] = []) throws -> (Process, UInt16) {
+/// `openssl s_server -rev` on a port it holds itself (``Listeners/start``), with one of
+/// ``TLSFixtures``' certificates: it answers each line reversed, one connection at a time. Stop
+/// it with ``stopProcess(_:)``.
+func startOpenSSLServer(cert: String = "server", extra: [String] = []) throws -> (Spawned, UInt16) {
     let certs = TLSFixtures.shared
-    let port = try freeLocalPort()
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
-                         "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    // Ready when it accepts a plain TCP connection (s_server survives one that says nothing).
-    let deadline = ContinuousClock.now + .seconds(10)
-    while ContinuousClock.now < deadline {
-        if let fd = try? Syscall.socket(.ipv4, .stream) {
-            try? Syscall.setNonBlocking(fd, false)
-            let connected = (try? Syscall.connect(fd, to: .loopbackIPv4(port: port))) == true
-            Syscall.close(fd)
-            if connected { break }
-        }
-        usleep(10_000)
+    let (process, ports) = try Listeners.start { ports in
+        try Spawned(["/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:\(ports[0])", "-cert", certs.path("\(cert).pem"),
+                     "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra)
     }
-    return (process, port)
+    return (process, ports[0])
 }
 
 final class TLSTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
-    private func startServer(cert: String = "server", extra: [String] = []) throws -> (Process, UInt16) {
+    private func startServer(cert: String = "server", extra: [String] = []) throws -> (Spawned, UInt16) {
         try startOpenSSLServer(cert: cert, extra: extra)
     }
 

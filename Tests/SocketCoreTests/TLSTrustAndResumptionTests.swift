@@ -136,7 +136,7 @@ final class TLSTrustAndResumptionTests: XCTestCase {
     /// The cache is bounded: the least recently stored server goes first.
     func testTheCacheKeepsAtMostItsCapacity() async throws {
         let cache = TLSSessionCache(capacity: 1)
-        var servers: [Process] = []
+        var servers: [Spawned] = []
         defer { servers.forEach(stopProcess) }
         var settings = TLSSettings(peerName: "localhost")
         settings.caFile = certs.path("ca.pem")

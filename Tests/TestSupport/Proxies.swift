@@ -7,56 +7,49 @@ import XCTest
 /// once the kernel lists its port; `stop()` kills it and removes its files (call it in a defer).
 public final class RealProxy {
     public let port: UInt16
-    private let process = Process()
+    private let process: Spawned
     private let directory: String?
 
-    private init(_ arguments: [String], port: UInt16, directory: String?, file: StaticString, line: UInt) throws {
-        self.port = port
+    /// Starts `arguments(port, directory)` on a port it holds itself (``Listeners/start``).
+    private init(directory: String?, file: StaticString, line: UInt, _ arguments: @escaping (UInt16) throws -> [String]) throws {
         self.directory = directory
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        waitForListener(port: port, file: file, line: line)
+        let (process, ports) = try Listeners.start(file: file, line: line) { ports in try Spawned(try arguments(ports[0])) }
+        self.process = process
+        port = ports[0]
     }
 
     /// microsocks on 127.0.0.1; with `user`, it asks for RFC 1929 credentials.
     public static func microsocks(user: String? = nil, password: String? = nil,
                                   file: StaticString = #filePath, line: UInt = #line) throws -> RealProxy {
-        let port = freePort()
-        var arguments = ["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(port)]
-        if let user { arguments += ["-u", user, "-P", password ?? ""] }
-        return try RealProxy(arguments, port: port, directory: nil, file: file, line: line)
+        try RealProxy(directory: nil, file: file, line: line) { port in
+            ["/usr/bin/microsocks", "-i", "127.0.0.1", "-p", String(port)] + (user.map { ["-u", $0, "-P", password ?? ""] } ?? [])
+        }
     }
 
     /// tinyproxy on 127.0.0.1 (CONNECT to any port); with `user`, it wants Basic credentials.
     public static func tinyproxy(user: String? = nil, password: String? = nil,
                                  file: StaticString = #filePath, line: UInt = #line) throws -> RealProxy {
-        let port = freePort()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-tinyproxy-\(getpid())-\(port)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-tinyproxy-\(getpid())-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var config = """
-            Port \(port)
-            Listen 127.0.0.1
-            Timeout 30
-            Allow 127.0.0.1
-            MaxClients 64
-            LogLevel Critical
-            PidFile "\(directory)/pid"
+        return try RealProxy(directory: directory, file: file, line: line) { port in
+            var config = """
+                Port \(port)
+                Listen 127.0.0.1
+                Timeout 30
+                Allow 127.0.0.1
+                MaxClients 64
+                LogLevel Critical
+                PidFile "\(directory)/pid"
 
-            """
-        if let user { config += "BasicAuth \(user) \(password ?? "")\n" }
-        try config.write(toFile: "\(directory)/tinyproxy.conf", atomically: true, encoding: .utf8)
-        return try RealProxy(["/usr/bin/tinyproxy", "-d", "-c", "\(directory)/tinyproxy.conf"], port: port,
-                             directory: directory, file: file, line: line)
+                """
+            if let user { config += "BasicAuth \(user) \(password ?? "")\n" }
+            try config.write(toFile: "\(directory)/tinyproxy.conf", atomically: true, encoding: .utf8)
+            return ["/usr/bin/tinyproxy", "-d", "-c", "\(directory)/tinyproxy.conf"]
+        }
     }
 
     public func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        Listeners.stop(process, grace: .seconds(2))
         if let directory { try? FileManager.default.removeItem(atPath: directory) }
     }
 }

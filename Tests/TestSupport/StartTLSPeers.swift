@@ -7,7 +7,7 @@ public enum StartTLSPeers {
 import socket, ssl, struct, sys
 port, proto, mode, cert, key = int(sys.argv[1]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', port)); s.listen(1)
+s.bind(('127.0.0.1', port)); s.listen(1); print(s.getsockname()[1], flush=True)
 c, _ = s.accept()
 ok, absent = mode == 'ok', mode == 'absent'
 def recvn(n):

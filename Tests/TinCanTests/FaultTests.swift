@@ -9,7 +9,7 @@ final class FaultTests: XCTestCase {
         let server = try PythonPeer("""
             import socket, struct, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print(s.getsockname()[1], flush=True)
             c, _ = s.accept()
             c.sendall(b"x" * 100000)
             c.recv(1)  # wait for the client's first byte: all 100000 were read by then
@@ -30,7 +30,7 @@ final class FaultTests: XCTestCase {
         let server = try PythonPeer("""
             import socket, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); print(s.getsockname()[1], flush=True)
             while True:
                 c, _ = s.accept(); c.recv(100); c.close()
             """)
@@ -46,7 +46,7 @@ final class FaultTests: XCTestCase {
         let server = try PythonPeer("""
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); print(s.getsockname()[1], flush=True)
             while True:
                 c, _ = s.accept()
                 c.sendall(b"220 mail ESMTP\\r\\n")
@@ -67,7 +67,7 @@ final class FaultTests: XCTestCase {
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+            s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print(s.getsockname()[1], flush=True)
             c, _ = s.accept()
             time.sleep(60)
             """)

@@ -14,7 +14,7 @@ final class ProbeCommandTests: XCTestCase {
             server = socket.socket()
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             server.bind(("127.0.0.1", int(sys.argv[1])))
-            server.listen(5)
+            server.listen(5); print(server.getsockname()[1], flush=True)
             while True:
                 conn, _ = server.accept()
                 conn.sendall(b"220 probe.test ESMTP\\r\\n")
@@ -211,7 +211,7 @@ final class ProbeCommandTests: XCTestCase {
             import socket, sys
             s = socket.socket()
             s.bind(("127.0.0.1", int(sys.argv[1])))
-            s.listen(50)
+            s.listen(50); print(s.getsockname()[1], flush=True)
             while True:
                 c, _ = s.accept()
                 c.close()

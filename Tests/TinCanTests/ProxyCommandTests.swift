@@ -241,11 +241,9 @@ final class ProxyCommandTests: XCTestCase {
     }
 
     func testSTARTTLSThroughTinyproxy() throws {
-        let port = freePort()
-        let server = try Tool(["python3", "-c", StartTLSPeers.server, String(port), "127.0.0.1", "smtp", "ok",
-                               certs.path("server.pem"), certs.path("server.key")], program: "/usr/bin/env")
+        let (server, port) = try Tool.server(["python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", "smtp", "ok",
+                                              certs.path("server.pem"), certs.path("server.key")])
         defer { server.stop() }
-        waitForListener(port: port)
         let http = try RealProxy.tinyproxy()
         defer { http.stop() }
         let r = try run(["tls", "--starttls", "smtp", "--ca", certs.path("ca.pem"), "--servername", "localhost",

@@ -8,11 +8,8 @@ final class StartTLSCommandTests: XCTestCase {
     static let protocols = ["smtp", "lmtp", "pop3", "imap", "ftp", "xmpp", "nntp", "sieve", "ldap", "postgres", "mysql", "irc"]
 
     private func peer(_ proto: String, mode: String) throws -> (Tool, UInt16) {
-        let port = freePort()
-        let tool = try Tool(["python3", "-c", StartTLSPeers.server, String(port), "127.0.0.1", proto, mode,
-                             certs.path("server.pem"), certs.path("server.key")], program: "/usr/bin/env")
-        waitForListener(port: port)
-        return (tool, port)
+        try Tool.server(["python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", proto, mode,
+                         certs.path("server.pem"), certs.path("server.key")])
     }
 
     private func run(_ proto: String, port: UInt16) throws -> (status: Int32, out: String, err: String) {

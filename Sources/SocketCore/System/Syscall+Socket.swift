@@ -165,6 +165,14 @@ extension Syscall {
         }
     }
 
+    /// Makes the next close(2) of a TCP socket a reset (SO_LINGER on, 0 s): the peer sees RST
+    /// (ECONNRESET), not an end of stream, so a connection that was cut never passes for one
+    /// that ended. Nothing for other sockets (a Unix socket has no reset: its peer sees the end).
+    public static func resetOnClose(_ fd: Int32) {
+        guard localAddress(fd)?.isUnix == false else { return }
+        try? setOption(fd, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
+    }
+
     // MARK: Options
 
     /// setsockopt(2) with a value of any fixed-layout type.

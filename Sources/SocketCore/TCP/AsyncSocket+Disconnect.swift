@@ -12,6 +12,24 @@ extension AsyncSocket {
         if !isOnSocketQueue { _ = descriptorsOpen.wait(timeout: .now() + .seconds(2)) }
     }
 
+    /// Disconnects at once with a reset, for a connection that was cut: the peer sees RST
+    /// (ECONNRESET), never an end of stream, and under TLS no close_notify goes out first. A
+    /// relay passes a reset on this way, so a cut never reaches the other side as a clean end.
+    /// Otherwise as ``disconnect()``; a Unix socket has no reset, and simply closes.
+    ///
+    /// ```swift
+    /// upstream.readData { result in if case .failure = result { client.reset() } }
+    /// ```
+    public func reset() {
+        sync {
+            guard phase != .idle else { return }
+            if let fd = connection?.fd { Syscall.resetOnClose(fd) }
+            flags.remove(.secure)  // no close_notify: the session did not end, it was cut
+            closeWithError(nil)
+        }
+        if !isOnSocketQueue { _ = descriptorsOpen.wait(timeout: .now() + .seconds(2)) }
+    }
+
     /// Disconnects once every queued read is done; no reads or writes are accepted meanwhile.
     public func disconnectAfterReading() {
         async { [self] in

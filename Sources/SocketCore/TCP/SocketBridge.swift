@@ -7,7 +7,8 @@ import Dispatch
 /// Each direction ends on its own: when one side ends its stream, the other's write half is
 /// shut down once the last chunk is written (under TLS: close_notify, then the TCP half-close).
 /// The bridge is over when both directions have ended (both sockets are then disconnected after
-/// their writes), or at the first error: both disconnect at once.
+/// their writes), or at the first error — a reset, a TLS failure, a write to a side that left —
+/// when both are reset at once (``AsyncSocket/reset()``): a cut reaches each side as a cut.
 ///
 /// The bridge uses the sockets' completion-based calls and leaves their delegates alone; turn
 /// ``AsyncSocket/autoDisconnectOnClosedReadStream`` off on both, or a half-close ends it all.
@@ -125,9 +126,11 @@ public final class SocketBridge: @unchecked Sendable {
         sockets[1].shutdownWrite()
     }
 
+    /// A cut at either end cuts both: each side gets a reset (RST, no close_notify), so neither
+    /// takes what it received for the whole stream.
     private func fail(_ reason: String) {
         failure = failure ?? reason
-        sockets.forEach { $0.disconnect() }
+        sockets.forEach { $0.reset() }
         finish()
     }
 

@@ -8,7 +8,8 @@ import Glibc
 /// (a client's FIN reaches the upstream, whose later reply still reaches the client). Bounded: a
 /// direction holds at most its pipe; while the receiving side is slow, the sending side is not
 /// read. The relay is over when both directions have ended (both sockets are then closed), or
-/// at the first error (a reset, a write to a closed peer): both close at once.
+/// at the first error (a reset, a write to a closed peer): both are reset at once (RST), so a
+/// side that was cut off never sees a clean end of stream.
 ///
 /// ```swift
 /// let relay = try StreamRelay(client, upstream, queue: queue) { report in print(report) }
@@ -120,6 +121,11 @@ public final class StreamRelay: @unchecked Sendable {
     private func finish() {
         guard !closed else { return }
         closed = true
+        if failure != nil {
+            // A cut reaches both sides as a reset, never as an end of stream.
+            Syscall.resetOnClose(first.fd)
+            Syscall.resetOnClose(second.fd)
+        }
         first.cancel()
         second.cancel()
         forward.closePipe()

@@ -16,6 +16,7 @@ struct SessionEnding: Sendable {
         ("both ended", "done, once the peer has acknowledged every byte sent", "0"),
         ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),
         ("the peer resets, or answers bytes sent after it closed with a reset", "done, what arrived is on stdout, the reason named", "1"),
+        ("one side of a relay (`listen --forward`) resets, or a relay's write to it fails", "the other side is reset too (RST; over TLS no close_notify): a cut never reaches anyone as an end of stream", ""),
         ("stdout fails: a full disk, closed (`>&-`), its reader left (`head`)", "done: `writing to stdout failed: ...`", "1"),
         ("a TLS peer ends without close_notify", "between two records: an end (`-v` says which); in the middle of a record: data was cut", "0 / 1"),
         ("`-q DURATION`", "quits that long after stdin ended", "0"),

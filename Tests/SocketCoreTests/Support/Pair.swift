@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SocketCore
+import TestSupport
 import XCTest
 
 /// A connected pair on loopback: a listener, the accepted server socket and the client, each
@@ -33,12 +34,7 @@ final class Pair {
 }
 
 /// A loopback port that was free a moment ago: a listener binds it, reads it and closes.
-func freeLocalPort() throws -> UInt16 {
-    let probe = AsyncSocket()
-    try probe.accept(onInterface: "127.0.0.1", port: 0)
-    defer { probe.disconnect() }
-    return probe.localPort
-}
+func freeLocalPort() throws -> UInt16 { freePort() }
 
 /// Open socket descriptors of this process (dispatch's own eventfd/timerfd/epoll descriptors,
 /// created lazily, are not counted: they are not ours to leak).

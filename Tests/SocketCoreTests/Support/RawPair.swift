@@ -35,6 +35,18 @@ func readToEnd(_ fd: Int32) throws -> String {
     return String(decoding: bytes, as: UTF8.self)
 }
 
+/// Fails unless reading `fd` meets a reset (ECONNRESET) within 5 s, rather than bytes or an end.
+func assertReset(_ fd: Int32, _ message: String, file: StaticString = #filePath, line: UInt = #line) {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 1)
+    defer { buffer.deallocate() }
+    do {
+        XCTAssertTrue(try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: 5000), "nothing in 5 s", file: file, line: line)
+        let n = try Syscall.receive(fd, into: buffer)
+        XCTFail("\(message): read \(n.map(String.init) ?? "nothing")", file: file, line: line)
+    } catch {
+        XCTAssertEqual(error.errno, ECONNRESET, message, file: file, line: line)
+    }
+}
 
 /// A relay under test: given the two inner ends, it starts joining them and returns where its
 /// report will be and a semaphore signalled when it is over.

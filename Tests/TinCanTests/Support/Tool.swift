@@ -252,3 +252,18 @@ extension Tool {
         return (tool, port)
     }
 }
+
+extension Tool {
+    /// Starts a server that binds port 0 (its arguments say so) and prints the port it got as its
+    /// first line of stdout: the tool and that port, once printed.
+    static func server(_ arguments: [String], program: String = "/usr/bin/env", timeout: Duration = .seconds(10),
+                       file: StaticString = #filePath, line: UInt = #line) throws -> (Tool, UInt16) {
+        let tool = try Tool(arguments, program: program)
+        waitUntil("the server's port", timeout: timeout, file: file, line: line) { tool.stdoutText.contains("\n") || !tool.process.isRunning }
+        guard let port = tool.stdoutText.split(separator: "\n").first.flatMap({ UInt16($0) }) else {
+            tool.stop()
+            throw Listeners.Failure(reason: "no port from \(arguments.prefix(3)): \(tool.stderrText)")
+        }
+        return (tool, port)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `listen --forward`: a reset on one side reaches the other side as a reset — RST, never a FIN
+/// or a close_notify — so a client whose download was cut cannot take it for a whole one.
+final class RelayResetTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// An upstream that sends 5 MiB, then resets the connection (SO_LINGER 0).
+    private func resettingUpstream() throws -> PythonPeer {
+        try PythonPeer(PythonPeers.listenPrelude + """
+            import struct
+            while True:
+                c, _ = s.accept()
+                try:
+                    c.sendall(b'x' * (5 << 20))
+                except OSError:
+                    pass
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                c.close()
+            """)
+    }
+
+    /// An upstream that records how each connection's stream ended: "reset", or "end N".
+    private func recordingUpstream(_ record: String) throws -> PythonPeer {
+        try PythonPeer("record = '\(record)'\n" + PythonPeers.listenPrelude + """
+            while True:
+                c, _ = s.accept(); n = 0
+                try:
+                    while True:
+                        b = c.recv(65536)
+                        if not b: break
+                        n += len(b)
+                    outcome = f'end {n}'
+                except ConnectionResetError:
+                    outcome = 'reset'
+                open(record, 'w').write(outcome)
+                c.close()
+            """)
+    }
+
+    func testAnUpstreamResetReachesAPlainClientAsAReset() throws {
+        let upstream = try resettingUpstream()
+        defer { upstream.stop() }
+        let (relay, port) = try Tool.listener(["-k", "--forward", "127.0.0.1:\(upstream.port)"])
+        defer { relay.stop() }
+        for run in 1...5 {
+            let r = try Tool.run(["connect", "--no-shutdown", "127.0.0.1", String(port)], input: "")
+            XCTAssertEqual(r.status, 1, "run \(run): a cut download must not exit 0 (\(r.out.utf8.count) bytes): \(r.err)")
+            XCTAssertTrue(r.err.contains("connection reset by peer"), "run \(run): \(r.err)")
+        }
+        waitUntil("the relay's lines") { relay.stderrText.components(separatedBy: "cut: ").count > 5 }
+    }
+
+    func testAnUpstreamResetReachesATLSClientAsAResetNotACloseNotify() throws {
+        let upstream = try resettingUpstream()
+        defer { upstream.stop() }
+        let (relay, port) = try Tool.listener(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+                                               "--forward", "127.0.0.1:\(upstream.port)"])
+        defer { relay.stop() }
+        for run in 1...5 {
+            let r = try Tool.run(["tls", "-v", "--no-shutdown", "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)], input: "")
+            XCTAssertEqual(r.status, 1, "run \(run): \(r.out.utf8.count) bytes: \(r.err)")
+            XCTAssertFalse(r.err.contains("close_notify"), "run \(run): \(r.err)")
+            XCTAssertTrue(r.err.contains("reset"), "run \(run): \(r.err)")
+        }
+    }
+
+    /// A client that resets (SO_LINGER 0) after sending: the upstream sees a reset, not an end.
+    func testAClientResetReachesTheUpstreamAsAReset() throws {
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-reset-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let upstream = try recordingUpstream(record)
+        defer { upstream.stop() }
+        for tls in [false, true] {
+            try? FileManager.default.removeItem(atPath: record)
+            let extra = tls ? ["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")] : []
+            let (relay, port) = try Tool.listener(["-k"] + extra + ["--forward", "127.0.0.1:\(upstream.port)"])
+            defer { relay.stop() }
+            let client = try Tool(["python3", "-c", """
+                import os, socket, ssl, struct, sys, time
+                c = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                if sys.argv[2] == 'tls':
+                    ctx = ssl.create_default_context(cafile=sys.argv[3])
+                    c = ctx.wrap_socket(c, server_hostname='localhost')
+                c.sendall(b'y' * 100000)
+                time.sleep(0.3)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                os.close(c.detach())  # no close_notify: the descriptor closes, and the linger makes it RST
+                """, String(port), tls ? "tls" : "plain", certs.path("ca.pem")], program: "/usr/bin/env")
+            client.closeInput()
+            XCTAssertEqual(client.wait(), 0, client.stderrText)
+            waitUntil("the upstream's record") { !fileText(record).isEmpty }
+            XCTAssertEqual(fileText(record), "reset", "TLS \(tls): \(relay.stderrText)")
+        }
+    }
+}
