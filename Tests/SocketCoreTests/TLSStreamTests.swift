@@ -137,4 +137,39 @@ final class TLSStreamTests: XCTestCase {
         XCTAssertEqual(String(decoding: got, as: UTF8.self), "first record\n")
         XCTAssertEqual(failure, .truncated)
     }
+
+    /// Writing to a peer that is gone fails with its reason named (a reset, a broken pipe), not
+    /// OpenSSL's empty "unknown error".
+    func testWritingToAPeerThatLeftSaysWhy() async throws {
+        // The server takes the handshake and a "go", then resets the connection.
+        let peer = try pythonTLSServer("""
+            import struct
+            t.recv(3)
+            t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+            os.close(t.detach()); time.sleep(5)
+            """)
+        defer { peer.stop() }
+        Syscall.ignoreBrokenPipe()  // as TLSStream asks: a peer that left is an error, not a signal
+        let socket = try await secured(port: peer.port)
+        let stream = try socket.takeTLSStream()
+        try Array("go\n".utf8).withUnsafeBytes { try stream.write($0) }
+        // A reading thread meets the reset first (as a relay's would); the writes then find
+        // only a broken pipe.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+        defer { buffer.deallocate() }
+        XCTAssertThrowsError(try stream.read(into: buffer, timeout: .seconds(5)))
+        let chunk = [UInt8](repeating: 7, count: 65536)
+        var failure: (any Error)?
+        for _ in 0..<1000 {
+            do {
+                try chunk.withUnsafeBytes { try stream.write($0) }
+            } catch {
+                failure = error
+                break
+            }
+        }
+        let text = try XCTUnwrap(failure.map { "\($0)" }, "writes to a reset connection kept succeeding")
+        XCTAssertFalse(text.contains("unknown error"), text)
+        XCTAssertTrue(text.contains("reset by peer") || text.contains("broken pipe"), text)
+    }
 }

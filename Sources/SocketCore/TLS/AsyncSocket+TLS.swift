@@ -30,11 +30,12 @@ extension AsyncSocket {
     /// print(info.protocolVersion, info.cipher)
     /// ```
     public func secure(_ settings: TLSSettings, timeout: Duration? = nil) async throws(AsyncSocketError) -> TLSInfo {
-        let result: Result<Void, AsyncSocketError> = await withCheckedContinuation { continuation in
-            enqueueTLSBarrier(settings, context: nil, timeout: timeout) { continuation.resume(returning: $0) }
+        // The info is taken on the socket queue as the handshake completes: by the time this
+        // task resumes, a peer that reset at once may have closed the socket and cleared it.
+        let result: Result<TLSInfo, AsyncSocketError> = await withCheckedContinuation { continuation in
+            startTLS(settings, timeout: timeout) { continuation.resume(returning: $0) }
         }
-        try result.get()
-        return sync { tlsInfoStorage }!
+        return try result.get()
     }
 
     /// Starts TLS and calls `completion` (on the socket queue) with what the handshake agreed
@@ -42,7 +43,7 @@ extension AsyncSocket {
     public func startTLS(_ settings: TLSSettings, context: TLSContext? = nil, timeout: Duration? = nil,
                          completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void) {
         enqueueTLSBarrier(settings, context: context, timeout: timeout) { [self] result in
-            completion(result.map { tlsInfoStorage! })
+            completion(result.flatMap { tlsInfoStorage.map { .success($0) } ?? .failure(closeReason ?? .disconnected) })
         }
     }
 

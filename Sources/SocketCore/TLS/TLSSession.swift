@@ -24,6 +24,8 @@ final class TLSSession {
     private(set) var endedWithoutCloseNotify = false
     /// The descriptor given by ``move(to:)``, read directly once `input` is used up.
     private var descriptor: Int32?
+    /// The socket the session was made on (records go out through it until ``move(to:)``).
+    private let socketDescriptor: Int32
     /// Where new sessions go (``TLSSettings/sessionCache``), under which key.
     private let cache: (TLSSessionCache, key: String)?
     /// Whether the C side has per-session state to free (manual trust or a session cache).
@@ -38,6 +40,7 @@ final class TLSSession {
         }
         self.ssl = ssl
         self.input = input
+        socketDescriptor = fd
         SSL_set_bio(ssl, input, output)  // the session owns both BIOs now
         // A TCP end of stream without close_notify reads as an end (OpenSSL would otherwise send
         // a fatal alert into a socket the peer closed, and the peer's reset could discard what
@@ -229,14 +232,27 @@ final class TLSSession {
         SystemError.clearErrno()
         let n = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return Int(n) }
+        // errno first: what OpenSSL calls next may change it.
+        let system = SystemError.left(by: "write")
         let code = SSL_get_error(ssl, n)
         switch code {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return nil
         default:
-            let system = SystemError.left(by: "write")
             let errors = TLSContext.drainErrors()
-            if code == SSL_ERROR_SYSCALL, errors == "unknown error", let system { throw .failed(system.lowercaseReason) }
-            throw .failed(errors)
+            guard errors == "unknown error" else { throw .failed(errors) }
+            // A peer that is gone: name it (EPIPE, ECONNRESET), from errno or the socket itself.
+            let pending = (try? Syscall.pendingError(descriptor ?? socketDescriptor)).flatMap { $0 == 0 ? nil : SystemError(errno: $0, call: "write") }
+            if let reason = system ?? pending { throw .failed(Self.gone(reason)) }
+            throw .failed("the peer closed the connection")
+        }
+    }
+
+    /// What a failed write to the socket means, in words.
+    private static func gone(_ error: SystemError) -> String {
+        switch error.errno {
+        case EPIPE: "the peer closed the connection (broken pipe)"
+        case ECONNRESET: "connection reset by peer"
+        default: error.lowercaseReason
         }
     }
 
@@ -258,6 +274,9 @@ final class TLSSession {
         _ = TLSContext.drainErrors()
         return true
     }
+
+    /// Whether this end is the TLS server.
+    var isServer: Bool { context.settings.isServer }
 
     /// True when OpenSSL holds bytes not yet returned by ``read(into:)``: decrypted data or
     /// records read ahead.

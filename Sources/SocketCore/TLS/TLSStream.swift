@@ -22,6 +22,10 @@ public final class TLSStream: @unchecked Sendable {
     public let info: TLSInfo
     /// The connection's descriptor (non-blocking), owned by the stream: closed when it goes.
     public let descriptor: Int32
+    /// Whether this end is the TLS server: a client whose stream ends without close_notify may
+    /// have been cut off (killed, or a connection lost) after a whole record, and nothing tells
+    /// a server that it meant to stop there.
+    public let isServer: Bool
     /// The session, only reached with its lock held.
     private let session: Locked<TLSSessionBox>
     /// Plaintext the socket had decrypted before the stream took over: returned first.
@@ -36,6 +40,7 @@ public final class TLSStream: @unchecked Sendable {
     init(session: TLSSession, descriptor: Int32, leftover: [UInt8], info: TLSInfo) {
         self.session = Locked(TLSSessionBox(session))
         self.descriptor = descriptor
+        isServer = session.isServer
         corks = Syscall.localAddress(descriptor)?.isUnix == false
         self.leftover = leftover
         self.info = info
@@ -86,8 +91,9 @@ public final class TLSStream: @unchecked Sendable {
     }
 
     /// After ``read(into:timeout:)`` returned 0: true if the peer ended with close_notify, false
-    /// if its TCP stream simply ended between two records (many servers skip close_notify;
-    /// nothing was cut, but nothing proves the peer meant to stop there either).
+    /// if its TCP stream simply ended between two records: no record was cut, but nothing
+    /// proves the peer meant to stop there (many servers skip close_notify; a killed client
+    /// ends the same way), so what it sent may be incomplete.
     public var peerSentCloseNotify: Bool { !session.withLock { $0.session.endedWithoutCloseNotify } }
 
     /// Encrypts and sends all of `bytes`, waiting while the socket is full. Call from one

@@ -57,7 +57,7 @@ public enum OptionTable {
         OptionSpec(.expect, value: .text, valueName: "REGEX", repeatable: true,
             help: "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."),
         OptionSpec(.expectTimeout, value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
-        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, error, closed (bytes each way, exit code)."),
+        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, peer_end (over TLS: whether the peer ended with close_notify), error, closed (bytes each way, exit code)."),
         OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
     ]
 

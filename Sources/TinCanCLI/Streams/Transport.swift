@@ -21,11 +21,14 @@ protocol Transport: Sendable {
     var socketDescriptor: Int32? { get }
     /// How the peer's stream ended, for -v (TLS: with or without close_notify).
     var endNote: String? { get }
+    /// TLS: whether the peer ended with close_notify (nil: not TLS).
+    var closeNotify: Bool? { get }
 }
 
 extension Transport {
     var descriptor: Int32? { nil }
     var endNote: String? { nil }
+    var closeNotify: Bool? { nil }
 }
 
 enum TransportError: Error {
@@ -139,15 +142,21 @@ struct TLSTransport: Transport {
     }
 
     private func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration?) throws(TransportError) -> Int? {
+        let n: Int?
         do throws(TLSError) {
-            return try stream.read(into: buffer, timeout: timeout)
+            n = try stream.read(into: buffer, timeout: timeout)
         } catch .truncated {
             throw .peerGone("the peer ended TLS in the middle of a record: data was cut short")
         } catch {
             throw .failed("\(error)")
         }
+        // As the server, a client's end without close_notify is not a finished transfer: a
+        // killed client, or one whose connection was lost, ends the same way.
+        if n == 0, stream.isServer, !stream.peerSentCloseNotify {
+            throw .peerGone("the client ended TLS without close_notify: what it sent may be incomplete (a client that finished says so with close_notify)")
+        }
+        return n
     }
-
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         do throws(TLSError) {
             try stream.write(bytes)
@@ -158,8 +167,10 @@ struct TLSTransport: Transport {
 
     var endNote: String? {
         stream.peerSentCloseNotify ? "the peer ended TLS with close_notify"
-            : "the peer ended TLS without close_notify, between two records (nothing was cut)"
+            : "the peer ended TLS without close_notify, between two records: what it sent may be incomplete (many servers skip close_notify)"
     }
+
+    var closeNotify: Bool? { stream.peerSentCloseNotify }
 
     func closeWrite() { stream.shutdownWrite() }
     func abort() { stream.abort() }
