@@ -113,3 +113,31 @@ void tincan_SSL_CTX_use_client_session_cache(SSL_CTX *ctx) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, tincan_new_session);
 }
+
+// A client without a certificate of its own whose server asks for one (CertificateRequest):
+// marked on the session, so that the alert the server then sends (TLS 1.3 certificate_required,
+// TLS 1.2 handshake_failure) is told as "the server requires a client certificate". No
+// allocation: the mark is the ex_data pointer itself.
+static int tincan_requested_index = -1;
+static pthread_once_t tincan_requested_once = PTHREAD_ONCE_INIT;
+
+static void tincan_requested_index_make(void) {
+    tincan_requested_index = CRYPTO_get_ex_new_index(CRYPTO_EX_INDEX_SSL, 0, NULL, NULL, NULL, NULL);
+}
+
+static int tincan_client_certificate_asked(SSL *ssl, X509 **certificate, EVP_PKEY **key) {
+    (void)certificate;
+    (void)key;
+    pthread_once(&tincan_requested_once, tincan_requested_index_make);
+    if (tincan_requested_index >= 0) SSL_set_ex_data(ssl, tincan_requested_index, (void *)1);
+    return 0;  // none to give: the handshake goes on without one
+}
+
+void tincan_SSL_CTX_note_certificate_requests(SSL_CTX *ctx) {
+    SSL_CTX_set_client_cert_cb(ctx, tincan_client_certificate_asked);
+}
+
+int tincan_tls_certificate_requested(const SSL *ssl) {
+    pthread_once(&tincan_requested_once, tincan_requested_index_make);
+    return tincan_requested_index >= 0 && SSL_get_ex_data(ssl, tincan_requested_index) != NULL;
+}

@@ -76,17 +76,22 @@ public enum Listeners {
 
     /// Waits until `process` listens on every one of `ports` itself.
     public static func wait(for process: Spawned, ports: [UInt16], timeout: Duration = .seconds(15)) -> Readiness {
+        wait(pid: process.pid, isRunning: { process.isRunning }, ports: ports, timeout: timeout)
+    }
+
+    /// Waits until process `pid` (or a child of it) listens on every one of `ports` itself.
+    public static func wait(pid: Int32, isRunning: () -> Bool, ports: [UInt16], timeout: Duration = .seconds(15)) -> Readiness {
         let deadline = ContinuousClock.now + timeout
         var pending = ports
         while ContinuousClock.now < deadline {
-            guard process.isRunning else { return .exited }
-            pending = pending.filter { port in !owns(process.pid, port: port) }
+            guard isRunning() else { return .exited }
+            pending = pending.filter { port in !owns(pid, port: port) }
             if pending.isEmpty { return .ready }
             // Listening, but not by us: the port was taken between our check and its bind.
-            if let taken = pending.first(where: { !inodes(port: $0).isEmpty }), !owns(process.pid, port: taken) {
+            if let taken = pending.first(where: { !inodes(port: $0).isEmpty }), !owns(pid, port: taken) {
                 // Give a daemon that binds in steps a moment: a second look settles it.
                 usleep(50_000)
-                if process.isRunning, !inodes(port: taken).isEmpty, !owns(process.pid, port: taken) { return .taken(taken) }
+                if isRunning(), !inodes(port: taken).isEmpty, !owns(pid, port: taken) { return .taken(taken) }
             }
             usleep(5_000)
         }

@@ -8,11 +8,49 @@ final class TLSCommandTests: XCTestCase {
 
     /// `openssl s_server -rev` (answers each line reversed) with one of the fixture certificates.
     private func server(_ cert: String = "server", extra: [String] = []) throws -> (Tool, UInt16) {
-        let port = freePort()
-        let tool = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
-                             "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra, program: "/usr/bin/openssl")
-        waitForListener(port: port)
-        return (tool, port)
+        try Tool.server(program: "/usr/bin/openssl") { port in
+            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
+             "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra
+        }
+    }
+
+    /// A server that requires a client certificate (openssl s_server -Verify 1, socat
+    /// verify=1, tincan's own listen --require-client-cert), TLS 1.3 and 1.2: without --cert the
+    /// client says so and exits 4, every run; with it, the session works.
+    func testAServerThatRequiresAClientCertificateIsNamed() throws {
+        let want = "the server requires a client certificate: give yours with --cert FILE"
+        let servers: [(String, () throws -> (Tool, UInt16))] = [
+            ("openssl s_server -Verify 1", { try self.server(extra: ["-Verify", "1", "-CAfile", self.certs.path("ca.pem")]) }),
+            ("socat verify=1", {
+                try Tool.server(program: "/usr/bin/socat") { port in
+                    ["OPENSSL-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,cert=\(self.certs.path("server.pem")),key=\(self.certs.path("server.key")),cafile=\(self.certs.path("ca.pem")),verify=1",
+                     "EXEC:/bin/cat"]
+                }
+            }),
+            ("tincan listen --require-client-cert", {
+                let (tool, port) = try Tool.listener(["-k", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"),
+                                                      "--require-client-cert", "--ca", self.certs.path("ca.pem"), "--exec", "/bin/cat"])
+                return (tool, port)
+            }),
+        ]
+        for (name, start) in servers {
+            let (server, port) = try start()
+            defer { server.stop() }
+            for version in ["1.3", "1.3", "1.3", "1.2"] {
+                let r = try Tool.run(["tls", "--tls-max", version, "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)],
+                                     input: "hello\n")
+                XCTAssertEqual(r.status, 4, "\(name), TLS \(version): \(r.err)")
+                XCTAssertTrue(r.err.contains(want), "\(name), TLS \(version): \(r.err)")
+                XCTAssertEqual(r.out, "", name)
+            }
+            // --insecure is no reason to blame the server's certificate.
+            let insecure = try Tool.run(["tls", "--tls-max", "1.2", "--insecure", "127.0.0.1", String(port)], input: "")
+            XCTAssertTrue(insecure.err.contains(want), "\(name): \(insecure.err)")
+            let good = try Tool.run(["tls", "--half-close", "--cert", certs.path("client.pem"), "--key", certs.path("client.key"), "--ca", certs.path("ca.pem"),
+                                     "--servername", "localhost", "127.0.0.1", String(port)], input: "hello\n")
+            XCTAssertEqual(good.status, 0, "\(name): \(good.err)")
+            XCTAssertTrue(good.out == "hello\n" || good.out == "olleh\n", "\(name): \(good.out)")
+        }
     }
 
     func testVerifiedSessionSummaryAndData() throws {

@@ -106,5 +106,9 @@ SSL_SESSION *tincan_tls_take_new_session(SSL *ssl);
 void tincan_SSL_CTX_use_manual_trust(SSL_CTX *ctx);
 /// Client contexts: hand new sessions to `tincan_tls_take_new_session` instead of an internal cache.
 void tincan_SSL_CTX_use_client_session_cache(SSL_CTX *ctx);
+/// Client contexts without a certificate: note on each session when the server asks for one.
+void tincan_SSL_CTX_note_certificate_requests(SSL_CTX *ctx);
+/// 1 if the server asked this session (a client with no certificate) for a certificate.
+int tincan_tls_certificate_requested(const SSL *ssl);
 
 #endif

@@ -38,6 +38,8 @@ extension AsyncSocket {
         if isSecure { return .tls(try takeTLSStream()) }
         let taken = try sync { () throws(AsyncSocketError) -> Connection in
             guard phase == .connected, let fd = connection?.fd, !flags.contains(.tlsHandshaking) else {
+                // Closed meanwhile (a TLS alert right after the handshake): say why.
+                if phase == .idle, let closeReason { throw closeReason }
                 throw .badConfig("takeConnection needs a connected socket (and no TLS handshake under way)")
             }
             guard currentRead == nil, readQueue.isEmpty, currentWrite == nil, writeQueue.isEmpty else {

@@ -100,6 +100,8 @@ public final class TLSContext: @unchecked Sendable {
             }
         } else if s.isServer {
             fingerprint = try useEphemeralCertificate(ctx)
+        } else {
+            tincan_SSL_CTX_note_certificate_requests(ctx)
         }
         if !s.alpn.isEmpty && !s.isServer {
             let wire = s.alpn.flatMap { [UInt8(truncatingIfNeeded: $0.utf8.count)] + Array($0.utf8) }

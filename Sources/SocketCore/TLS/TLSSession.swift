@@ -166,10 +166,16 @@ final class TLSSession {
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         case SSL_ERROR_WANT_RETRY_VERIFY: return .awaitingTrust
         default:
+            // OpenSSL records a verdict even when nothing was verified (--insecure): only a
+            // check that was asked for can be what failed.
             let verify = SSL_get_verify_result(ssl)
-            if verify != X509_V_OK {
+            if verify != X509_V_OK && verifiesPeer {
                 _ = TLSContext.drainErrors()
                 throw .verificationFailed(failure(verify))
+            }
+            if certificateRefused {
+                _ = TLSContext.drainErrors()
+                throw .clientCertificateRequired
             }
             let errors = TLSContext.drainErrors()
             throw .handshakeFailed(errors == "unknown error" ? "the peer closed the connection during the handshake" : errors)
@@ -214,6 +220,10 @@ final class TLSSession {
                 endedWithoutCloseNotify = true
             }
             return 0
+        case SSL_ERROR_SSL where certificateRefused:
+            // TLS 1.3: the client's handshake is over before the server checks for a certificate.
+            _ = TLSContext.drainErrors()
+            throw .clientCertificateRequired
         case SSL_ERROR_SYSCALL, SSL_ERROR_SSL:
             let system = SystemError.left(by: "read")
             let errors = TLSContext.drainErrors()
@@ -277,6 +287,18 @@ final class TLSSession {
 
     /// Whether this end is the TLS server.
     var isServer: Bool { context.settings.isServer }
+
+    /// Whether this end checks the peer's certificate (so a verification verdict can fail it).
+    private var verifiesPeer: Bool {
+        let settings = context.settings
+        return settings.isServer ? settings.requireClientCertificate : !settings.insecure || settings.evaluatesTrustManually
+    }
+
+    /// A client without a certificate was asked for one, and the peer has just ended the
+    /// session with an alert: the server requires a certificate.
+    private var certificateRefused: Bool {
+        !context.settings.isServer && tincan_tls_certificate_requested(ssl) == 1 && SSL_get_shutdown(ssl) & Int32(SSL_RECEIVED_SHUTDOWN) != 0
+    }
 
     /// True when OpenSSL holds bytes not yet returned by ``read(into:)``: decrypted data or
     /// records read ahead.

@@ -85,6 +85,10 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case pinMismatch(actual: String)
     /// The handshake failed (protocol error, no shared cipher, alert from the peer...).
     case handshakeFailed(String)
+    /// The server asked for a client certificate, none was configured, and it refused the
+    /// session: during the handshake (TLS 1.2), or with its first record after it (TLS 1.3,
+    /// where the client finishes first).
+    case clientCertificateRequired
     /// The handshake did not finish within its timeout.
     case handshakeTimedOut(after: Duration)
     /// The peer's TCP stream ended in the middle of a TLS record: data was cut short. (An end
@@ -101,6 +105,7 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .verificationFailed(let reason): "certificate verification failed: \(reason)"
         case .pinMismatch(let actual): "the peer's public key matches no --pin (its pin is sha256//\(actual))"
         case .handshakeFailed(let reason): "TLS handshake failed: \(reason)"
+        case .clientCertificateRequired: "the server requires a client certificate, and none was given"
         case .handshakeTimedOut(let after): "TLS handshake timed out after \(Int(after.milliseconds)) ms"
         case .truncated: "the peer closed the TLS connection in the middle of a record: data was cut short"
         case .failed(let reason): "TLS error: \(reason)"

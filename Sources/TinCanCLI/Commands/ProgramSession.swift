@@ -91,8 +91,8 @@ enum ProgramSession {
         if !relay.closedOutput.load(ordering: .acquiring) { Syscall.close(toProgram.write) }
         Syscall.close(fromProgram.read)
         let status = Syscall.waitForChild(pid)?.status ?? 0
-        if case .failed(let reason) = outcome {
-            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)")
+        if case .failed(let reason, let code) = outcome {
+            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)", code: code)
         }
         try conclude(program, status: status, settings: settings, peer: peer, level: level)
     }

@@ -39,8 +39,8 @@ struct Session {
             throw CommandError("writing to stdout failed: its reader closed it (broken pipe); what arrived after that was not written (\(totals))")
         case .idleTimeout:
             throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it (\(totals))", code: .timeout)
-        case .failed(let reason):
-            throw CommandError("connection to \(peer): \(reason) (\(totals))")
+        case .failed(let reason, let code):
+            throw CommandError("connection to \(peer): \(reason) (\(totals))", code: code)
         }
     }
 }

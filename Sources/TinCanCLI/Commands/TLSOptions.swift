@@ -133,6 +133,8 @@ enum TLSOptions {
             return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure, prefix: optionPrefix)))", code: .tlsVerification)
         case .tls(.pinMismatch(let actual)):
             return CommandError("TLS with \(peer): the peer's public key matches no --\(optionPrefix)pin (its pin is sha256//\(actual))", code: .tlsVerification)
+        case .tls(.clientCertificateRequired):
+            return CommandError("TLS with \(peer): the server requires a client certificate: give yours with --\(optionPrefix)cert FILE (and --\(optionPrefix)key FILE if the key is apart)", code: .tlsVerification)
         case .startTLSRefused(let reason):
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeTimedOut(let after)):

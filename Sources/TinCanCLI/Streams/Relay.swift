@@ -174,7 +174,7 @@ final class Relay: @unchecked Sendable {
             do throws(TransportError) {
                 n = try transport.receive(into: buffer)
             } catch {
-                report(.failed(error.reason))
+                report(.failed(error.reason, code: error.code))
                 return
             }
             if n == 0 {

@@ -68,7 +68,8 @@ struct SessionEnding: Sendable {
         case idleTimeout
         /// stdout's reader went away: bytes received could not be written.
         case outputClosed
-        case failed(String)
+        /// Why, and the exit code it means (a network failure unless told otherwise).
+        case failed(String, code: ExitCode = .failure)
     }
 
     /// When the last bytes moved (time since the session started), as the relay's threads
@@ -92,7 +93,7 @@ struct SessionEnding: Sendable {
         case inputEnded
         case peerEnded
         case outputClosed
-        case failed(String)
+        case failed(String, code: ExitCode = .failure)
         /// Time passed: deadlines may have come.
         case tick
     }
@@ -132,8 +133,8 @@ struct SessionEnding: Sendable {
             }
         case .outputClosed:
             finish(.outputClosed, &actions)
-        case .failed(let reason):
-            finish(.failed(reason), &actions)
+        case .failed(let reason, let code):
+            finish(.failed(reason, code: code), &actions)
         case .tick:
             if let limit = policy.idleTimeout, now - lastMoved(activity) >= limit {
                 finish(.idleTimeout, &actions)

@@ -35,12 +35,19 @@ enum TransportError: Error {
     /// The peer is gone (reset, or closed while we were sending).
     case peerGone(String)
     case failed(String)
+    /// The TLS server refused a session without a client certificate (TLS 1.3 says so with the
+    /// first record after the handshake).
+    case clientCertificateRequired
 
     var reason: String {
         switch self {
         case .peerGone(let r), .failed(let r): r
+        case .clientCertificateRequired: "the server requires a client certificate: give yours with --cert FILE (and --key FILE if the key is apart)"
         }
     }
+
+    /// The exit code it ends a session with.
+    var code: ExitCode { if case .clientCertificateRequired = self { .tlsVerification } else { .failure } }
 }
 
 /// The hand-over: the connection an ``AsyncSocket`` established (Happy Eyeballs, TLS,
@@ -53,6 +60,7 @@ enum HandOver {
             return try socket.takeConnection()
         } catch {
             socket.disconnect()
+            if case .tls = error { throw TLSOptions.explain(error, peer: peer) }
             throw CommandError("connected to \(peer), but: \(error)")
         }
     }
@@ -147,6 +155,8 @@ struct TLSTransport: Transport {
             n = try stream.read(into: buffer, timeout: timeout)
         } catch .truncated {
             throw .peerGone("the peer ended TLS in the middle of a record: data was cut short")
+        } catch .clientCertificateRequired {
+            throw .clientCertificateRequired
         } catch {
             throw .failed("\(error)")
         }

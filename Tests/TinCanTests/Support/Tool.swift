@@ -267,3 +267,22 @@ extension Tool {
         return (tool, port)
     }
 }
+
+extension Tool {
+    /// Starts a server that takes its port as an argument (`arguments(port)`) on a port of its
+    /// own: ready once it listens there itself; if another process took the port first, or the
+    /// server ended at start, it is started again on another (three tries).
+    static func server(program: String, file: StaticString = #filePath, line: UInt = #line,
+                       _ arguments: (UInt16) -> [String]) throws -> (Tool, UInt16) {
+        var last = Listeners.Readiness.timedOut
+        for _ in 0..<3 {
+            let port = freePort()
+            let tool = try Tool(arguments(port), program: program)
+            last = Listeners.wait(pid: tool.process.processIdentifier, isRunning: { tool.process.isRunning }, ports: [port])
+            if last == .ready { return (tool, port) }
+            tool.stop()
+        }
+        XCTFail("\(program) did not listen on a port of its own (\(last))", file: file, line: line)
+        throw Listeners.Failure(reason: "\(last)")
+    }
+}
