@@ -89,7 +89,7 @@ final class ProbeCommandTests: XCTestCase {
         // Every line on stderr is a JSON object: the tls command's summary is in the tls event.
         let events = try jsonLines(r.err)
         let names = events.compactMap { $0["event"] as? String }
-        XCTAssertEqual(names.filter { $0 != "attempt" && $0 != "resolved" }, ["connected", "tls", "send", "expect", "closed"], r.err)
+        XCTAssertEqual(names.filter { $0 != "attempt" && $0 != "resolved" }, ["connected", "tls", "send", "expect", "peer_end", "closed"], r.err)
         XCTAssertTrue(names.contains("resolved") && names.contains("attempt"), r.err)
         let tls = try XCTUnwrap(events.first { $0["event"] as? String == "tls" })
         XCTAssertEqual(tls["protocol"] as? String, "TLSv1.3")

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Non-blocking connects in flight, each under a caller's number, waited for together with
 /// poll(2) on the calling thread. ``BlockingConnector`` races its attempts with it; a port
 /// scanner can keep hundreds in flight on one thread.
@@ -20,8 +22,18 @@ public struct PendingConnects {
     // Named structs rather than tuples: a tuple type's metadata is built at run time on first
     // use, one more cost at every start of `tincan connect`.
     private var entries: [Int: Attempt] = [:]
+    /// Where every attempt of the set connects from.
+    private let binding: Connector.Binding
 
-    public init() {}
+    public init() { binding = Connector.Binding() }
+
+    /// A set whose attempts connect from `source` (an interface name, or a local address with or
+    /// without a port, as ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)`` takes it),
+    /// tied to `device` (SO_BINDTODEVICE) and marked with `trafficClass`; looked up once here,
+    /// not per attempt.
+    public init(source: String?, device: String? = nil, trafficClass: TrafficClass? = nil) throws(AsyncSocketError) {
+        binding = try Connector.Binding(interface: source, device: device, trafficClass: trafficClass)
+    }
 
     /// How many are in flight.
     public var count: Int { entries.count }
@@ -34,14 +46,21 @@ public struct PendingConnects {
     /// descriptor if it connected at once (it is then not kept); throws if the socket could not
     /// be made or the connect failed at once. `trafficClass` is attempted on the socket first
     /// (see ``AsyncSocket/trafficClass``); a refusal does not stop the connect.
+    /// A socket that connected to itself is no connection (see ``wait(until:)``): it fails as
+    /// refused. `trafficClass`, when given, is used instead of the set's.
     public mutating func start(_ id: Int, to address: SocketAddress, trafficClass: TrafficClass? = nil) throws(SystemError) -> Int32? {
-        try start(id, to: address, binding: Connector.Binding(trafficClass: trafficClass))
+        var binding = binding
+        if let trafficClass { binding.trafficClass = trafficClass }
+        return try start(id, to: address, binding: binding)
     }
 
     mutating func start(_ id: Int, to address: SocketAddress, binding: Connector.Binding) throws(SystemError) -> Int32? {
         let fd = try binding.openSocket(for: address)
         do {
-            if try Syscall.connect(fd, to: address) { return fd }
+            if try Syscall.connect(fd, to: address) {
+                try Self.refuseSelfConnection(fd, address)
+                return fd
+            }
         } catch {
             Syscall.close(fd)
             throw error
@@ -77,7 +96,13 @@ public struct PendingConnects {
             let code: Int32
             do throws(SystemError) { code = try Syscall.pendingError(entry.fd) } catch { code = error.errno }
             if code == 0 {
-                finished.append(Finished(id: id, result: .success(entry.fd)))
+                do throws(SystemError) {
+                    try Self.refuseSelfConnection(entry.fd, entry.address)
+                    finished.append(Finished(id: id, result: .success(entry.fd)))
+                } catch {
+                    Syscall.close(entry.fd)
+                    finished.append(Finished(id: id, result: .failure(error)))
+                }
             } else {
                 Syscall.close(entry.fd)
                 finished.append(Finished(id: id, result: .failure(SystemError(errno: code, call: "connect", context: entry.address.description))))
@@ -85,6 +110,19 @@ public struct PendingConnects {
         }
         return finished
     }
+
+    /// A TCP connect to a port of this host in the ephemeral range, where nothing listens, can
+    /// pick that very port as its source and "connect" to itself (a simultaneous open). No peer
+    /// is there: the attempt fails as refused, which is what a listener-less port means.
+    private static func refuseSelfConnection(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
+        guard let local = Syscall.localAddress(fd), local.family != .unix, local == Syscall.peerAddress(fd) else { return }
+        throw SystemError(errno: ECONNREFUSED, call: selfConnectCall, context: address.description)
+    }
+
+    private static let selfConnectCall = "connect (to itself)"
+
+    /// Whether `error` is a connect refused because the socket connected to itself.
+    public static func connectedToItself(_ error: SystemError) -> Bool { error.call == selfConnectCall }
 
     /// Stops connect `id`, closing its socket.
     public mutating func cancel(_ id: Int) {

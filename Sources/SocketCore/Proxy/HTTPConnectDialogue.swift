@@ -14,6 +14,8 @@ public struct HTTPConnectDialogue: ProxyDialogue {
     private var contentLength: Int?
     private var closes = false
     private var chunked = false
+    /// squid's X-Squid-Error (e.g. "ERR_CONNECT_FAIL 111": the target refused, errno 111).
+    private var squidError: String?
     private var answeredChallenge = false
 
     private enum State { case statusLine, headers, challengeBody, finished }
@@ -65,6 +67,7 @@ public struct HTTPConnectDialogue: ProxyDialogue {
                 case "content-length": contentLength = Int(value)
                 case "connection", "proxy-connection": if value.contains("close") { closes = true }
                 case "transfer-encoding": chunked = true
+                case "x-squid-error": squidError = String(line[line.index(after: colon)...].trimmingSpaces)
                 default: break
                 }
             }
@@ -96,8 +99,11 @@ public struct HTTPConnectDialogue: ProxyDialogue {
             // Some proxies (tinyproxy) answer bad credentials with 401, not 407.
             return fail(.authentication, "the HTTP proxy refused the credentials: \(quote(statusLine))")
         case 500, 502, 503, 504:
-            // 500 too: tinyproxy's "Unable to connect" to the target.
-            return fail(.targetUnreachable, "the HTTP proxy answered \(quote(statusLine))")
+            // 500 too: tinyproxy's "Unable to connect" to the target. squid names the errno
+            // (111: ECONNREFUSED on Linux, where squid runs here).
+            let refused = squidError.map { $0.hasPrefix("ERR_CONNECT_FAIL") && $0.hasSuffix(" 111") } == true
+            let why = squidError.map { " (X-Squid-Error \(quote($0))" + (refused ? ": connection refused)" : ")") } ?? ""
+            return fail(.targetUnreachable, "the HTTP proxy answered \(quote(statusLine))" + why)
         default:
             return fail(.refused, "the HTTP proxy answered \(quote(statusLine))")
         }

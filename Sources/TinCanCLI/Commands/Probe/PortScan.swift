@@ -66,7 +66,7 @@ struct PortScan {
         let report = { (result: Result) in
             if result.state == .open { anyOpen = true }
             log?.emit("port", [("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
-                               ("address", .string(result.address?.description ?? "")),
+                               ("address", .string(result.address?.description ?? Endpoint(host: host, port: result.port).description)),
                                ("took_ms", .number(result.took.milliseconds.rounded(toPlaces: 3))),
                                ("reason", .string(result.reason))])
             results[result.port] = result
@@ -84,8 +84,13 @@ struct PortScan {
             try ProxiedScan(host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
                             source: source, device: device).run(report)
         } else {
-            var scan = Scan(ports: ports, addresses: try resolve(), parallel: parallel, timeout: timeout,
-                            trafficClass: settings.marking?.trafficClass)
+            let connects: PendingConnects
+            do throws(AsyncSocketError) {
+                connects = try PendingConnects(source: source, device: device, trafficClass: settings.marking?.trafficClass)
+            } catch {
+                throw CommandError("cannot probe from \(source ?? device ?? "here"): \(error)")
+            }
+            var scan = Scan(ports: ports, addresses: try resolve(), parallel: parallel, timeout: timeout, pending: connects)
             scan.run(report)
         }
         if !anyOpen {
@@ -122,8 +127,6 @@ private struct Scan {
     let addresses: [SocketAddress]
     let parallel: Int
     let timeout: Duration
-    /// --dscp, --tos: on every probe's SYN.
-    let trafficClass: TrafficClass?
 
     /// A port being probed: which address it is at and the verdict so far. Its attempt in
     /// flight (and when that started) is `pending`'s entry under the same index.
@@ -135,11 +138,12 @@ private struct Scan {
         var reason = "connection refused"
     }
 
-    private var pending = PendingConnects()
+    /// The connects in flight, from -s/--interface and marked with --dscp/--tos.
+    private var pending: PendingConnects
     private var probes: [Int: Probe] = [:]
 
-    init(ports: [UInt16], addresses: [SocketAddress], parallel: Int, timeout: Duration, trafficClass: TrafficClass?) {
-        self.trafficClass = trafficClass
+    init(ports: [UInt16], addresses: [SocketAddress], parallel: Int, timeout: Duration, pending: PendingConnects) {
+        self.pending = pending
         self.ports = ports
         self.addresses = addresses
         self.parallel = max(1, parallel)
@@ -186,7 +190,7 @@ private struct Scan {
         probe.next += 1
         probes[index] = probe
         do throws(SystemError) {
-            if let fd = try pending.start(index, to: address, trafficClass: trafficClass) {
+            if let fd = try pending.start(index, to: address) {
                 Syscall.close(fd)
                 finish(index, .open, reason: "connected", report)
             }
@@ -199,13 +203,16 @@ private struct Scan {
         if error.errno != ECONNREFUSED {  // refused: closed, unless another address says otherwise
             probes[index]?.state = .filtered
             probes[index]?.reason = error.lowercaseReason
+        } else if PendingConnects.connectedToItself(error) {
+            probes[index]?.reason = "the probe connected to itself: nothing listens there"
         }
         advance(index, report)
     }
 
     private mutating func finish(_ index: Int, _ state: PortScan.State, reason: String, _ report: (PortScan.Result) -> Void) {
         guard let probe = probes.removeValue(forKey: index) else { return }
-        let address = state == .open ? addresses[probe.next - 1] : addresses.count == 1 ? addresses[0] : nil
+        // The address that answered (the one tried last), or the only one there is.
+        let address = (state == .open ? addresses[probe.next - 1] : addresses.count == 1 ? addresses[0] : nil)?.withPort(probe.port)
         report(PortScan.Result(port: probe.port, state: state, address: address,
                                took: .now - probe.started, reason: reason))
     }

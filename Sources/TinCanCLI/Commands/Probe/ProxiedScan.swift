@@ -4,8 +4,10 @@ import SocketCore
 /// `connect -z` through proxies: each port is a tunnel asked of the chain (no byte sent to the
 /// target). Open when the last proxy opens it; closed when it says the target refused (SOCKS5
 /// 0x05, or an HTTP proxy's "connection refused"); filtered when it could not reach the target
-/// otherwise or ran out of time. A proxy that refuses us (credentials, policy, garbage) ends
-/// the scan with its error. At most `parallel` tunnels are set up at once.
+/// otherwise or ran out of time; a proxy that refuses that one target (a SOCKS rule, an HTTP
+/// 403) makes the port filtered, and the scan goes on. A proxy that refuses us (credentials) or
+/// cannot be reached or understood ends the scan with its error. At most `parallel` tunnels are
+/// set up at once.
 struct ProxiedScan {
     let host: String
     let ports: [UInt16]
@@ -64,6 +66,10 @@ struct ProxiedScan {
         case .failure(.proxy(_, let failure)) where failure.kind == .targetUnreachable:
             let refused = failure.detail.contains("connection refused") || failure.detail.contains("Unable to connect")
             return result(refused ? .closed : .filtered, failure.detail)
+        case .failure(.proxy(_, let failure)) where failure.kind == .refused:
+            // The proxy will not go there (a port rule, a policy): closed to us, and the
+            // other ports may still be open.
+            return result(.closed, "the proxy refused it: \(failure.detail)")
         case .failure(.proxy(_, let failure)) where failure.kind == .timedOut:
             return result(.filtered, failure.detail)
         case .failure(let error):
