@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// A real server from Debian, run in the foreground on loopback with a throwaway configuration
-/// in a directory of its own: nginx, squid, dante, dovecot, exim. It listens on ports it holds
+/// in a directory of its own: nginx, squid, dante, dovecot, exim, slapd, prosody. It listens on ports it holds
 /// itself (``Listeners/start``), `stop()` ends it and every process it started, by PID, and
 /// removes its directory (call it in a defer). Certificates come from ``TLSFixtures`` (a server
 /// certificate for localhost and 127.0.0.1, signed by its CA).
@@ -248,6 +248,52 @@ public final class RealDaemon {
                 begin transports
                 """, "\(dir)/exim.conf")
             return ["/usr/sbin/exim4", "-C", "\(dir)/exim.conf", "-bdf"]
+        }
+    }
+
+    /// slapd (OpenLDAP) serving dc=test, with StartTLS when `tls` (else it answers StartTLS
+    /// with protocolError, "unsupported extended operation").
+    public static func slapd(tls: Bool, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+        try RealDaemon("slapd", ports: 1, file: file, line: line) { dir, p in
+            try FileManager.default.createDirectory(atPath: "\(dir)/db", withIntermediateDirectories: true)
+            try write("""
+                include /etc/ldap/schema/core.schema
+                pidfile \(dir)/slapd.pid
+                argsfile \(dir)/slapd.args
+                modulepath /usr/lib/ldap
+                moduleload back_mdb
+                \(tls ? "TLSCertificateFile \(dir)/server.pem\nTLSCertificateKeyFile \(dir)/server.key" : "")
+                database mdb
+                suffix "dc=test"
+                directory \(dir)/db
+                """, "\(dir)/slapd.conf")
+            return ["/usr/sbin/slapd", "-d", "0", "-f", "\(dir)/slapd.conf", "-h", "ldap://127.0.0.1:\(p[0])/"]
+        }
+    }
+
+    /// prosody (XMPP) serving the domain `localhost` on a client port with STARTTLS; other
+    /// domains get a host-unknown stream error.
+    public static func prosody(file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+        try RealDaemon("prosody", ports: 1, file: file, line: line) { dir, p in
+            try FileManager.default.createDirectory(atPath: "\(dir)/data", withIntermediateDirectories: true)
+            try write("""
+                run_as_root = true
+                pidfile = "\(dir)/prosody.pid"
+                data_path = "\(dir)/data"
+                log = { info = "\(dir)/prosody.log" }
+                c2s_ports = { \(p[0]) }
+                c2s_interfaces = { "127.0.0.1" }
+                s2s_ports = { }
+                c2s_direct_tls_ports = { }
+                http_ports = { }
+                https_ports = { }
+                modules_enabled = { "tls"; "saslauth"; "disco" }
+                modules_disabled = { "s2s" }
+                certificates = "\(dir)"
+                VirtualHost "localhost"
+                  ssl = { certificate = "\(dir)/server.pem"; key = "\(dir)/server.key" }
+                """, "\(dir)/prosody.cfg.lua")
+            return ["/usr/bin/prosody", "-F", "--config", "\(dir)/prosody.cfg.lua"]
         }
     }
 

@@ -161,4 +161,37 @@ final class RealServerTests: XCTestCase {
         XCTAssertTrue(refused.err.contains("the server does not offer STARTTLS; its EHLO reply ended \"250 HELP\""), refused.err)
         XCTAssertEqual(refused.out, "")
     }
+
+    // MARK: slapd and prosody
+
+    /// LDAP StartTLS with slapd: refused (no TLS configured) with its diagnostic quoted, exit 5;
+    /// accepted and verified once it has a certificate.
+    func testLDAPStartTLSWithSlapd() throws {
+        let plain = try RealDaemon.slapd(tls: false)
+        defer { plain.stop() }
+        let refused = try tincan(["tls", "--starttls", "ldap"] + trust + ["127.0.0.1", String(plain.ports[0])], input: "")
+        XCTAssertEqual(refused.status, 5, refused.err)
+        XCTAssertTrue(refused.err.contains("the server refused StartTLS with LDAP result code 2 (protocolError): \"unsupported extended operation\""), refused.err)
+        let secured = try RealDaemon.slapd(tls: true)
+        defer { secured.stop() }
+        let ok = try tincan(["tls", "-vv", "--half-close", "--starttls", "ldap"] + trust + ["127.0.0.1", String(secured.ports[0])], input: "")
+        XCTAssertEqual(ok.status, 0, ok.err)
+        XCTAssertTrue(ok.err.contains("certificate verified for localhost"), ok.err)
+        XCTAssertTrue(ok.err.contains("starttls > 30 1d 02 01 01 77 18 80 16"), "the plaintext phase at -vv: \(ok.err)")
+    }
+
+    /// XMPP STARTTLS with prosody: a domain it does not serve ends with its stream error quoted
+    /// (host-unknown and its text), exit 5; --xmpphost names the domain apart from the host.
+    func testXMPPStartTLSWithProsody() throws {
+        let prosody = try RealDaemon.prosody()
+        defer { prosody.stop() }
+        let port = String(prosody.ports[0])
+        let unknown = try tincan(["tls", "--starttls", "xmpp", "--xmpphost", "wrong.example"] + trust + ["127.0.0.1", port], input: "")
+        XCTAssertEqual(unknown.status, 5, unknown.err)
+        XCTAssertTrue(unknown.err.contains("the server ended the XMPP stream: host-unknown (\"This server does not serve wrong.example\")"), unknown.err)
+        let json = try tincan(["tls", "--json", "--half-close", "--starttls", "xmpp"] + trust + ["127.0.0.1", port], input: "")
+        XCTAssertEqual(json.status, 0, json.err)
+        XCTAssertTrue(json.err.contains(#""event":"starttls","#) && json.err.contains("<proceed"), json.err)
+        XCTAssertTrue(json.err.contains(#""event":"tls""#), json.err)
+    }
 }

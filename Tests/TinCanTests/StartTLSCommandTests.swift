@@ -38,7 +38,7 @@ final class StartTLSCommandTests: XCTestCase {
             "xmpp": "the server refused STARTTLS: \"<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>\"",
             "nntp": "the server refused STARTTLS: \"580 can not initiate TLS\"",
             "sieve": "the server refused STARTTLS: \"NO \"nope\"\"",
-            "ldap": "the server refused StartTLS with LDAP result code 53",
+            "ldap": "the server refused StartTLS with LDAP result code 53 (unwillingToPerform)",
             "postgres": "the server refused SSL (it answered \"N\" to SSLRequest)",
             "irc": "the server refused STARTTLS: \":irc.test 691 * :STARTTLS failure\"",
         ]

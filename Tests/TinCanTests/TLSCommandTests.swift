@@ -14,6 +14,22 @@ final class TLSCommandTests: XCTestCase {
         }
     }
 
+    /// --show-cert prints the chain even when it does not verify (fetching a certificate in
+    /// order to trust it is its main use), and still exits 4 with the reason.
+    func testShowCertPrintsAChainThatFailsVerification() throws {
+        let (selfSigned, port) = try server("self")
+        defer { selfSigned.stop() }
+        let r = try Tool.run(["tls", "--show-cert", "localhost", String(port)], input: "")
+        XCTAssertEqual(r.status, 4, r.err)
+        XCTAssertTrue(r.err.contains("certificate verification failed: self-signed certificate"), r.err)
+        let served = try String(contentsOfFile: certs.path("self.pem"), encoding: .utf8)
+        XCTAssertEqual(r.out, served, "the chain the server sent, as PEM")
+        // Verified, it prints the same way, exit 0.
+        let good = try Tool.run(["tls", "--show-cert", "--ca", certs.path("self.pem"), "localhost", String(port)], input: "")
+        XCTAssertEqual(good.status, 0, good.err)
+        XCTAssertEqual(good.out, served)
+    }
+
     /// A server that requires a client certificate (openssl s_server -Verify 1, socat
     /// verify=1, tincan's own listen --require-client-cert), TLS 1.3 and 1.2: without --cert the
     /// client says so and exits 4, every run; with it, the session works.

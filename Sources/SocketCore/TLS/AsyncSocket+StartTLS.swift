@@ -5,7 +5,8 @@ extension AsyncSocket {
     /// then starts TLS with `settings`. `completion` runs on the socket queue. If the server
     /// does not offer STARTTLS or refuses it, the socket disconnects with
     /// ``AsyncSocketError/startTLSRefused(_:)`` quoting the server: never a plaintext fallback.
-    /// `timeout` bounds each read of the dialogue and the handshake.
+    /// `timeout` bounds each read of the dialogue and the handshake. `transcript`, if given,
+    /// hears each message of the plaintext dialogue as it is sent or received.
     ///
     /// ```swift
     /// socket.negotiateStartTLS(.smtp, host: "mail.example", settings: TLSSettings(peerName: "mail.example")) { result in
@@ -14,10 +15,11 @@ extension AsyncSocket {
     /// ```
     public func negotiateStartTLS(
         _ kind: StartTLSDialogue.Kind, host: String, settings: TLSSettings, timeout: Duration? = nil,
+        transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)? = nil,
         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void
     ) {
         let runner = StartTLSRunner(socket: self, dialogue: StartTLSDialogue(kind, host: host),
-                                    settings: settings, timeout: timeout, completion: completion)
+                                    settings: settings, timeout: timeout, transcript: transcript, completion: completion)
         socketQueue.async { runner.begin() }
     }
 }
@@ -28,14 +30,17 @@ private final class StartTLSRunner: @unchecked Sendable {
     private var dialogue: StartTLSDialogue
     private let settings: TLSSettings
     private let timeout: Duration?
+    private let transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)?
     private var completion: (@Sendable (Result<TLSInfo, AsyncSocketError>) -> Void)?
 
     init(socket: AsyncSocket, dialogue: StartTLSDialogue, settings: TLSSettings, timeout: Duration?,
+         transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)?,
          completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void) {
         self.socket = socket
         self.dialogue = dialogue
         self.settings = settings
         self.timeout = timeout
+        self.transcript = transcript
         self.completion = completion
     }
 
@@ -45,6 +50,7 @@ private final class StartTLSRunner: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let bytes):
+                transcript?(.sent(bytes))
                 socket.write(bytes) { [self] result in
                     if case .failure(let error) = result { finish(.failure(error)) }
                 }
@@ -68,7 +74,9 @@ private final class StartTLSRunner: @unchecked Sendable {
         socket.socketQueue.async { [self] in
             switch result {
             case .success(let data):
-                perform(dialogue.received(Array(data)))
+                let bytes = Array(data)
+                transcript?(.received(bytes))
+                perform(dialogue.received(bytes))
             case .failure(.closedByPeer), .failure(.readStreamClosed):
                 finish(.failure(.startTLSRefused("the server closed the connection during the \(dialogue.proto.rawValue) STARTTLS dialogue")))
             case .failure(.readMaxedOut):

@@ -15,6 +15,12 @@ public struct StartTLSDialogue: Sendable {
         case smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql, irc
     }
 
+    /// A message of the plaintext dialogue, for a transcript.
+    public enum Exchange: Sendable, Equatable {
+        case sent([UInt8])
+        case received([UInt8])
+    }
+
     /// What to do next.
     public enum Action: Sendable, Equatable {
         case send([UInt8])
@@ -31,6 +37,9 @@ public struct StartTLSDialogue: Sendable {
 
     public let proto: Kind
     let host: String
+
+    /// Whether `proto`'s dialogue is binary (LDAP, PostgreSQL, MySQL) rather than lines of text.
+    public static func isBinary(_ proto: Kind) -> Bool { proto == .ldap || proto == .postgres || proto == .mysql }
     private var step = 0
     /// Capability lines collected so far (SMTP EHLO, IMAP CAPABILITY, ManageSieve, XMPP).
     private var seen: [String] = []
@@ -46,7 +55,8 @@ public struct StartTLSDialogue: Sendable {
         case .smtp, .lmtp, .pop3, .imap, .ftp, .nntp, .sieve: return [.readLine]
         case .xmpp:
             let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' to='\(host)' version='1.0'>"
-            return [.send(Array(header.utf8)), .readUntil(Array("</stream:features>".utf8))]
+            // Tag by tag: the features, or a stream error the server ends with (host-unknown).
+            return [.send(Array(header.utf8)), .readUntil(Array(">".utf8))]
         case .ldap:
             // ExtendedRequest, messageID 1, requestName 1.3.6.1.4.1.1466.20037 (StartTLS).
             let oid = Array("1.3.6.1.4.1.1466.20037".utf8)
@@ -143,13 +153,49 @@ public struct StartTLSDialogue: Sendable {
     }
 
     private mutating func xmpp(_ text: String) -> [Action] {
-        if step == 0 {
-            guard text.contains("<starttls") else {
-                return [.fail("the server does not offer STARTTLS; its features: \"\(text.suffix(200))\"")]
+        xmppText += text
+        guard xmppText.utf8.count <= Self.xmppLimit else {
+            return [.fail("the server's XMPP stream opening is over \(Self.xmppLimit) bytes without its features")]
+        }
+        if let error = Self.xmppStreamError(xmppText) { return [.fail("the server ended the XMPP stream: \(error)")] }
+        if !seen.contains("features") {
+            guard xmppText.contains("</stream:features>") else { return [.readUntil(Array(">".utf8))] }
+            seen.append("features")
+            guard xmppText.contains("<starttls") else {
+                return [.fail("the server does not offer STARTTLS; its features: \"\(xmppText.suffix(200))\"")]
             }
+            xmppText = ""
             return [.send(Array("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>".utf8)), .readUntil(Array(">".utf8))]
         }
-        return text.contains("<proceed") ? [.startTLS] : [.fail("the server refused STARTTLS: \"\(text)\"")]
+        if xmppText.contains("<proceed") { return [.startTLS] }
+        if xmppText.contains("<failure") { return [.fail("the server refused STARTTLS: \"\(xmppText)\"")] }
+        return [.readUntil(Array(">".utf8))]
+    }
+
+    /// What the XMPP stream has said so far (tags read one by one), bounded by ``xmppLimit``.
+    private var xmppText = ""
+    static let xmppLimit = 65536
+
+    /// A stream error in `text` (RFC 6120 4.9): its condition and its text, once complete.
+    static func xmppStreamError(_ text: String) -> String? {
+        guard let start = text.firstRange(of: "<stream:error"), let end = text[start.upperBound...].firstRange(of: "</stream:error>")
+        else { return nil }
+        let body = text[start.upperBound..<end.lowerBound].drop { $0 != ">" }.dropFirst()
+        var condition = "an unnamed error"
+        var rest = body[...]
+        while let open = rest.firstIndex(of: "<") {
+            let name = rest[rest.index(after: open)...].prefix { !" />".contains($0) }
+            rest = rest[rest.index(after: open)...]
+            if !name.isEmpty && name != "text" && !name.hasPrefix("/") {
+                condition = String(name)
+                break
+            }
+        }
+        var said = ""
+        if let textOpen = body.firstRange(of: "<text"), let close = body[textOpen.upperBound...].firstRange(of: "</text>") {
+            said = String(body[textOpen.upperBound..<close.lowerBound].drop { $0 != ">" }.dropFirst())
+        }
+        return condition + (said.isEmpty ? "" : " (\"\(said)\")")
     }
 
     private mutating func nntp(_ line: String) -> [Action] {
@@ -188,20 +234,56 @@ public struct StartTLSDialogue: Sendable {
 
     // MARK: Binary protocols
 
+    /// LDAP's ExtendedResponse, read as BER: the SEQUENCE's tag and first length byte, the
+    /// length's other bytes when it is long, then the contents.
     private mutating func ldap(_ data: [UInt8]) -> [Action] {
-        if step == 0 {
-            guard data.count == 2, data[0] == 0x30, data[1] < 0x80 else {
-                return [.fail("not an LDAP response: \(Self.hex(data))")]
+        switch ldapStage {
+        case 0:
+            guard data.count == 2, data[0] == 0x30 else { return [.fail("not an LDAP response: \(Self.hex(data))")] }
+            if data[1] < 0x80 {
+                ldapStage = 2
+                return [.readLength(Int(data[1]))]
             }
-            return [.readLength(Int(data[1]))]
+            let count = Int(data[1] & 0x7F)
+            guard (1...3).contains(count) else { return [.fail("not an LDAP response: \(Self.hex(data))")] }
+            ldapStage = 1
+            return [.readLength(count)]
+        case 1:
+            let length = data.reduce(0) { $0 << 8 | Int($1) }
+            guard length <= 65536 else { return [.fail("the LDAP response is over 65536 bytes")] }
+            ldapStage = 2
+            return [.readLength(length)]
+        default:
+            return ldapResult(data)
         }
-        // messageID (02 01 01), then ExtendedResponse (0x78 len) whose first field is resultCode.
-        guard let at = data.firstIndex(of: 0x78), at + 4 < data.count, data[at + 2] == 0x0A else {
-            return [.fail("not an LDAP ExtendedResponse: \(Self.hex(data))")]
-        }
-        let result = data[at + 4]
-        return result == 0 ? [.startTLS] : [.fail("the server refused StartTLS with LDAP result code \(result)")]
     }
+
+    /// 0: the SEQUENCE's header; 1: its long length; 2: its contents.
+    private var ldapStage = 0
+
+    private func ldapResult(_ data: [UInt8]) -> [Action] {
+        // messageID (02 01 01), then ExtendedResponse [APPLICATION 24] whose fields are
+        // resultCode (ENUMERATED), matchedDN and diagnosticMessage (OCTET STRINGs).
+        var reader = BERReader(data)
+        guard reader.element(tag: 0x02) != nil, let response = reader.element(tag: 0x78) else {
+            return [.fail("not an LDAP ExtendedResponse: \(Self.hex(Array(data.prefix(32))))")]
+        }
+        var fields = BERReader(response)
+        guard let code = fields.element(tag: 0x0A), code.count == 1 else {
+            return [.fail("not an LDAP ExtendedResponse: \(Self.hex(Array(data.prefix(32))))")]
+        }
+        if code[0] == 0 { return [.startTLS] }
+        _ = fields.element(tag: 0x04)  // matchedDN
+        let diagnostic = fields.element(tag: 0x04).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let name = Self.ldapResultNames[code[0]].map { " (\($0))" } ?? ""
+        return [.fail("the server refused StartTLS with LDAP result code \(code[0])\(name)" + (diagnostic.isEmpty ? "" : ": \"\(diagnostic)\""))]
+    }
+
+    /// RFC 4511's names for the result codes a StartTLS refusal uses.
+    static let ldapResultNames: [UInt8: String] = [
+        1: "operationsError", 2: "protocolError", 7: "authMethodNotSupported", 8: "strongerAuthRequired",
+        12: "unavailableCriticalExtension", 51: "busy", 52: "unavailable", 53: "unwillingToPerform", 80: "other",
+    ]
 
     private mutating func postgres(_ data: [UInt8]) -> [Action] {
         switch data.first {
@@ -231,7 +313,9 @@ public struct StartTLSDialogue: Sendable {
         return [.send([UInt8(payload.count), 0, 0, 1] + payload), .startTLS]
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    /// `bytes` as lowercase hex pairs separated by spaces (`30 0c 02 01`), as refusals and
+    /// transcripts of the binary dialogues quote them.
+    public static func hex(_ bytes: [UInt8]) -> String {
         bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(by: " ")
     }
 }
@@ -242,5 +326,30 @@ extension String {
         var s = Substring(self)
         while let last = s.last, last == "\n" || last == "\r" || last == "\r\n" { s = s.dropLast() }
         return String(s)
+    }
+}
+
+/// Reads BER elements (tag, definite length, contents) one after another; nil at a malformed or
+/// unexpected one.
+struct BERReader {
+    private let bytes: [UInt8]
+    private var at = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The contents of the next element if its tag is `tag`.
+    mutating func element(tag: UInt8) -> [UInt8]? {
+        guard at + 2 <= bytes.count, bytes[at] == tag else { return nil }
+        var length = Int(bytes[at + 1])
+        var start = at + 2
+        if length >= 0x80 {
+            let count = length & 0x7F
+            guard (1...3).contains(count), start + count <= bytes.count else { return nil }
+            length = bytes[start..<start + count].reduce(0) { $0 << 8 | Int($1) }
+            start += count
+        }
+        guard start + length <= bytes.count else { return nil }
+        at = start + length
+        return Array(bytes[start..<at])
     }
 }

@@ -56,8 +56,11 @@ struct ConnectCommand {
             case .unix: host = args.value(.servername) ?? "localhost"
             }
             tls = try TLSOptions.client(args, host: host)
+            if args.has(.xmpphost) && args.value(.starttls) != StartTLSDialogue.Kind.xmpp.rawValue {
+                throw UsageError("--xmpphost is for --starttls xmpp", command: name)
+            }
         } else {
-            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves] where args.has(option) {
+            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .xmpphost, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves] where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             if args.has(.halfClose) && proxies == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
@@ -100,12 +103,26 @@ struct ConnectCommand {
             socket = try dialer.open(
                 target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
         }
-        if let tls {
+        if var tls {
             defer { if args.has(.showCert) { socket.disconnect() } }
             let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
             let handshakeStarted = ContinuousClock.now
-            let info = try TLSOptions.handshake(socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
-                                                timeout: budget, peer: target.description)
+            // --show-cert: the chain is what one fetches in order to decide whether to trust it,
+            // so it is kept even when verification fails (and printed; the exit is still 4).
+            let catcher = args.has(.showCert) && !tls.insecure ? ChainCatcher(socket) : nil
+            if catcher != nil { tls.evaluatesTrustManually = true }
+            let info: TLSInfo
+            do {
+                // The socket holds its delegate weakly: the catcher lives until the handshake ends.
+                info = try withExtendedLifetime(catcher) {
+                    try TLSOptions.handshake(socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
+                                             dialogueHost: args.value(.xmpphost), timeout: budget, peer: target.description)
+                }
+            } catch {
+                guard let trust = catcher?.refused else { throw error }
+                Console.out(trust.chain.map(\.pem).joined())
+                throw TLSOptions.explain(.tls(.verificationFailed(trust.verificationFailure!)), peer: target.description)
+            }
             EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
             if (args.command.name == "tls" || settings.verbosity > 0) && !args.has(.json) {  // the tls event has it
                 for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
@@ -225,5 +242,22 @@ final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
         failure.withLock { $0 = error ?? .disconnected }
         done.signal()
+    }
+}
+
+/// For --show-cert: decides the trust of a server's chain as OpenSSL would (accepted when it
+/// verified), and keeps a refused chain so it can still be shown.
+final class ChainCatcher: AsyncSocketDelegate, @unchecked Sendable {
+    // @unchecked Sendable: `caught` is under its lock.
+    private let caught = Locked<PeerTrust?>(nil)
+
+    init(_ socket: AsyncSocket) { socket.setDelegate(self, delegateQueue: DispatchQueue(label: "tincan.show-cert")) }
+
+    /// The chain that did not verify, with OpenSSL's reason; nil if none was refused.
+    var refused: PeerTrust? { caught.withLock { $0 }.flatMap { $0.verificationFailure == nil ? nil : $0 } }
+
+    func socket(_ sock: AsyncSocket, didReceiveTrust trust: PeerTrust, completion: @escaping @Sendable (Bool) -> Void) {
+        caught.withLock { $0 = trust }
+        completion(trust.verificationFailure == nil)
     }
 }

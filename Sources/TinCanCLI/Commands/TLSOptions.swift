@@ -95,8 +95,9 @@ enum TLSOptions {
     }
 
     /// Runs the handshake on a connected socket and waits for it.
+    /// `dialogueHost`: the name the STARTTLS dialogue gives (XMPP's to=); default the peer name.
     static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
-                          starttls: StartTLSDialogue.Kind? = nil, timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
+                          starttls: StartTLSDialogue.Kind? = nil, dialogueHost: String? = nil, timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<TLSInfo, AsyncSocketError>?>(nil)
         let finished: @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void = { result in
@@ -104,8 +105,8 @@ enum TLSOptions {
             done.signal()
         }
         if let starttls {
-            socket.negotiateStartTLS(starttls, host: settings.peerName ?? "localhost", settings: settings,
-                                     timeout: timeout, completion: finished)
+            socket.negotiateStartTLS(starttls, host: dialogueHost ?? settings.peerName ?? "localhost", settings: settings,
+                                     timeout: timeout, transcript: transcript(starttls), completion: finished)
         } else {
             socket.startTLS(settings, context: context, timeout: timeout, completion: finished)
         }
@@ -113,6 +114,32 @@ enum TLSOptions {
         switch outcome.withLock({ $0 })! {
         case .success(let info): return info
         case .failure(let error): throw explain(error, peer: peer)
+        }
+    }
+
+    /// The plaintext phase of STARTTLS, shown with -vv (`starttls > EHLO ...`, `starttls < 250 ...`)
+    /// and as `starttls` events with --json; nil when neither asks for it. Binary dialogues
+    /// (LDAP, PostgreSQL, MySQL) in hex. What the server said is escaped by the console.
+    private static func transcript(_ proto: StartTLSDialogue.Kind) -> (@Sendable (StartTLSDialogue.Exchange) -> Void)? {
+        let log = EventLog.current.withLock { $0 }
+        let json = log?.json == true
+        guard json || Console.verbosity.load(ordering: .relaxed) >= 2 else { return nil }
+        let binary = StartTLSDialogue.isBinary(proto)
+        return { (exchange: StartTLSDialogue.Exchange) in
+            let direction: String
+            let bytes: [UInt8]
+            switch exchange {
+            case .sent(let sent): (direction, bytes) = ("sent", sent)
+            case .received(let received): (direction, bytes) = ("received", received)
+            }
+            if json {
+                log?.emit("starttls", [("direction", .string(direction)),
+                                       binary ? ("hex", .string(StartTLSDialogue.hex(bytes))) : ("text", .string(String(decoding: bytes, as: UTF8.self)))])
+            } else {
+                var text = binary ? StartTLSDialogue.hex(bytes) : String(decoding: bytes, as: UTF8.self)
+                while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+                Console.note("starttls \(direction == "sent" ? ">" : "<") \(text)", level: 2)
+            }
         }
     }
 

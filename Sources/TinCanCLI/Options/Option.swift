@@ -73,6 +73,7 @@ public enum Option: String, CaseIterable, Sendable {
     case showCert = "show-cert"
     case source
     case starttls
+    case xmpphost
     case stripNewline = "strip-newline"
     case timeout
     case timing

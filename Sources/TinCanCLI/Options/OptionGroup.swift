@@ -19,7 +19,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         case .quitAfterEof, .idleTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
              .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format:
             .io
-        case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls:
+        case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls, .xmpphost:
             .tls
         case .send, .expect, .expectTimeout:
             .scripting

@@ -47,7 +47,9 @@ public enum OptionTable {
             help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
         OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end is held until the server closes or has sent nothing for 5s (with -q or -w: until they end the session), and replies that come after it are still received: a server that reads our close_notify drops the commands queued before it (IMAP, POP3), one that closes without reading it resets the connection, and many proxies close both directions at a half-close; each would drop a reply."),
         OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
-            help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5."),
+            help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5, its reason quoted; -vv shows the dialogue (--json: starttls events)."),
+        OptionSpec(.xmpphost, value: .text, valueName: "DOMAIN", default: "--servername, else HOST",
+            help: "With --starttls xmpp: the domain in the stream header's to= (openssl's -xmpphost), when the XMPP domain differs from the host's name."),
     ]
 
     /// Scripted probing and machine-readable reports: connect, tls, listen and udp-send.

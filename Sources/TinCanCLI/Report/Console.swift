@@ -14,7 +14,34 @@ enum Console {
     }
 
     static func out(_ text: String) { write(text, to: 1) }
-    static func error(_ line: String) { write(line.hasSuffix("\n") ? line : line + "\n", to: 2) }
+
+    /// One line on stderr. Its text may quote what the remote end chose (a server's reply line,
+    /// a certificate's names, a proxy's status line): every control character in it is escaped
+    /// (``terminalSafe(_:)``), so an ESC or BEL a server sent never reaches the terminal raw.
+    static func error(_ line: String) {
+        let body = line.hasSuffix("\n") ? String(line.dropLast()) : line
+        write(terminalSafe(body) + "\n", to: 2)
+    }
+
+    /// `text` with its C0 and C1 control characters and DEL written as `\xHH` (C1 as `\u{HH}`),
+    /// tabs kept: one line that a terminal shows as it is, whatever bytes a peer put in it.
+    static func terminalSafe(_ text: String) -> String {
+        func unsafe(_ scalar: Unicode.Scalar) -> Bool {
+            (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+        }
+        guard text.unicodeScalars.contains(where: unsafe) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            guard unsafe(scalar) else {
+                out.append(scalar)
+                continue
+            }
+            let hex = String(scalar.value, radix: 16)
+            let escaped = scalar.value < 0x80 ? "\\x" + (hex.count < 2 ? "0" : "") + hex : "\\u{" + hex + "}"
+            out.append(contentsOf: escaped.unicodeScalars)
+        }
+        return String(out)
+    }
 
     /// How much the run says on stderr: the count of -v, set once from the command line.
     static let verbosity = Atomic<Int>(0)
