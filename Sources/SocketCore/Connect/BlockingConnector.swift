@@ -157,7 +157,8 @@ private struct BlockingRun {
             let asked = ContinuousClock.now
             let result = Result { () throws(ResolveError) in try Resolver.lookup(host: host, port: port, family: family) }
             let error: ResolveError? = if case .failure(let e) = result { e } else { nil }
-            onLookup(LookupEvent(host: host, family: family, addresses: (try? result.get()) ?? [], error: error, elapsed: .now - asked))
+            let event = LookupEvent(host: host, family: family, addresses: (try? result.get()) ?? [], error: error, elapsed: .now - asked)
+            if event.isWorthReporting { onLookup(event) }
             inputs.append(.resolved(family, result))
         case .scheduleResolutionDelay(let delay):
             resolutionDeadline = .now + delay

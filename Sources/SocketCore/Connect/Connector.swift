@@ -83,7 +83,8 @@ final class Connector: @unchecked Sendable {
                 guard let self else { return }
                 let addresses = (try? result.get()) ?? []
                 let error: ResolveError? = if case .failure(let e) = result { e } else { nil }
-                onLookup(LookupEvent(host: host, family: family, addresses: addresses, error: error, elapsed: .now - asked))
+                let event = LookupEvent(host: host, family: family, addresses: addresses, error: error, elapsed: .now - asked)
+                if event.isWorthReporting { onLookup(event) }
                 feed(.resolved(family, result))
             }
         case .scheduleResolutionDelay(let delay):

@@ -145,14 +145,18 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// `127.0.0.1:80`, `[::1]:80`, `[fe80::1%eth0]:80`, `/run/x.sock` or `@name`.
+    /// `127.0.0.1:80`, `[::1]:80`, `[fe80::1%eth0]:80`, `/run/x.sock`, `@name`, or `(unnamed)`
+    /// for a Unix socket without a name (a datagram sender that never bound one).
     public var description: String {
         switch storage {
         case .ipv4: "\(host):\(port)"
         case .ipv6: "[\(host)]:\(port)"
-        case .unix: host
+        case .unix(let path): path.isEmpty ? "(unnamed)" : host
         }
     }
+
+    /// The address of a Unix socket that has no name.
+    public static let unnamedUnix = SocketAddress(storage: .unix(path: []))
 }
 
 /// Text that is not a usable address, with the reason.

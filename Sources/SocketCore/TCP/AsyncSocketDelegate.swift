@@ -151,6 +151,12 @@ public struct LookupEvent: Sendable, Equatable, CustomStringConvertible {
         self.elapsed = elapsed
     }
 
+    /// Whether it tells anything: not the other family's empty answer for an address literal
+    /// (no AAAA lookup happens for 127.0.0.1; saying "no address" would mislead).
+    public var isWorthReporting: Bool {
+        !(addresses.isEmpty && error == nil && (try? SocketAddress(ip: host, port: 0)) != nil)
+    }
+
     /// `A example.test: 198.18.0.1 (0.4 ms)`, `AAAA example.test: no address (3 ms)`.
     public var description: String {
         let time = elapsed.briefMilliseconds

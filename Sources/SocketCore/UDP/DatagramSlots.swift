@@ -37,9 +37,10 @@ final class DatagramSlots {
     func view(_ index: Int, localPort: UInt16) -> DatagramView {
         let record = records[index]
         let length = Int(record.length)
+        // No source at all: a Unix datagram socket that never bound a name sent it.
         let source = withUnsafeBytes(of: record.source) { raw in
             SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.source_length))
-        } ?? .anyIPv4(port: 0)
+        } ?? .unnamedUnix
         let destination = record.destination_length == 0 ? nil : withUnsafeBytes(of: record.destination) { raw in
             SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.destination_length))?.withPort(localPort)
         }

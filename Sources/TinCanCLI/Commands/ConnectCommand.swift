@@ -116,7 +116,9 @@ struct ConnectCommand {
                 // The socket holds its delegate weakly: the catcher lives until the handshake ends.
                 info = try withExtendedLifetime(catcher) {
                     try TLSOptions.handshake(socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
-                                             dialogueHost: args.value(.xmpphost), timeout: budget, peer: target.description)
+                                             dialogueHost: args.value(.xmpphost), timeout: budget,
+                                             timeoutSource: args.has(.connectTimeout) ? "--connect-timeout" : args.has(.wait) ? "-w" : "the default 30s",
+                                             peer: target.description)
                 }
             } catch {
                 guard let trust = catcher?.refused else { throw error }

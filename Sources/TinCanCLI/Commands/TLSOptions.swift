@@ -96,8 +96,10 @@ enum TLSOptions {
 
     /// Runs the handshake on a connected socket and waits for it.
     /// `dialogueHost`: the name the STARTTLS dialogue gives (XMPP's to=); default the peer name.
+    /// `timeoutSource`: the option that set `timeout`, for the line that blames it.
     static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
-                          starttls: StartTLSDialogue.Kind? = nil, dialogueHost: String? = nil, timeout: Duration, peer: String) throws(CommandError) -> TLSInfo {
+                          starttls: StartTLSDialogue.Kind? = nil, dialogueHost: String? = nil, timeout: Duration,
+                          timeoutSource: String = "the default 30s", peer: String) throws(CommandError) -> TLSInfo {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<TLSInfo, AsyncSocketError>?>(nil)
         let finished: @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void = { result in
@@ -113,7 +115,7 @@ enum TLSOptions {
         done.wait()
         switch outcome.withLock({ $0 })! {
         case .success(let info): return info
-        case .failure(let error): throw explain(error, peer: peer)
+        case .failure(let error): throw explain(error, peer: peer, timeoutSource: timeoutSource)
         }
     }
 
@@ -154,7 +156,8 @@ enum TLSOptions {
     }
 
     /// One line, and the exit code, for a TLS failure.
-    static func explain(_ error: AsyncSocketError, peer: String, optionPrefix: String = "") -> CommandError {
+    /// `timeoutSource` names the option whose time ran out in a STARTTLS dialogue.
+    static func explain(_ error: AsyncSocketError, peer: String, optionPrefix: String = "", timeoutSource: String = "-w") -> CommandError {
         switch error {
         case .tls(.verificationFailed(let failure)):
             return CommandError("TLS with \(peer): certificate verification failed: \(failure) (\(verificationHint(failure, prefix: optionPrefix)))", code: .tlsVerification)
@@ -169,8 +172,8 @@ enum TLSOptions {
         case .tls(.unavailable):
             return CommandError("\(error)")
         case .readTimeout, .writeTimeout:
-            // The STARTTLS dialogue's reads and writes share the connect timeout (-w).
-            return CommandError("STARTTLS with \(peer): the server's reply did not complete in time (-w); nothing was sent in plaintext", code: .timeout)
+            // The STARTTLS dialogue's reads and writes share the connect timeout.
+            return CommandError("STARTTLS with \(peer): the server's reply did not complete in time (\(timeoutSource)); nothing was sent in plaintext", code: .timeout)
         case .system(let system):
             return CommandError("TLS handshake with \(peer) failed: the connection broke (\(system.lowercaseReason))")
         case .closedByPeer, .readStreamClosed, .tls(.truncated):

@@ -82,11 +82,29 @@ public enum ManPage {
             + ".PP\n\(escape(ExitCode.signalNote))\n"
     }
 
-    /// Escapes text for roff: backslashes and hyphens, and a leading dot or quote.
+    /// Escapes text for roff: backslashes and hyphens, a leading dot or quote, and every
+    /// character beyond ASCII as a named glyph (`\(em`) or `\[uXXXX]`: a page is ASCII, so groff
+    /// reads it the same in any locale, without warnings.
     static func escape(_ text: String) -> String {
         var out = text.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
         if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
-        return out.replacingAll("\n.", with: "\n\\&.")
+        out = out.replacingAll("\n.", with: "\n\\&.")
+        guard !out.unicodeScalars.allSatisfy(\.isASCII) else { return out }
+        var ascii = ""
+        for scalar in out.unicodeScalars {
+            switch scalar {
+            case "\u{2014}": ascii += "\\(em"
+            case "\u{2013}": ascii += "\\(en"
+            case "\u{2019}": ascii += "\\(cq"
+            case "\u{201C}": ascii += "\\(lq"
+            case "\u{201D}": ascii += "\\(rq"
+            case _ where scalar.isASCII: ascii.unicodeScalars.append(scalar)
+            default:
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                ascii += "\\[u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + "]"
+            }
+        }
+        return ascii
     }
 }
 

@@ -212,6 +212,8 @@ struct UDPSendCommand {
                 return CommandError("\(target) refused the datagrams: nothing listens there (\(unix ? "no socket is bound to it" : "ICMP port unreachable"))")
             case EACCES:
                 return CommandError("sending to \(target) was refused: permission denied; to broadcast, add --broadcast")
+            case EPROTOTYPE:
+                return CommandError("sending to \(target) failed: it is a stream socket, not a datagram one; use 'tincan connect --unix \(target)'")
             default:
                 return CommandError("sending to \(target) failed: \(system.lowercaseReason)")
             }
