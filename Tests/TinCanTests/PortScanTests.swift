@@ -59,6 +59,7 @@ final class PortScanTests: XCTestCase {
         XCTAssertTrue(r.err.contains(#""reason":"the proxy refused it: the HTTP proxy answered 'HTTP/1.1 403 Access violation'""#), r.err)
         XCTAssertTrue(r.err.contains(#""address":"127.0.0.1:\#(closed)""#), r.err)
 
+        guard getuid() == 0 else { throw Namespace.unavailable("squid starts as root") }
         let squid = try RealDaemon.squid(user: "bob", password: "secret")
         defer { squid.stop() }
         let s = try Tool.run(["connect", "-z", "-v", "--proxy", "http://bob:secret@127.0.0.1:\(squid.ports[0])", "127.0.0.1", "\(closed),\(open.port)"], input: "")

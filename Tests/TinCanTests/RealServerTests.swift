@@ -8,6 +8,12 @@ import XCTest
 final class RealServerTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
+    /// The daemons drop privileges to their own users (squid's proxy, exim's Debian-exim) and
+    /// dante checks system users: root starts them (as CI does).
+    override func setUpWithError() throws {
+        guard getuid() == 0 else { throw Namespace.unavailable("the real daemons start as root") }
+    }
+
     private func tincan(_ arguments: [String], input: String, timeout: Duration = .seconds(30),
                         file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
         try Tool.run(arguments, input: input, timeout: timeout, file: file, line: line)
