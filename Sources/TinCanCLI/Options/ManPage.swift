@@ -89,22 +89,17 @@ public enum ManPage {
         var out = text.replacingAll("\\", with: "\\e").replacingAll("-", with: "\\-")
         if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
         out = out.replacingAll("\n.", with: "\n\\&.")
-        guard !out.unicodeScalars.allSatisfy(\.isASCII) else { return out }
-        var ascii = ""
-        for scalar in out.unicodeScalars {
+        return out.escapingScalars { scalar in
             switch scalar {
-            case "\u{2014}": ascii += "\\(em"
-            case "\u{2013}": ascii += "\\(en"
-            case "\u{2019}": ascii += "\\(cq"
-            case "\u{201C}": ascii += "\\(lq"
-            case "\u{201D}": ascii += "\\(rq"
-            case _ where scalar.isASCII: ascii.unicodeScalars.append(scalar)
-            default:
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                ascii += "\\[u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex + "]"
+            case "\u{2014}": "\\(em"
+            case "\u{2013}": "\\(en"
+            case "\u{2019}": "\\(cq"
+            case "\u{201C}": "\\(lq"
+            case "\u{201D}": "\\(rq"
+            case _ where scalar.isASCII: nil
+            default: "\\[u" + scalar.hex(width: 4, uppercase: true) + "]"
             }
         }
-        return ascii
     }
 }
 

@@ -26,21 +26,10 @@ enum Console {
     /// `text` with its C0 and C1 control characters and DEL written as `\xHH` (C1 as `\u{HH}`),
     /// tabs kept: one line that a terminal shows as it is, whatever bytes a peer put in it.
     static func terminalSafe(_ text: String) -> String {
-        func unsafe(_ scalar: Unicode.Scalar) -> Bool {
-            (scalar.value < 0x20 && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+        text.escapingScalars { scalar in
+            if scalar.value < 0x20 && scalar != "\t" || scalar.value == 0x7F { return "\\x" + scalar.hex(width: 2) }
+            return (0x80...0x9F).contains(scalar.value) ? "\\u{" + scalar.hex(width: 2) + "}" : nil
         }
-        guard text.unicodeScalars.contains(where: unsafe) else { return text }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard unsafe(scalar) else {
-                out.append(scalar)
-                continue
-            }
-            let hex = String(scalar.value, radix: 16)
-            let escaped = scalar.value < 0x80 ? "\\x" + (hex.count < 2 ? "0" : "") + hex : "\\u{" + hex + "}"
-            out.append(contentsOf: escaped.unicodeScalars)
-        }
-        return String(out)
     }
 
     /// How much the run says on stderr: the count of -v, set once from the command line.

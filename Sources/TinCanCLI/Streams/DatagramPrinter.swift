@@ -56,20 +56,17 @@ struct DatagramPrinter: Sendable {
 enum JSON {
     /// A JSON string literal, escaped as RFC 8259 asks.
     static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
+        let escaped = text.escapingScalars { scalar in
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+            case "\"": "\\\""
+            case "\\": "\\\\"
+            case "\n": "\\n"
+            case "\r": "\\r"
+            case "\t": "\\t"
+            case _ where scalar.value < 0x20: "\\u" + scalar.hex(width: 4)
+            default: nil
             }
         }
-        return out + "\""
+        return "\"" + escaped + "\""
     }
 }
