@@ -115,7 +115,8 @@ public struct PendingConnects {
     /// pick that very port as its source and "connect" to itself (a simultaneous open). No peer
     /// is there: the attempt fails as refused, which is what a listener-less port means.
     private static func refuseSelfConnection(_ fd: Int32, _ address: SocketAddress) throws(SystemError) {
-        guard let local = Syscall.localAddress(fd), local.family != .unix, local == Syscall.peerAddress(fd) else { return }
+        // Its own address is the one it connected to: one getsockname, no getpeername.
+        guard address.family != .unix, Syscall.localAddress(fd) == address else { return }
         throw SystemError(errno: ECONNREFUSED, call: selfConnectCall, context: address.description)
     }
 
