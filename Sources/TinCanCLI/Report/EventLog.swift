@@ -166,6 +166,12 @@ final class EventLog: Sendable {
         Console.note("timing: " + parts.joined(by: ", "))
     }
 
+    /// A limit as an option would give it: `30s`, `1500ms`.
+    static func limit(_ duration: Duration) -> String {
+        let ms = Int(duration.milliseconds.rounded())
+        return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
+    }
+
     static func format(_ duration: Duration) -> String {
         let ms = duration.milliseconds
         return ms < 10 ? "\(ms.rounded(toPlaces: 2)) ms" : ms < 10_000 ? "\(ms.rounded(toPlaces: 1)) ms" : "\((ms / 1000).rounded(toPlaces: 2)) s"

@@ -123,8 +123,9 @@ final class Relay: @unchecked Sendable {
     }
 
     private func closeWrite() {
-        transport.closeWrite()
+        // Said first: the peer may answer the end at once, and the run end before a line after it.
         options.trace?("end of input: sent end of stream (sent \(bytesSent.load(ordering: .relaxed)) bytes)")
+        transport.closeWrite()
     }
 
     /// Waits until the peer's TCP has acknowledged every byte sent (while the count goes down,
@@ -306,7 +307,7 @@ final class Relay: @unchecked Sendable {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")
         } else if holding {
             let until = switch options.ending.hold {
-            case .untilQuiet(let delay): "the peer closes or has sent nothing for \(EventLog.format(delay))"
+            case .untilQuiet(let delay): "the peer closes or has sent nothing for \(EventLog.limit(delay))"
             case .none, .untilEnd: "the session ends (-q, -w)"
             }
             options.trace?("end of input: holding our end of stream until \(until) (--half-close sends it now)")
