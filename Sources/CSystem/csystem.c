@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/sockios.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -231,4 +232,13 @@ int csystem_signal_pipe(const int *numbers, int count) {
         if (sigaction(numbers[i], &action, NULL) != 0) return -1;
     }
     return csystem_signal_read_fd;
+}
+
+int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+    *received = info.tcpi_last_data_recv;
+    *sent = info.tcpi_last_data_sent;
+    return 0;
 }

@@ -20,6 +20,10 @@ long csystem_splice_nonblocking(int in, int out, unsigned long length);
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);
 
+/// TCP_INFO: milliseconds since the socket last received data and last sent data (ACKs and
+/// keepalive probes excluded). Returns 0, or -1 with errno set (not a TCP socket: EOPNOTSUPP).
+int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent);
+
 /// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
 int csystem_set_pipe_size(int fd, int size);
 

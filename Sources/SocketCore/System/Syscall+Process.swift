@@ -97,9 +97,21 @@ extension Syscall {
         return Int(clamping: limit.rlim_cur)
     }
 
+    /// The process's open-file limit (RLIMIT_NOFILE's soft limit), nil if unknown.
+    public static func descriptorLimit() -> Int? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+        return Int(clamping: limit.rlim_cur)
+    }
+
     /// Ignores SIGPIPE for the whole process, so a closed pipe or socket is an EPIPE error.
     public static func ignoreBrokenPipe() {
         _ = signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Ignores `number` from now on (its default action would end the process).
+    public static func ignore(_ number: Int32) {
+        _ = signal(number, SIG_IGN)
     }
 
     /// SIGCHLD back to its default: a parent that ignored it passes that on through exec, and

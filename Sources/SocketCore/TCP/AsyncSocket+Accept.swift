@@ -115,6 +115,7 @@ extension AsyncSocket {
                 // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued in the
                 // kernel. Pause a moment rather than spin on a listener that stays readable.
                 pauseAccepting(for: .milliseconds(100))
+                notify { [self] in $0.socket(self, didPauseAccepting: error) }
                 return
             }
             guard let (fd, peer) = accepted else { return }

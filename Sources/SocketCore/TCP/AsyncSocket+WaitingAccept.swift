@@ -43,8 +43,9 @@ extension AsyncSocket {
                 case nil: return nil
                 case .success(let accepted?)?: return accepted
                 case .success(nil)?: continue  // another waiter took it, or the peer gave up
-                case .failure?:
+                case .failure(let error)?:
                     // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued.
+                    if let delegate = sync({ delegateStorage }) { delegate.socket(self, didPauseAccepting: error) }
                     Syscall.sleep(for: .milliseconds(100))
                 }
             }

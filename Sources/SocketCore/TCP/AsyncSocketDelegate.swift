@@ -37,6 +37,12 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// ``AsyncSocket/trafficClass`` did not take on a connection or listener, which works on.
     func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal)
 
+    /// A listener could not accept a waiting connection (`error`: out of descriptors, EMFILE or
+    /// ENFILE, or of memory): it pauses 100 ms and tries again; the connection waits in the
+    /// kernel's queue meanwhile. Called at each pause (on the delegate queue; in waiting mode,
+    /// on the thread that waits).
+    func socket(_ sock: AsyncSocket, didPauseAccepting error: SystemError)
+
     /// A queued read completed. `data` is a view of the read's buffer: with a caller's buffer,
     /// `data.startIndex` is the offset given.
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int)
@@ -85,6 +91,7 @@ extension AsyncSocketDelegate {
     }
     public func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {}
     public func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) {}
+    public func socket(_ sock: AsyncSocket, didPauseAccepting error: SystemError) {}
     public func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {}
     public func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {}
     public func socket(_ sock: AsyncSocket, didReadPartialDataOfLength partialLength: Int, tag: Int) {}

@@ -37,6 +37,7 @@ public final class SocketBridge: @unchecked Sendable {
     private var heldEnd = false
     private var failure: String?
     private var completion: (@Sendable (Report) -> Void)?
+    private let onMove: (@Sendable (Bool, Int) -> Void)?
     private var retained: SocketBridge?
 
     /// A bridge between `a` and `b` (connected; the bridge disconnects them when it is over),
@@ -45,12 +46,16 @@ public final class SocketBridge: @unchecked Sendable {
     /// `holdFirstEnd`: when `a` ends its stream, wait before passing the end on to `b` until
     /// `b` has ended too or sent nothing for this long (for upstreams behind proxies that close
     /// both directions at a half-close).
+    /// `onMove`, if given, hears each write as it completes: true for `a` → `b`, and the byte
+    /// count (for live statistics; called on `queue`).
     public init(_ a: AsyncSocket, _ b: AsyncSocket, names: (String, String) = ("the first socket", "the second socket"),
-                holdFirstEnd: Duration? = nil, queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) {
+                holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
+                queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) {
         self.queue = queue
         sockets = [a, b]
         self.names = [names.0, names.1]
         self.holdFirstEnd = holdFirstEnd
+        self.onMove = onMove
         self.completion = completion
     }
 
@@ -60,6 +65,15 @@ public final class SocketBridge: @unchecked Sendable {
             retained = self
             read(0)
             read(1)
+        }
+    }
+
+    /// Ends the bridge at once: both sockets are reset; `completion` hears it as cut, for
+    /// `reason`.
+    public func cancel(_ reason: String = "cancelled") {
+        queue.async { [self] in
+            guard retained != nil else { return }
+            fail(reason)
         }
     }
 
@@ -91,6 +105,7 @@ public final class SocketBridge: @unchecked Sendable {
         switch outcome {
         case .success:
             moved[d] += count
+            onMove?(d == 0, count)
             if d == 1 { lastBackward = .now }
             read(d)
         case .failure(let error):

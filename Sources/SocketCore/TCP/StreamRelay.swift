@@ -40,6 +40,7 @@ public final class StreamRelay: @unchecked Sendable {
     private var forward: Direction!
     private var backward: Direction!
     private var completion: (@Sendable (Report) -> Void)?
+    fileprivate let onMove: (@Sendable (Bool, Int) -> Void)?
     private var failure: String?
     private var closed = false
 
@@ -50,8 +51,10 @@ public final class StreamRelay: @unchecked Sendable {
     /// `holdFirstEnd`: when the first socket ends its stream, wait before passing the end on
     /// until the second has ended too or sent nothing for this long (for upstreams behind
     /// proxies that close both directions at a half-close, microsocks among them).
+    /// `onMove`, if given, hears each move as it happens: true for first → second, and the
+    /// byte count (for live statistics; called on `queue`).
     public init(_ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
-                holdFirstEnd: Duration? = nil,
+                holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
                 queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) throws(SystemError) {
         let forwardPipe = try Syscall.pipe(nonBlocking: true)
         let backwardPipe: (read: Int32, write: Int32)
@@ -62,6 +65,7 @@ public final class StreamRelay: @unchecked Sendable {
         }
         self.queue = queue
         self.completion = completion
+        self.onMove = onMove
         // The handlers find the relay through a box filled below (sources outlive no one: the
         // relay cancels them when it ends).
         let box = WeakRelay()
@@ -91,15 +95,18 @@ public final class StreamRelay: @unchecked Sendable {
         }
     }
 
-    /// Ends the relay at once: both sockets close; `completion` hears it as cut.
-    public func cancel() {
-        queue.async { [self] in fail("cancelled") }
+    /// Ends the relay at once: both sockets are reset; `completion` hears it as cut, for
+    /// `reason`.
+    public func cancel(_ reason: String = "cancelled") {
+        queue.async { [self] in fail(reason) }
     }
 
     fileprivate func directionEnded() {
         if forward.finished && backward.finished { return finish() }
         if backward.finished { forward.releaseHeldEnd() }
     }
+
+    fileprivate var forwardDirection: AnyObject { forward }
 
     /// Bytes moved the other way than `direction`, and whether that way has ended.
     fileprivate func other(than direction: AnyObject) -> (moved: Int, finished: Bool) {
@@ -222,6 +229,7 @@ private final class Direction: @unchecked Sendable {
                 }
                 pending -= written
                 moved += written
+                relay.onMove?(self === relay.forwardDirection, written)
                 continue
             }
             to.suspendWrite()
