@@ -10,6 +10,7 @@ public enum CLI {
     }
 
     public static func run(_ arguments: [String]) -> Int32 {
+        Statistics.start()
         Syscall.ignoreBrokenPipe()
         Console.occupyClosedStandardDescriptors()
         let invocation: Invocation
@@ -52,6 +53,7 @@ public enum CLI {
         let log = EventLog.current.withLock { $0 }
         // With --json the error is an event, so stderr stays one JSON object per line.
         if let message, log?.json != true { Console.note(message) }
+        if let summary = Refusals.summary { Console.note(summary) }
         log?.finish(exitCode: code.rawValue, error: message)
         return code.rawValue
     }

@@ -68,19 +68,19 @@ struct ConnectCommand {
         }
     }
 
-    private var targetIsTCP: Bool { if case .tcp = target { true } else { false } }
 
     func run() throws {
         Interruption.exitOnSignal()
         let started = ContinuousClock.now
         let dialer = Dialer(settings: settings)
         if let proxyNote { Console.note(proxyNote, level: 1) }
-        let proxies = targetIsTCP ? self.proxies : nil
+        let proxies = target.isTCP ? self.proxies : nil
         if proxies == nil, tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialer.connect(host: host, port: port, source: args.value(.source), device: args.value(.interface),
                                         timeout: settings.connectTimeout)
+            settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
@@ -91,6 +91,7 @@ struct ConnectCommand {
             // numeric connect.
             let fd = try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
                 to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
@@ -103,6 +104,7 @@ struct ConnectCommand {
             socket = try dialer.open(
                 target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
         }
+        if !settings.liveness.isEmpty, target.isTCP { settings.liveness.apply(to: socket.descriptor) }
         if var tls {
             defer { if args.has(.showCert) { socket.disconnect() } }
             let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? .seconds(30)
@@ -214,6 +216,7 @@ struct Dialer {
     }
 
     private func announce(remote: String, local: String?) {
+        Statistics.connections.add(1, ordering: .relaxed)
         Console.note("connected to \(remote)" + (local.map { " from \($0)" } ?? ""), level: 1)
         EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
     }

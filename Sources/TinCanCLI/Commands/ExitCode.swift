@@ -29,7 +29,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
 
 extension ExitCode {
     /// The codes beyond the enum: a signal ends tincan with 128 + its number, after cleanup.
-    public static let signalNote = "128+N: ended by signal N after cleaning up (130 for SIGINT, 143 for SIGTERM)"
+    public static let signalNote = "128+N: ended by signal N after cleaning up (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP): a listener's socket file is removed, and each program tincan started (--exec, --sh-exec) gets SIGTERM, then SIGKILL 500 ms later if it still runs. SIGUSR1 does not end the run: it prints a statistics line on stderr (connections, bytes each way, time, what was refused)."
 }
 
 /// A failure that ends the command: one line for stderr and its exit code.

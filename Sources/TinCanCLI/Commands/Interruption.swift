@@ -2,47 +2,82 @@ import Dispatch
 import Glibc
 import SocketCore
 
-/// SIGINT and SIGTERM end tincan cleanly: `cleanup` runs (e.g. a listener removes its Unix
-/// socket file), then the process exits with 128 + the signal number, as shells expect.
+/// Signals, handled the same way in every command. SIGINT, SIGTERM and SIGHUP end tincan
+/// cleanly: the cleanups run (a listener removes its Unix socket file), the programs it started
+/// get SIGTERM and, after ``Children/grace``, SIGKILL, then the process exits with 128 + the
+/// signal number, as shells expect. SIGUSR1 prints the statistics line on stderr
+/// (``Statistics``) and the run goes on.
+///
+/// One thread of its own reads the signals (never a dispatch worker, which a busy listener may
+/// have none of to spare), so a signal is acted on within its grace whatever else runs.
 enum Interruption {
-    final class Handle: @unchecked Sendable {
-        // @unchecked: set once by install, before the handle is shared.
-        fileprivate var source: DispatchSourceRead?
-        fileprivate var fd: Int32 = -1
+    /// The signals that end a run.
+    static let ending: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
-        /// Stops running the cleanup: a signal from now on ends the process at once (one that
-        /// came just before, not yet handled, ends it now), so none is ever swallowed.
-        func cancel() {
-            source?.cancel()
-            exitOnSignal()
-            if fd >= 0, let number = Syscall.takeSignal(from: fd) { Interruption.exit(128 + number) }
+    /// A cleanup registered with ``install(_:)``.
+    final class Handle: Sendable {
+        fileprivate let id: Int
+        fileprivate init(id: Int) { self.id = id }
+
+        /// Stops running this cleanup at a signal (it is no longer needed); the signals still
+        /// end the run.
+        func cancel() { _ = cleanups.withLock { $0.removeValue(forKey: id) } }
+    }
+
+    private static let cleanups = Locked<[Int: @Sendable () -> Void]>([:])
+    private static let nextID = Locked(0)
+    /// The signal pipe, once the reader runs.
+    private static let reader = Locked<Int32?>(nil)
+
+    /// Registers `cleanup` to run when a signal ends the run, and makes sure the signals are
+    /// caught: the handlers are in place when this returns, so a signal sent right after is
+    /// handled, not lost. Safe to call more than once (each cleanup runs).
+    @discardableResult
+    static func install(_ cleanup: @escaping @Sendable () -> Void = {}) -> Handle {
+        let id = nextID.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+        cleanups.withLock { $0[id] = cleanup }
+        startReader()
+        return Handle(id: id)
+    }
+
+    private static func startReader() {
+        reader.withLock { fd in
+            guard fd == nil else { return }
+            guard let pipe = try? Syscall.signalPipe(ending + [SIGUSR1]) else {
+                exitOnSignal()  // no pipe: the signals still end the process, without the cleanups
+                return
+            }
+            do throws(SystemError) {
+                try Syscall.startThread { read(pipe) }
+                fd = pipe
+            } catch {
+                exitOnSignal()
+            }
         }
     }
 
-    /// Install once per run (two would race for each signal). The handlers are in place when
-    /// this returns: a signal sent right after is handled, not lost (a dispatch signal source
-    /// would register its handler later, on another thread, and the signal had to be ignored
-    /// until then, which discards it).
-    static func install(_ cleanup: @escaping @Sendable () -> Void) -> Handle {
-        let handle = Handle()
-        guard let fd = try? Syscall.signalPipe([SIGINT, SIGTERM]) else {
-            exitOnSignal()  // no pipe: the signals still end the process, without the cleanup
-            return handle
-        }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
-        source.setEventHandler {
-            guard let number = Syscall.takeSignal(from: fd) else { return }
-            // The cleanup may end the run on the main thread (a closed socket ends a receiver):
-            // holding the exit, it goes first, and the signal's code is the one reported.
-            exitLock.withLock { _ in
-                cleanup()
-                Glibc.exit(128 + number)
+    /// The reader: one signal at a time, for as long as the process runs.
+    private static func read(_ fd: Int32) -> Never {
+        while true {
+            _ = try? Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: -1)
+            while let number = Syscall.takeSignal(from: fd) {
+                if number == SIGUSR1 {
+                    Console.note(Statistics.line())
+                    continue
+                }
+                // A cleanup may end the run on the main thread (a closed socket ends a
+                // receiver): holding the exit, it goes first, and the signal's code is reported.
+                exitLock.withLock { _ in
+                    if let summary = Refusals.summary { Console.note(summary) }
+                    for cleanup in cleanups.withLock({ Array($0.values) }) { cleanup() }
+                    Children.shared.terminateAll()
+                    Glibc.exit(128 + number)
+                }
             }
         }
-        source.resume()
-        handle.source = source
-        handle.fd = fd
-        return handle
     }
 
     /// Held by whoever ends the process, never released: a signal's cleanup and the run's own
@@ -55,10 +90,12 @@ enum Interruption {
         exitLock.withLock { _ in Glibc.exit(code) }
     }
 
-    /// SIGINT and SIGTERM end the process with 128 + the signal number, for commands with
-    /// nothing to clean up: a plain handler, so no dispatch thread starts for it.
+    /// For commands with nothing to clean up and no program started, until a session starts:
+    /// SIGINT, SIGTERM and SIGHUP end the process with 128 + the signal number, SIGUSR1 is
+    /// ignored. Plain handlers, so no thread starts for them.
     static func exitOnSignal() {
-        for number in [SIGINT, SIGTERM] { Syscall.exitOnSignal(number) }
+        for number in ending { Syscall.exitOnSignal(number) }
+        Syscall.ignore(SIGUSR1)
     }
 
     /// Serves until a signal ends the process.

@@ -1,3 +1,4 @@
+import Glibc
 import SocketCore
 
 /// `--exec PROG ARGS` / `--sh-exec COMMAND`: a program whose stdin and stdout are a connection,
@@ -24,6 +25,7 @@ enum ProgramSession {
     /// Runs `program` on a connection handed over: a plain one is its stdin and stdout (the
     /// kernel carries the bytes), a TLS one (or one with bytes read ahead) is bridged by a relay.
     static func run(_ program: [String], connection: Connection, settings: StreamSettings, peer: String, level: Int = 1) throws {
+        Interruption.install()  // a signal ends the program too
         switch connection {
         case .plain(let fd, let readAhead) where readAhead.isEmpty:
             try run(program, descriptor: fd, settings: settings, peer: peer, level: level)
@@ -35,20 +37,33 @@ enum ProgramSession {
     /// Runs `program` with its stdin and stdout on the socket `fd` and waits for it. A program
     /// that fails is a failure.
     static func run(_ program: [String], descriptor fd: Int32, settings: StreamSettings, peer: String, level: Int = 1) throws(CommandError) {
+        Interruption.install()  // a signal ends the program too
         let pid: Int32
         do throws(CommandError) { pid = try start(program, socket: fd) } catch {
             Syscall.close(fd)
             throw error
         }
+        // --idle-timeout: the program holds the connection, so its TCP_INFO is what tells.
+        let idled = Locked(false)
+        let watch = settings.idleTimeout.map { IdleWatch(limit: $0, text: settings.idleText) }
+        let token = watch?.watch(fd, peer: peer) {
+            idled.withLock { $0 = true }
+            kill(pid, SIGTERM)
+        }
         Syscall.close(fd)  // the program holds the connection now: its end is the connection's end
-        try conclude(program, status: Syscall.waitForChild(pid)?.status ?? 0, settings: settings, peer: peer, level: level)
+        let status = Children.shared.wait(pid)
+        watch?.forget(token)
+        if idled.withLock({ $0 }) {
+            throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and ended \(program[0])", code: .timeout)
+        }
+        try conclude(program, status: status, settings: settings, peer: peer, level: level)
     }
 
     /// Spawns `program` with stdin and stdout on the socket `fd` (made blocking for it).
     static func start(_ program: [String], socket fd: Int32) throws(CommandError) -> Int32 {
         do throws(SystemError) {
             try Syscall.setNonBlocking(fd, false)
-            return try Syscall.spawn(program, input: fd, output: fd)
+            return try Children.shared.spawn(program, input: fd, output: fd)
         } catch {
             throw CommandError("cannot run \(program[0]): \(error.reason)")
         }
@@ -75,7 +90,7 @@ enum ProgramSession {
         }
         let pid: Int32
         do throws(SystemError) {
-            pid = try Syscall.spawn(program, input: toProgram.read, output: fromProgram.write)
+            pid = try Children.shared.spawn(program, input: toProgram.read, output: fromProgram.write)
         } catch {
             [toProgram.read, toProgram.write, fromProgram.read, fromProgram.write].forEach(Syscall.close)
             transport.abort()
@@ -85,14 +100,19 @@ enum ProgramSession {
         Syscall.close(fromProgram.write)
         var options = Relay.Options()
         options.ending.programSide = true
+        options.ending.idleTimeout = settings.relay.ending.idleTimeout
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         let outcome = relay.run()
         transport.abort()
         if !relay.closedOutput.load(ordering: .acquiring) { Syscall.close(toProgram.write) }
         Syscall.close(fromProgram.read)
-        let status = Syscall.waitForChild(pid)?.status ?? 0
+        if outcome == .idleTimeout { kill(pid, SIGTERM) }  // it may not end at its end of input
+        let status = Children.shared.wait(pid)
         if case .failed(let reason, let code) = outcome {
             throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)", code: code)
+        }
+        if outcome == .idleTimeout {
+            throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and ended \(program[0])", code: .timeout)
         }
         try conclude(program, status: status, settings: settings, peer: peer, level: level)
     }

@@ -10,6 +10,7 @@ struct Session {
     /// session ends; reports the totals to the event log.
     func run(_ transport: any Transport, peer: String, started: ContinuousClock.Instant) throws {
         defer { transport.abort() }
+        Interruption.install()  // from here on SIGUSR1 has statistics to give
         let log = EventLog.current.withLock { $0 }
         if !settings.script.isEmpty {
             try StreamScript(script: settings.script, transport: transport, settings: settings, log: log).run()

@@ -20,6 +20,16 @@ struct StreamSettings {
     let connectTimeout: Duration?
     /// --dscp, --tos: the traffic class of the connections made or accepted.
     let marking: TrafficMarking?
+    /// --keepalive, --user-timeout: set on each TCP connection made or accepted.
+    let liveness: Liveness
+    /// --idle-timeout, for each connection of a listener.
+    let idleTimeout: Duration?
+    /// --send-timeout: how long a hub's client may leave what was sent to it untaken.
+    let sendTimeout: Duration
+    static let sendTimeoutDefault: Duration = .seconds(30)
+    /// --handshake-timeout: how long a listener's client has for its TLS handshake.
+    let handshakeTimeout: Duration
+    static let handshakeTimeoutDefault: Duration = .seconds(30)
 
     /// How long a TLS client (or a client through a proxy) holds its end of stream after the
     /// end of stdin while nothing arrives, unless the server closes first, --half-close, -q or
@@ -58,6 +68,13 @@ struct StreamSettings {
         }
         connectTimeout = args.duration(.connectTimeout) ?? args.duration(.wait)
         marking = try TrafficMarking.parse(args)
+        liveness = Liveness(args)
+        idleTimeout = args.duration(.idleTimeout)
+        sendTimeout = args.duration(.sendTimeout) ?? StreamSettings.sendTimeoutDefault
+        handshakeTimeout = args.duration(.handshakeTimeout) ?? StreamSettings.handshakeTimeoutDefault
+        if !liveness.isEmpty, args.has(.unix) || args.has(.udp) {
+            throw UsageError("--\(args.has(.keepalive) ? "keepalive" : "user-timeout") is for TCP connections: not with \(args.has(.unix) ? "--unix" : "-u")", command: args.command.name)
+        }
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has(.noShutdown)
         relay.ending.quitAfterEOF = args.duration(.quitAfterEof)

@@ -12,6 +12,8 @@ enum Target {
         }
     }
 
+    var isTCP: Bool { if case .tcp = self { true } else { false } }
+
     /// A port argument: a number (0-65535 when `allowZero`, for listening; else 1-65535) or a
     /// service name from /etc/services (`http`, `smtp`).
     static func port(_ text: String, command: String, allowZero: Bool = false, udp: Bool = false) throws(UsageError) -> UInt16 {

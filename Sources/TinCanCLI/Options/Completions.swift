@@ -30,7 +30,7 @@ public enum Completions {
                 }
             }
             let others = c.options.filter { o in
-                guard let v = o.value else { return false }
+                guard let v = o.value, !o.valueIsOptional else { return false }
                 if case .choice = v { return false }
                 return ![.path, .interface, .command].contains(v)
             }.flatMap(names)
@@ -56,7 +56,9 @@ public enum Completions {
             t += "                \(c.name))\n                    _arguments \\\n"
             for o in c.options {
                 var action = ""
-                if let kind = o.value {
+                if o.valueIsOptional {
+                    action = ""  // zsh offers `--name` and takes `--name=value` as written
+                } else if let kind = o.value {
                     switch kind {
                     case .path: action = ":\(zshEscape(o.valueName)):_files"
                     case .interface: action = ":\(zshEscape(o.valueName)):_net_interfaces"
@@ -98,7 +100,7 @@ public enum Completions {
             for o in c.options {
                 var line = "complete -c tincan -n '__fish_seen_subcommand_from \(c.name)' -l \(o.long)"
                 if let s = o.short { line += " -s \(s)" }
-                if let kind = o.value {
+                if let kind = o.value, !o.valueIsOptional {
                     line += " -r"
                     switch kind {
                     case .path: line += " -F"

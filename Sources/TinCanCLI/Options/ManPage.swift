@@ -59,7 +59,7 @@ public enum ManPage {
     static func options(_ options: [OptionSpec]) -> String {
         options.map { o in
             let names = (o.short.map { "\\fB\\-\($0)\\fR, " } ?? "") + "\\fB\\-\\-\(o.long)\\fR"
-            let value = o.value == nil ? "" : " \\fI\(escape(o.valueName))\\fR"
+            let value = o.value == nil ? "" : o.valueIsOptional ? "[=\\fI\(escape(o.valueName))\\fR]" : " \\fI\(escape(o.valueName))\\fR"
             var help = escape(o.help)
             if let d = o.defaultText { help += " Default: \(escape(d))." }
             if o.repeatable { help += " May be repeated." }

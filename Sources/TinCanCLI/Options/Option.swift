@@ -39,6 +39,10 @@ public enum Option: String, CaseIterable, Sendable {
     case helpAll = "help-all"
     case hex
     case idleTimeout = "idle-timeout"
+    case keepalive
+    case userTimeout = "user-timeout"
+    case sendTimeout = "send-timeout"
+    case handshakeTimeout = "handshake-timeout"
     case insecure
     case interface
     case interval

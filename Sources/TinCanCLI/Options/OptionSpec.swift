@@ -18,6 +18,8 @@ public enum ValueKind: Sendable, Equatable {
     case command
     /// One of a fixed set of words.
     case choice([String])
+    /// TCP keepalive's `IDLE[,INTERVAL[,COUNT]]`: two durations and a probe count.
+    case keepalive
 }
 
 /// One option in the table. Help, man pages and completions are generated from these.
@@ -34,9 +36,12 @@ public struct OptionSpec: Sendable, Equatable {
     public let repeatable: Bool
     public let help: String
     public let defaultText: String?
+    /// The value may be left out (`--keepalive` alone, or `--keepalive=30s`): given only after
+    /// `=`, so the next argument is never taken for it.
+    public let valueIsOptional: Bool
 
     public init(_ name: Option, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
-                repeatable: Bool = false, default defaultText: String? = nil, help: String) {
+                repeatable: Bool = false, default defaultText: String? = nil, valueIsOptional: Bool = false, help: String) {
         self.name = name
         self.short = short
         self.value = value
@@ -44,12 +49,14 @@ public struct OptionSpec: Sendable, Equatable {
         self.repeatable = repeatable
         self.help = help
         self.defaultText = defaultText
+        self.valueIsOptional = valueIsOptional
     }
 
-    /// `-w, --connect-timeout DURATION` as shown in help.
+    /// `-w, --connect-timeout DURATION` (or `--keepalive[=IDLE...]`) as shown in help.
     public var signature: String {
         let names = (short.map { "-\($0), " } ?? "    ") + "--\(long)"
-        return value == nil ? names : "\(names) \(valueName)"
+        if value == nil { return names }
+        return valueIsOptional ? "\(names)[=\(valueName)]" : "\(names) \(valueName)"
     }
 }
 

@@ -23,7 +23,7 @@ extension OptionTable {
     static let receiving: [OptionSpec] = [
         OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N",
             help: "Exit after N datagrams."),
-        OptionSpec(.timeout, short: "t", value: .duration, valueName: "DURATION",
+        OptionSpec(.timeout, short: "t", value: .duration, valueName: "DURATION", default: "none",
             help: "Exit when no datagram came for this long; exit code 3 if that ends the run before --count datagrams (or before any)."),
         OptionSpec(.echo, help: "Send each datagram back to its sender, from the address it was sent to (so a socket bound to all addresses that heard it on 127.0.0.2 answers from 127.0.0.2)."),
         OptionSpec(.rcvbuf, value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
@@ -59,7 +59,7 @@ extension OptionTable {
             OptionSpec(.interface, value: .interface, valueName: "IF",
                 help: "For a multicast group, send through this interface (a name, or one of its addresses); otherwise send only through it (SO_BINDTODEVICE)."),
             OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
-            OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION",
+            OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION", default: "none",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
         ] + marking("each datagram") + datagramOutput + probing,
         examples: [

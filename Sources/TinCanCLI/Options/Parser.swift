@@ -37,6 +37,8 @@ public struct ParsedArguments: Sendable {
     }
     /// A duration option's value (checked when parsed).
     public func duration(_ option: Option) -> Duration? { value(option).flatMap { try? Parser.duration($0) } }
+    /// `--keepalive`'s settings, if it was given (checked when parsed).
+    public func keepalive(_ option: Option) -> Keepalive? { value(option).flatMap { try? Parser.keepalive($0) } }
     /// An integer option's value (checked when parsed).
     public func integer(_ option: Option) -> Int? { value(option).flatMap(Parser.wholeNumber) }
 }
@@ -81,6 +83,10 @@ public enum Parser {
 
         func record(_ option: OptionSpec, _ value: String?) throws(UsageError) {
             if let kind = option.value {
+                if option.valueIsOptional && value == nil {
+                    result.values[option.name] = [""]  // given without a value: the defaults
+                    return
+                }
                 guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
                 try check(value, kind, for: option, in: spec)
                 result.sequence.append((option.name, value))
@@ -111,6 +117,8 @@ public enum Parser {
                     try record(option, nil)
                 } else if let inline {
                     try record(option, inline)
+                } else if option.valueIsOptional {
+                    try record(option, nil)
                 } else {
                     guard index < arguments.count else { throw fail("option --\(name) needs a value (\(option.valueName))") }
                     try record(option, arguments[index])
@@ -171,7 +179,35 @@ public enum Parser {
             }
         case .text, .path, .interface, .address, .command:
             guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
+        case .keepalive:
+            do { _ = try keepalive(value) } catch {
+                throw UsageError("\(name)=\(value): \(error.message)", command: spec.name)
+            }
         }
+    }
+
+    /// TCP keepalive's settings from `IDLE[,INTERVAL[,COUNT]]` (empty: all defaults): the idle
+    /// time before the first probe, the time between probes (whole seconds, 1 s to 9 h), and how
+    /// many unanswered probes end the connection (1 to 127).
+    public static func keepalive(_ text: String) throws(UsageError) -> Keepalive {
+        var settings = Keepalive()
+        let parts = text.isEmpty ? [] : text.split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmed }
+        guard parts.count <= 3 else { throw UsageError("give IDLE[,INTERVAL[,COUNT]], e.g. 30s,5s,3") }
+        func seconds(_ part: String, _ what: String) throws(UsageError) -> Int {
+            let value = try duration(part)
+            let whole = Int(value.components.seconds)
+            guard value.components.attoseconds == 0, (1...32767).contains(whole) else {
+                throw UsageError("the \(what) is in whole seconds from 1s to 32767s, not '\(part)'")
+            }
+            return whole
+        }
+        if parts.count > 0, !parts[0].isEmpty { settings.idle = try seconds(parts[0], "idle time") }
+        if parts.count > 1, !parts[1].isEmpty { settings.interval = try seconds(parts[1], "interval") }
+        if parts.count > 2, !parts[2].isEmpty {
+            guard let count = wholeNumber(parts[2]), (1...127).contains(count) else { throw UsageError("the probe count is 1 to 127, not '\(parts[2])'") }
+            settings.count = count
+        }
+        return settings
     }
 
     /// A whole number in decimal, or in hex after `0x` (`0xb8`, as a TOS byte is often written).

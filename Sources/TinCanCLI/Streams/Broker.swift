@@ -25,11 +25,17 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     /// --chat: each client's name and open line; touched only on `queue`.
     private var chatters: [ObjectIdentifier: (user: Int, name: String, address: String, lines: ChatLines)] = [:]
     private var nextUser = 1
+    /// --idle-timeout: a quiet client is dropped; each client's entry in the watch (on `queue`).
+    private let idle: IdleWatch?
+    private var watched: [ObjectIdentifier: Int] = [:]
+    /// Each client's address as it joined (a closed socket no longer knows it).
+    private var names: [ObjectIdentifier: String] = [:]
 
-    init(settings: StreamSettings, gate: Gate, sharing: Sharing = .none) {
+    init(settings: StreamSettings, gate: Gate, sharing: Sharing = .none, idle: IdleWatch? = nil) {
         self.settings = settings
         self.gate = gate
         self.sharing = sharing
+        self.idle = idle
     }
 
     func add(_ socket: AsyncSocket) {
@@ -40,6 +46,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private func join(_ socket: AsyncSocket) {
         let id = ObjectIdentifier(socket)
         clients[id] = socket
+        names[id] = socket.connectedAddress?.description ?? "a Unix client"
         // The hub closes a client at its end of stream itself (``socketDidCloseReadStream(_:)``),
         // after freeing its place under --max-conns.
         socket.autoDisconnectOnClosedReadStream = false
@@ -49,11 +56,14 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             nextUser += 1
             let address = socket.connectedHost ?? "a Unix peer"
             let present = chatters.values.sorted { $0.user < $1.user }.map { "\($0.address) as \($0.name)" }
-            socket.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8))
+            socket.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8), timeout: settings.sendTimeout)
             chatters[id] = (user, "<user\(user)>", address, ChatLines(user: user, limit: Relay.chunkSize))
             announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
         socket.readData(maxLength: Relay.chunkSize)
+        if let idle, let token = idle.watch(socket.descriptor, peer: socket.connectedAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } }) {
+            watched[id] = token
+        }
         Console.note("\(socket.connectedAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
     }
 
@@ -61,10 +71,11 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private func announce(_ line: String, except id: ObjectIdentifier) {
         let bytes = Array(line.utf8)
         bytes.withUnsafeBytes(deliver)
-        for (other, client) in clients where other != id { client.write(bytes) }
+        for (other, client) in clients where other != id { client.write(bytes, timeout: settings.sendTimeout) }
     }
 
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
+        Statistics.received.add(data.count, ordering: .relaxed)
         let id = ObjectIdentifier(sock)
         let next: @Sendable () -> Void = { [queue, chunk = Relay.chunkSize] in queue.async { sock.readData(maxLength: chunk) } }
         switch sharing {
@@ -88,7 +99,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let written = DispatchGroup()
         for other in others {
             written.enter()
-            other.write(bytes) { _ in written.leave() }
+            other.write(bytes, timeout: settings.sendTimeout) { _ in written.leave() }
         }
         written.notify(queue: queue, execute: then)
     }
@@ -126,6 +137,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 }
                 guard let n = received else { break }  // nothing more yet: a client it is
                 guard n > 0 else { return end(fd, note: "connection closed") }
+                Statistics.received.add(n, ordering: .relaxed)
                 deliver(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
             // Its own delegate from the start: an end of stream seen as it is adopted is the hub's.
@@ -157,25 +169,34 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     }
 
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
+        if case .writeTimeout = error {
+            // Said always: the others were held back by it until now.
+            let name = names[ObjectIdentifier(sock)] ?? "a client"
+            Refusals.note(.slow, "\(name) took nothing sent to it for \(EventLog.limit(settings.sendTimeout)) (--send-timeout): dropped it", level: 0)
+            return leave(sock, note: nil)
+        }
         leave(sock, note: "\(error.map { "\($0)" } ?? "connection closed")")
     }
 
     /// A client is gone: announced (--chat), noted, and its place under --max-conns freed.
-    private func leave(_ sock: AsyncSocket, note: String) {
+    /// (`note` nil: said already.)
+    private func leave(_ sock: AsyncSocket, note: String?) {
         let id = ObjectIdentifier(sock)
         guard clients.removeValue(forKey: id) != nil else { return }
+        idle?.forget(watched.removeValue(forKey: id))
+        names[id] = nil
         if var chatter = chatters.removeValue(forKey: id) {
             let rest = chatter.lines.flush()
             if !rest.isEmpty { announce(String(decoding: rest, as: UTF8.self), except: id) }
             announce("<announce> \(chatter.name) is disconnected.\n", except: id)
         }
-        Console.note(note, level: 1)
+        if let note { Console.note(note, level: 1) }
         gate.closed()
     }
 
     /// Reads stdin on its own thread and sends each chunk to every client.
     func startReadingInput() {
-        DispatchQueue.global().async { [self] in
+        try? Syscall.startThread { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
             var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
@@ -187,9 +208,10 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 let bytes = Array(chunk)  // one copy, shared by every client's write
                 let delivered = DispatchGroup()
                 queue.sync {
+                    Statistics.sent.add(bytes.count * clients.count, ordering: .relaxed)
                     for client in clients.values {
                         delivered.enter()
-                        client.write(bytes) { _ in delivered.leave() }
+                        client.write(bytes, timeout: settings.sendTimeout) { _ in delivered.leave() }
                     }
                 }
                 delivered.wait()

@@ -72,9 +72,17 @@ final class Relay: @unchecked Sendable {
 
     /// Runs until the relay ends; the caller then closes the socket.
     func run() -> Outcome {
-        DispatchQueue.global().async { self.networkToOutput() }
+        // Threads of its own, not dispatch workers: each direction blocks in its calls, and a
+        // listener may run hundreds of relays at once.
+        do throws(SystemError) {
+            try Syscall.startThread { self.networkToOutput() }
+        } catch {
+            return .failed("no thread for the relay: \(error.lowercaseReason)")
+        }
         if let input {
-            DispatchQueue.global().async { self.inputToNetwork(input) }
+            do throws(SystemError) { try Syscall.startThread { self.inputToNetwork(input) } } catch {
+                report(.failed("no thread for the relay: \(error.lowercaseReason)"))
+            }
         } else {
             report(.inputEnded)
         }
@@ -318,6 +326,7 @@ final class Relay: @unchecked Sendable {
     private func received(_ n: Int) {
         guard n > 0 else { return }
         stamp(lastReceived)
+        Statistics.received.add(n, ordering: .relaxed)
         options.progress?.add(received: n)
         if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
     }
@@ -325,6 +334,7 @@ final class Relay: @unchecked Sendable {
     private func sent(_ n: Int) {
         guard n > 0 else { return }
         stamp(lastSent)
+        Statistics.sent.add(n, ordering: .relaxed)
         options.progress?.add(sent: n)
         bytesSent.add(n, ordering: .relaxed)
     }

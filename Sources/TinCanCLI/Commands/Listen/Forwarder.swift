@@ -1,5 +1,6 @@
 import Dispatch
 import SocketCore
+import Synchronization
 
 /// `listen --forward HOST:PORT` (or `--forward-unix PATH`): each admitted client is joined to a
 /// new upstream connection. Plain at both ends, a ``StreamRelay`` splices the bytes; with TLS at
@@ -31,15 +32,18 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// TLS from clients (--tls): the listener's context.
     let clientTLS: TLSContext?
     let keepOpen: Bool
+    /// --idle-timeout: a quiet client's relay is cut (both sides reset).
+    let idle: IdleWatch?
     private let outcome = Locked<CommandError??>(nil)
     private let ended = DispatchSemaphore(value: 0)
 
-    init(settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool) {
+    init(settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool, idle: IdleWatch? = nil) {
         self.settings = settings
         self.gate = gate
         self.upstream = upstream
         self.clientTLS = clientTLS
         self.keepOpen = keepOpen
+        self.idle = idle
     }
 
     var keepsConnectionAfterPeerEnds: Bool { true }
@@ -55,19 +59,22 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     func run(listener: AsyncSocket) throws {
-        // A plain relay to a numeric upstream starts on this thread when the kernel connects at
-        // once (loopback): no hop for the client. Anything else goes to a worker.
-        let quick = clientTLS == nil ? UpstreamDial.quickAddress(upstream.target, options: upstream.dial) : nil
+        // A numeric upstream reached directly is connected without a thread when the kernel
+        // connects at once (loopback); a TLS client's handshake needs none either. Only a dial
+        // that blocks (a name, a proxy, a connect under way) gets a thread of its own.
+        let quick = UpstreamDial.quickAddress(upstream.target, options: upstream.dial)
         do throws(AsyncSocketError) {
             while let accepted = try listener.waitForConnection() {
-                guard gate.admit(accepted.peer) else {
+                guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
                     Syscall.close(accepted.descriptor)
                     continue
                 }
-                if let quick {
-                    serveQuickly(accepted, to: quick)
+                if clientTLS != nil {
+                    // On the client's queue: its socket is made and its handshake run there.
+                    let client = client(accepted)
+                    client.queue.async { [self] in serve(client, quick: quick) }
                 } else {
-                    DispatchQueue.global().async { [self] in serve(accepted) }
+                    reachUpstream(client(accepted), secured: nil, quick: quick)
                 }
                 if !keepOpen {
                     listener.disconnect()  // one client: stop listening once it is here
@@ -82,6 +89,17 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if let error = outcome.withLock({ $0 }) ?? nil { throw error }
     }
 
+    /// Runs `body`, which blocks (a dial, a wait for a connect), on a thread of its own: never
+    /// on a shared dispatch worker. Without a thread the client is closed and said so.
+    private func onThread(_ client: Client, secured clientSocket: AsyncSocket?, alsoClosing other: Int32? = nil,
+                          _ body: @escaping @Sendable () -> Void) {
+        do throws(SystemError) { try Syscall.startThread(body) } catch {
+            if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
+            if let other { Syscall.close(other) }
+            report("\(client.peer): no thread to dial the upstream: \(error.lowercaseReason); closed the client", code: nil)
+        }
+    }
+
     /// One client's journey, its steps in order.
     private struct Client: Sendable {
         let fd: Int32
@@ -91,58 +109,68 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let destination: SocketAddress?
         let log: EventLog?
         let started = ContinuousClock.now
+        /// The queue its sockets and relay run on: one of a few shared by every client, so the
+        /// events of a connection (handshake, reads, writes) meet no thread hand-off.
+        let queue: DispatchQueue
     }
+
+    /// One serial queue per processor, taken in turn by the clients.
+    private let queues: [DispatchQueue] = (0..<max(1, Syscall.processorCount())).map { DispatchQueue(label: "tincan.forward.\($0)") }
+    private let nextQueue = Atomic<Int>(0)
 
     private func client(_ accepted: AcceptedConnection) -> Client {
         let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
         let client = Client(fd: accepted.descriptor, peer: peer, source: accepted.peer,
-                            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 })
+                            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
+                            queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
         return client
     }
 
-    /// A plain client of a numeric upstream: the connect starts here, and the relay too when
-    /// it is done at once; a connect still under way is waited for on a worker.
-    private func serveQuickly(_ accepted: AcceptedConnection, to address: SocketAddress) {
-        let client = client(accepted)
+    /// Connects the client's upstream: a numeric one reached directly starts here, and its relay
+    /// too when the kernel connects at once; a connect still under way, or a dial that blocks
+    /// (a name to look up, proxies), runs on a thread of its own.
+    private func reachUpstream(_ client: Client, secured clientSocket: AsyncSocket?, quick address: SocketAddress?) {
+        guard let address else {
+            return onThread(client, secured: clientSocket) { [self] in dialUpstream(client, secured: clientSocket) }
+        }
         switch UpstreamDial.start(address, marking: upstream.dial.marking) {
         case .connected(let fd):
             Console.note("connected to \(address)", level: 1)
-            connected(client, upstream: fd, secured: nil)
+            connected(client, upstream: fd, secured: clientSocket)
         case .pending(let fd):
-            DispatchQueue.global().async { [self] in
+            onThread(client, secured: clientSocket, alsoClosing: fd) { [self] in
                 switch UpstreamDial.finish(fd, address: address, timeout: upstream.dial.timeout) {
-                case .success(let fd): connected(client, upstream: fd, secured: nil)
-                case .failure(let error): unreachable(client, error, secured: nil)
+                case .success(let fd): connected(client, upstream: fd, secured: clientSocket)
+                case .failure(let error): unreachable(client, error, secured: clientSocket)
                 }
             }
         case .failed(let error):
-            unreachable(client, error, secured: nil)
+            unreachable(client, error, secured: clientSocket)
         }
     }
 
-    /// The client side's TLS handshake when the listener serves TLS, then the upstream.
-    private func serve(_ accepted: AcceptedConnection) {
-        let client = client(accepted)
+    /// The client side's TLS handshake (no thread waits for it), then the upstream.
+    private func serve(_ client: Client, quick: SocketAddress?) {
         let peer = client.peer
-        guard let clientTLS else { return dialUpstream(client, secured: nil) }
+        guard let clientTLS else { return reachUpstream(client, secured: nil, quick: quick) }
         let socket: AsyncSocket
-        do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd) } catch {
+        do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd, queue: client.queue) } catch {
             Syscall.close(client.fd)
             return report("\(peer): \(error)", code: nil)
         }
-        socket.startTLS(clientTLS.settings, context: clientTLS, timeout: ConnectionStep.handshakeTimeout) { [self] result in
+        socket.startTLS(clientTLS.settings, context: clientTLS, timeout: settings.handshakeTimeout) { [self] result in
             switch result {
             case .success(let info):
                 Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
                 client.log?.emit("tls", [("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
                                          ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
-                DispatchQueue.global().async { self.dialUpstream(client, secured: socket) }
+                reachUpstream(client, secured: socket, quick: quick)
             case .failure(let error):
                 socket.disconnect()
                 let line = TLSOptions.explain(error, peer: peer).message + "; closed the client"
                 client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client TLS failed")), ("error", .string(line))])
-                report(line, code: nil)
+                report(line, code: nil, kind: .handshake)
             }
         }
     }
@@ -177,6 +205,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
             }
         }
+        if upstream.target.isTCP { settings.liveness.apply(to: fd) }
         let took = ContinuousClock.now - client.started
         Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
         client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
@@ -196,20 +225,20 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if let clientSocket {
             clientEnd = clientSocket
         } else {
-            do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd) } catch {
+            do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd, queue: client.queue) } catch {
                 Syscall.close(client.fd)
                 Syscall.close(fd)
                 return report("\(client.peer): \(error)", code: nil)
             }
         }
         let upstreamEnd: AsyncSocket
-        do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd) } catch {
+        do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
             clientEnd.disconnect()
             Syscall.close(fd)
             return report("\(client.peer): \(error)", code: nil)
         }
         guard let tls = upstream.tls else { return bridge(clientEnd, upstreamEnd, client: client) }
-        upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? ConnectionStep.handshakeTimeout) { [self] result in
+        upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? StreamSettings.handshakeTimeoutDefault) { [self] result in
             switch result {
             case .success(let info):
                 Console.note("\(client.peer): TLS to upstream \(name), \(info.protocolVersion) \(info.cipher)", level: 1)
@@ -228,8 +257,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     /// An AsyncSocket for one end of a bridge: it must see each end of stream, not close at it.
-    private static func socket(_ fd: Int32) throws(AsyncSocketError) -> AsyncSocket {
-        let socket = try AsyncSocket.adopting(connected: fd)
+    private static func socket(_ fd: Int32, queue: DispatchQueue) throws(AsyncSocketError) -> AsyncSocket {
+        let socket = try AsyncSocket.adopting(connected: fd, socketQueue: queue)
         socket.autoDisconnectOnClosedReadStream = false
         return socket
     }
@@ -242,9 +271,14 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(upstream.target.description)") }
 
     private func splice(_ client: Client, upstream upstreamFD: Int32) {
+        let watched = Watched()
         do throws(SystemError) {
-            let relay = try StreamRelay(client.fd, upstreamFD, names: names(client), holdFirstEnd: hold,
-                                        queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }
+            let relay = try StreamRelay(client.fd, upstreamFD, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+                                        queue: client.queue) { [self] report in
+                idle?.forget(watched.token.withLock { $0 })
+                closed(client, report)
+            }
+            watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { relay.cancel(Forwarder.idleReason) } }
             relay.start()
         } catch {
             Syscall.close(client.fd)
@@ -254,8 +288,26 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     private func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
-        SocketBridge(clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold,
-                     queue: DispatchQueue(label: "tincan.forward")) { [self] report in closed(client, report) }.start()
+        let watched = Watched()
+        let bridge = SocketBridge(clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+                                  queue: client.queue) { [self] report in
+            idle?.forget(watched.token.withLock { $0 })
+            closed(client, report)
+        }
+        watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
+        bridge.start()
+    }
+
+    /// A relay's entry in the idle watch, set once it is watched.
+    private final class Watched: Sendable {
+        let token = Locked<Int?>(nil)
+    }
+
+    private static let idleReason = "the client was idle (--idle-timeout)"
+
+    /// A relay's move, for SIGUSR1's statistics: from the client is received, to it is sent.
+    private static let count: @Sendable (Bool, Int) -> Void = { forward, n in
+        if forward { Statistics.received.add(n, ordering: .relaxed) } else { Statistics.sent.add(n, ordering: .relaxed) }
     }
 
     private func closed(_ client: Client, _ report: StreamRelay.Report) {
@@ -266,10 +318,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         finished(report.failure.map { _ in CommandError(summary) })
     }
 
-    /// A client that failed before its relay: the line goes to stderr with -k (one client: the
+    /// A client that failed before its relay: with -k counted and said at -v (one client: the
     /// run's error line says it), and the client is done.
-    private func report(_ line: String, code: ExitCode?) {
-        if keepOpen { Console.note(line) }
+    private func report(_ line: String, code: ExitCode?, kind: Refusals.Kind = .upstream) {
+        if keepOpen { Refusals.note(kind, line) }
         finished(code.map { CommandError(line, code: $0) } ?? CommandError(line))
     }
 

@@ -70,26 +70,32 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
 
     /// Whether a connection from `peer` may go on: the filter and --max-conns, each refusal
     /// and admission noted (-v). An admitted connection counts until ``closed()``.
-    func admit(_ peer: SocketAddress?) -> Bool {
+    /// Whether `peer` may connect; if so its connection `fd` gets --keepalive and --user-timeout.
+    func admit(_ peer: SocketAddress?, descriptor fd: Int32) -> Bool {
         let peer = peer.flatMap { $0.isUnix ? nil : $0 }  // a Unix peer has no address to check
         let name = peer?.description ?? "a Unix peer"
+        Refusals.accepted()
         if let reason = filter.refusal(for: peer) {
-            Console.note("refused connection from \(name): \(reason)", level: 1)
+            Refusals.note(.filtered, "refused connection from \(name): \(reason)")
             return false
         }
         if active.add(1, ordering: .relaxed).newValue > limit {
             active.subtract(1, ordering: .relaxed)
-            Console.note("refused connection from \(name): --max-conns \(limit) reached", level: 1)
+            Refusals.note(.limit, "refused connection from \(name): --max-conns \(limit) reached")
             return false
         }
         Console.note("connection from \(name)", level: 1)
+        Statistics.connections.add(1, ordering: .relaxed)
+        if !settings.liveness.isEmpty && peer != nil { settings.liveness.apply(to: fd) }
         return true
     }
 
     func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { settings.marking?.report(refusal) }
 
+    func socket(_ sock: AsyncSocket, didPauseAccepting error: SystemError) { Refusals.outOfDescriptors(error) }
+
     func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
-        guard admit(newSocket.connectedAddress) else { return newSocket.disconnect() }
+        guard admit(newSocket.connectedAddress, descriptor: newSocket.descriptor) else { return newSocket.disconnect() }
         guard let handler = onConnection else {
             newSocket.disconnect()
             closed()

@@ -50,7 +50,7 @@ struct ListenCommand {
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
         } else {
-            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
+            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .handshakeTimeout]
                 + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
@@ -97,6 +97,9 @@ struct ListenCommand {
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
+        if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil) {
+            throw UsageError("--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)", command: name)
+        }
     }
 
     func run() throws {
@@ -112,18 +115,20 @@ struct ListenCommand {
         // descriptors as the system allows this process.
         if keepOpen { Syscall.raiseDescriptorLimit() }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
+        // --idle-timeout per connection where no session relay of ours measures it.
+        let idle = settings.idleTimeout.flatMap { limit in keepOpen || upstream != nil ? IdleWatch(limit: limit, text: settings.idleText) : nil }
         // How connections are served is decided before the first one can arrive.
         let mode: any ListenMode
         switch (keepOpen, program) {
         case (_, _) where upstream != nil:
             let upstream = Forwarder.Upstream(target: upstream!, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
-            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen)
+            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
-        case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings))
-        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker), secure: context != nil)
+        case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
+        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil)
         }
         if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
-        let step = ConnectionStep(context: context, mode: mode)
+        let step = ConnectionStep(context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout)
         gate.onConnection = { socket in step.handle(socket) }
 
         // A mode with a queue of its own runs the listener there too: accept, the gate and the

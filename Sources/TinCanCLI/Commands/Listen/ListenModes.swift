@@ -29,13 +29,14 @@ struct SecuredConnection: Sendable {
 struct ConnectionStep: Sendable {
     let context: TLSContext?
     let mode: any ListenMode
-    static let handshakeTimeout: Duration = .seconds(30)
+    /// --handshake-timeout.
+    let handshakeTimeout: Duration
 
     func handle(_ socket: AsyncSocket) {
         let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "a Unix peer"
         guard let context else { return mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: nil, took: .zero))) }
         let started = ContinuousClock.now
-        socket.startTLS(context.settings, context: context, timeout: ConnectionStep.handshakeTimeout) { [mode] result in
+        socket.startTLS(context.settings, context: context, timeout: handshakeTimeout) { [mode] result in
             switch result {
             case .success(let info): mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: info, took: .now - started)))
             case .failure(let error): mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
@@ -114,7 +115,7 @@ struct KeepOpenHub: ListenMode {
         switch secured {
         case .success: hub.add(socket)
         case .failure(let error):
-            Console.note(error.message, level: 1)
+            Refusals.note(.handshake, error.message)
             gate.closed()
         }
     }
@@ -128,7 +129,7 @@ struct KeepOpenHub: ListenMode {
         if acceptsByWaiting {
             do throws(AsyncSocketError) {
                 while let accepted = try listener.waitForConnection() {
-                    if gate.admit(accepted.peer) { hub.take(accepted, from: listener) } else { Syscall.close(accepted.descriptor) }
+                    if gate.admit(accepted.peer, descriptor: accepted.descriptor) { hub.take(accepted, from: listener) } else { Syscall.close(accepted.descriptor) }
                 }
             } catch {
                 throw CommandError("accepting a connection failed: \(error)")
@@ -154,7 +155,7 @@ struct ProgramPerConnection: ListenMode {
         switch secured {
         case .success: reaper.spawn(program, on: socket)
         case .failure(let error):
-            Console.note(error.message, level: 1)
+            Refusals.note(.handshake, error.message)
             gate.closed()
         }
     }

@@ -1,18 +1,21 @@
 import Dispatch
+import Glibc
 import SocketCore
 
 /// `--exec`/`--sh-exec` under `-k`: a program per connection, its stdin and stdout on the
-/// socket, and one thread that waits for the programs to end (freeing room under --max-conns).
+/// socket; its end (heard from ``Children``, whose one thread reaps every program) frees its
+/// room under --max-conns. A connection that must be bridged (TLS, or bytes read ahead) gets
+/// threads of its own: it never holds a shared worker.
 final class Reaper: @unchecked Sendable {
     private let gate: Gate
     private let settings: StreamSettings
-    private let children = DispatchSemaphore(value: 0)
-    private let running = Locked<[Int32: String]>([:])
+    /// --idle-timeout: a quiet connection is shut down and its program told to end.
+    private let idle: IdleWatch?
 
-    init(gate: Gate, settings: StreamSettings) {
+    init(gate: Gate, settings: StreamSettings, idle: IdleWatch?) {
         self.gate = gate
         self.settings = settings
-        DispatchQueue.global().async { [self] in reap() }
+        self.idle = idle
     }
 
     /// Starts `program` on `socket`'s connection; this process keeps no copy of it.
@@ -23,7 +26,7 @@ final class Reaper: @unchecked Sendable {
             let connection = try HandOver.take(socket, peer: peer)
             guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty else {
                 // Bytes already read from it must reach the program first: bridge it instead.
-                DispatchQueue.global().async { [self] in
+                try Syscall.startThread { [self] in
                     defer { gate.closed() }
                     do { try ProgramSession.run(program, connection: connection, settings: settings, peer: peer, level: 2) } catch {
                         Console.note("\(peer): \(error)", level: 1)
@@ -33,21 +36,15 @@ final class Reaper: @unchecked Sendable {
             }
             defer { Syscall.close(fd) }
             let pid = try ProgramSession.start(program, socket: fd)
-            running.withLock { $0[pid] = peer }
-            children.signal()
+            let token = idle?.watch(fd, peer: peer) { kill(pid, SIGTERM) }
+            Children.shared.whenEnded(pid) { [gate, idle] status in
+                idle?.forget(token)
+                Console.note("program for \(peer) exited with status \(status)", level: 2)
+                gate.closed()
+            }
         } catch {
-            Console.note("could not serve \(peer): \(error)", level: 1)
+            Refusals.note(.program, "could not serve \(peer): \(error)")
             socket.disconnect()
-            gate.closed()
-        }
-    }
-
-    private func reap() {
-        while true {
-            children.wait()  // at least one child is running
-            guard let (pid, status) = Syscall.waitForChild() else { continue }
-            let peer = running.withLock { $0.removeValue(forKey: pid) } ?? "?"
-            Console.note("program for \(peer) exited with status \(status)", level: 2)
             gate.closed()
         }
     }

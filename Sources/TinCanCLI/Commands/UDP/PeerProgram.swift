@@ -67,7 +67,7 @@ final class PeerProgram: @unchecked Sendable {
         do throws(SystemError) {
             try Syscall.setNonBlocking(ours)
             try Syscall.setNonBlocking(stdin.write)
-            pid = try Syscall.spawn(program, input: stdin.read, output: theirs)
+            pid = try Children.shared.spawn(program, input: stdin.read, output: theirs)
         } catch {
             [stdin.read, stdin.write, ours, theirs].forEach(Syscall.close)
             throw CommandError("cannot run \(program[0]): \(error.reason)")
@@ -214,10 +214,8 @@ final class PeerProgram: @unchecked Sendable {
         onDrained?()
     }
 
-    /// Reaps the program once it has exited (polled: its output has closed, so soon), then
-    /// calls `done` with its status on the queue.
+    /// Calls `done` with the program's exit status on the queue once it has been reaped.
     func reap(_ done: @escaping @Sendable (Int32) -> Void) {
-        if let status = Syscall.exitStatus(ofChild: pid) { return done(status) }
-        queue.asyncAfter(deadline: .now() + .milliseconds(20)) { [self] in reap(done) }
+        Children.shared.whenEnded(pid) { [queue] status in queue.async { done(status) } }
     }
 }
