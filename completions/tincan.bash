@@ -24,10 +24,10 @@ _tincan() {
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|--user-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -40,10 +40,10 @@ _tincan() {
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--max-conns|--allow|--deny|--dscp|--tos|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|-q|--quit-after-eof|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
+                -m|--max-conns|--send-timeout|--allow|--deny|--dscp|--tos|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|--user-timeout|-q|--quit-after-eof|--handshake-timeout|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --allow --deny --dscp --tos -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --send-timeout --allow --deny --dscp --tos -e --exec -c --sh-exec --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --handshake-timeout --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -56,10 +56,10 @@ _tincan() {
                 --starttls) COMPREPLY=($(compgen -W "smtp lmtp pop3 imap ftp xmpp nntp sieve ldap postgres mysql irc" -- "$cur")); return ;;
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
-                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout) return ;;
+                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|--user-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

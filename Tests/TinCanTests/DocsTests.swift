@@ -60,7 +60,7 @@ final class DocsTests: XCTestCase {
         let script = """
             source '\(root.appendingPathComponent("completions/tincan.bash").path)'
             COMP_WORDS=(tincan con); COMP_CWORD=1; _tincan; echo "${COMPREPLY[*]}"
-            COMP_WORDS=(tincan listen --keep); COMP_CWORD=2; _tincan; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(tincan listen --keep-); COMP_CWORD=2; _tincan; echo "${COMPREPLY[*]}"
             """
         let tool = try Tool(["-c", script], program: "/bin/bash")
         tool.closeInput()

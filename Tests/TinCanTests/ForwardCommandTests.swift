@@ -60,7 +60,8 @@ final class ForwardCommandTests: XCTestCase {
 
     func testAnUnreachableUpstreamClosesTheClientAndTheListenerGoesOn() throws {
         let closed = freePort()
-        let (listener, port) = try relay(["-k", "--forward", "127.0.0.1:\(closed)"])
+        // Each client's line is said at -v (counted, and summed up at the end, at any level).
+        let (listener, port) = try relay(["-k", "-v", "--forward", "127.0.0.1:\(closed)"])
         defer { listener.stop() }
         for _ in 0..<3 {
             let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "lost?\n")
@@ -96,7 +97,7 @@ final class ForwardCommandTests: XCTestCase {
         defer { full.stop() }
         waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
         let upstreamPort = full.stdoutText.split(separator: "\n")[0]
-        let (listener, port) = try relay(["-k", "--connect-timeout", "300ms", "--forward", "127.0.0.1:\(upstreamPort)"])
+        let (listener, port) = try relay(["-k", "-v", "--connect-timeout", "300ms", "--forward", "127.0.0.1:\(upstreamPort)"])
         defer { listener.stop() }
         let started = ContinuousClock.now
         let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "")

@@ -59,7 +59,7 @@ final class ForwardTLSTests: XCTestCase {
         XCTAssertFalse(plain.stdoutText.contains("terminated here"))
 
         // Mutual TLS: only a client with a certificate from the CA is relayed.
-        let (mutual, mutualPort) = try relay(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+        let (mutual, mutualPort) = try relay(["-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
                                               "--require-client-cert", "--ca", certs.path("ca.pem"), "--forward", "127.0.0.1:\(upstreamPort)"])
         defer { mutual.stop() }
         let withCert = try curl(["--cacert", certs.path("ca.pem"), "--cert", certs.path("client.pem"), "--key", certs.path("client.key"),

@@ -1,4 +1,5 @@
 @testable import TinCanCLI
+import SocketCore
 import XCTest
 
 final class ParserTests: XCTestCase {
@@ -28,6 +29,20 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(p.positionals, ["host", "80"])
         let q = try parse("connect --connect-timeout 1m host 80")
         XCTAssertEqual(q.duration(.connectTimeout), .seconds(60))
+    }
+
+    /// An optional value is taken only after '=': `--keepalive host 80` keeps host as HOST.
+    func testAnOptionalValueIsTakenOnlyAfterEquals() throws {
+        let bare = try parse("connect --keepalive host 80")
+        XCTAssertEqual(bare.positionals, ["host", "80"])
+        XCTAssertEqual(bare.keepalive(.keepalive), Keepalive())
+        let given = try parse("connect --keepalive=60s,10s,5 host 80")
+        XCTAssertEqual(given.keepalive(.keepalive), Keepalive(idle: 60, interval: 10, count: 5))
+        XCTAssertEqual(try parse("listen --keepalive=,2s 80").keepalive(.keepalive), Keepalive(interval: 2))
+        XCTAssertTrue(error("connect --keepalive=1s,2s,3,4 host 80").contains("give IDLE[,INTERVAL[,COUNT]]"))
+        XCTAssertTrue(error("connect --keepalive=500ms host 80").contains("whole seconds"))
+        XCTAssertTrue(error("connect --keepalive=1s,1s,0 host 80").contains("probe count is 1 to 127"))
+        XCTAssertEqual(OptionTable.command(named: "connect")?.option(long: "keepalive")?.signature, "    --keepalive[=IDLE[,INTERVAL[,COUNT]]]")
     }
 
     /// The typed names and the table agree: every name is some command's option, and every
