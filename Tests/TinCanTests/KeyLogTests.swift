@@ -51,12 +51,11 @@ final class KeyLogTests: XCTestCase {
     func testTheServerSideLogsTheSecretsOfItsClients() throws {
         let ours = temporary("listen.log"), theirs = temporary("s_client.log")
         defer { [ours, theirs].forEach { try? FileManager.default.removeItem(atPath: $0) } }
-        let port = freePort()
-        let listener = try Tool(["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--keylog", ours,
-                                 "127.0.0.1", String(port)])
+        // The listener answers only once "ping" is in: s_client -ign_eof quits at the server's
+        // close_notify, and one that came first could end it before it sent its line.
+        let (listener, port) = try Tool.listener(["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--keylog", ours,
+                                                  "--expect", "ping", "--send", "pong\\n"])
         defer { listener.stop() }
-        waitForListener(port: port)
-        listener.send("pong\n")
         listener.closeInput()
         let client = try Tool(["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-ign_eof", "-keylogfile", theirs], program: "/usr/bin/openssl")
         client.send("ping\n")

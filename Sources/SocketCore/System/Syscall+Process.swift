@@ -164,7 +164,7 @@ extension Syscall {
         // signals, and a child inheriting that mask would ignore SIGTERM and SIGPIPE.
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGCHLD] { sigaddset(&defaults, s) }
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
