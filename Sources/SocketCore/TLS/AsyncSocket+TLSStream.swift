@@ -9,6 +9,8 @@ extension AsyncSocket {
         let stream = try sync { () throws(AsyncSocketError) -> TLSStream in
             guard phase == .connected, flags.contains(.secure), let session = tlsSession,
                   let info = tlsInfoStorage, let fd = connection?.fd else {
+                // Closed meanwhile (the server's alert right after a TLS 1.3 handshake): say why.
+                if phase == .idle, let closeReason { throw closeReason }
                 throw .badConfig("takeTLSStream needs a connected socket with TLS up")
             }
             guard currentRead == nil, readQueue.isEmpty, currentWrite == nil, writeQueue.isEmpty else {
