@@ -242,3 +242,13 @@ int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent) {
     *sent = info.tcpi_last_data_sent;
     return 0;
 }
+
+int csystem_tcp_dead(int fd) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return 0;
+    if (info.tcpi_state != TCP_CLOSE) return 0;
+    int unread = 0;
+    if (ioctl(fd, FIONREAD, &unread) != 0) return 0;
+    return unread == 0;
+}

@@ -42,6 +42,35 @@ final class SocketBridgeTests: XCTestCase {
         socket.disconnect()
     }
 
+    /// peerHasGone: true only for a reset peer that left nothing unread; a peer that ended its
+    /// side (FIN) can still receive, and bytes it sent first are still to be read.
+    func testPeerHasGoneOnlyAfterAResetWithNothingLeftToRead() throws {
+        func pair(_ body: (Int32) throws -> Void) throws -> AsyncSocket {
+            let (outer, inner) = try tcpPair()
+            let socket = try end(inner)
+            try body(outer)
+            return socket
+        }
+        func resetClose(_ fd: Int32) {
+            var linger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+            Syscall.close(fd)  // on loopback the RST is in before close returns
+        }
+        let open = try pair { _ in }
+        XCTAssertFalse(open.peerHasGone, "a connected peer")
+        let ended = try pair { fd in shutdown(fd, Int32(SHUT_WR)) }
+        XCTAssertFalse(ended.peerHasGone, "a peer that only ended its side (CLOSE_WAIT) can still receive")
+        let reset = try pair { fd in resetClose(fd) }
+        XCTAssertTrue(reset.peerHasGone, "a reset peer")
+        let unread = try pair { fd in
+            try sendAll(fd, "last words")
+            resetClose(fd)
+        }
+        // Bytes that arrived before the reset stay readable (Linux): they are still to be relayed.
+        XCTAssertFalse(unread.peerHasGone, "a peer whose bytes are still to be read")
+        [open, ended, reset, unread].forEach { $0.disconnect() }
+    }
+
     func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
         try assertOneSideEndsFirst(clientFirst: true) { a, b in bridge(try end(a), try end(b)) }
         try assertOneSideEndsFirst(clientFirst: false) { a, b in bridge(try end(a), try end(b)) }

@@ -95,4 +95,66 @@ final class RelayResetTests: XCTestCase {
             XCTAssertEqual(fileText(record), "reset", "TLS \(tls): \(relay.stderrText)")
         }
     }
+
+    /// A TLS client that resets right after its handshake (the relay is stopped while its
+    /// Finished and the RST arrive, so both wait in the kernel) costs no upstream connection,
+    /// while one that sent bytes before its reset has them relayed and the reset passed on.
+    func testAClientGoneRightAfterItsHandshakeCostsNoUpstream() throws {
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-gone-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let upstream = try PythonPeer("record = '\(record)'\n" + PythonPeers.listenPrelude + """
+            while True:
+                c, _ = s.accept(); b = b''
+                try:
+                    while True:
+                        x = c.recv(65536)
+                        if not x: break
+                        b += x
+                    outcome = 'end'
+                except ConnectionResetError:
+                    outcome = 'reset'
+                open(record, 'a').write(f'{b.decode()} {outcome}\\n')
+                c.close()
+            """)
+        defer { upstream.stop() }
+        let (relay, port) = try Tool.listener(["-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+                                               "--forward", "127.0.0.1:\(upstream.port)"])
+        defer { relay.stop() }
+        for sending in ["", "", "hello"] {
+            let client = try Tool(["python3", "-c", """
+                import os, signal, socket, ssl, struct, sys
+                port, cafile, pid, data = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4].encode()
+                c = socket.create_connection(('127.0.0.1', port))
+                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                t = ssl.create_default_context(cafile=cafile).wrap_bio(incoming, outgoing, server_hostname='localhost')
+                while True:
+                    try:
+                        t.do_handshake()
+                        break
+                    except ssl.SSLWantReadError:
+                        c.sendall(outgoing.read())
+                        b = c.recv(65536)
+                        if not b:
+                            sys.exit('the relay closed during the handshake')
+                        incoming.write(b)
+                if data:
+                    t.write(data)
+                os.kill(pid, signal.SIGSTOP)  # the Finished, the data and the RST all arrive before the relay looks
+                try:
+                    c.sendall(outgoing.read())
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                    c.close()
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+                """, String(port), certs.path("ca.pem"), String(relay.process.processIdentifier), sending], program: "/usr/bin/env")
+            client.closeInput()
+            XCTAssertEqual(client.wait(), 0, client.stderrText)
+        }
+        waitUntil("the relay's lines") { relay.stderrText.components(separatedBy: "no upstream dialled").count - 1 == 2 }
+        waitUntil("the upstream's record") { fileText(record).contains("reset") }
+        XCTAssertEqual(fileText(record), "hello reset\n", "only the client that sent bytes reached the upstream: \(relay.stderrText)")
+        relay.signal(SIGTERM)
+        _ = relay.wait()
+        XCTAssertTrue(relay.stderrText.contains("2 clients gone (reset) before their upstream was dialled"), relay.stderrText)
+    }
 }

@@ -23,6 +23,9 @@ int csystem_unsent_bytes(int fd);
 /// TCP_INFO: milliseconds since the socket last received data and last sent data (ACKs and
 /// keepalive probes excluded). Returns 0, or -1 with errno set (not a TCP socket: EOPNOTSUPP).
 int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent);
+/// 1 when the TCP connection `fd` is closed by the kernel (TCP_INFO's state is TCP_CLOSE: a reset, as
+/// long as we have not ended our side) and nothing is left in its receive queue; 0 otherwise.
+int csystem_tcp_dead(int fd);
 
 /// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
 int csystem_set_pipe_size(int fd, int size);

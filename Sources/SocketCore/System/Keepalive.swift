@@ -55,4 +55,14 @@ extension Syscall {
         guard csystem_tcp_quiet(fd, &received, &sent) == 0 else { return nil }
         return (Int(received), Int(sent))
     }
+
+    /// True when `fd` is a TCP connection the kernel has already closed (TCP_INFO's state is
+    /// TCP_CLOSE) with nothing left in its receive queue: while we have not ended our side, only
+    /// a reset gets there, so nothing sent to the peer can arrive and nothing more will come from
+    /// it. A peer that only ended its side (FIN) leaves the connection in CLOSE_WAIT, still able
+    /// to receive; bytes that arrived before a reset stay readable, and until they are read the
+    /// connection is not dead.
+    public static func connectionIsDead(_ fd: Int32) -> Bool {
+        csystem_tcp_dead(fd) == 1
+    }
 }

@@ -217,6 +217,13 @@ final class TLSSession {
             if transportEnded {
                 // Bytes of a record OpenSSL could not finish are still in its buffer: cut mid-record.
                 if hasPendingInput { throw .truncated }
+                // A reset whose error a write took first (the session tickets sent as the
+                // handshake ended) leaves only an end of stream to read: the kernel's state
+                // tells it from a FIN (CLOSE, where a FIN leaves CLOSE_WAIT, while we have not
+                // ended our side).
+                if !closeNotifySent && Syscall.connectionIsDead(descriptor ?? socketDescriptor) {
+                    throw .failed(SystemError(errno: ECONNRESET, call: "read").lowercaseReason)
+                }
                 endedWithoutCloseNotify = true
             }
             return 0
@@ -303,6 +310,10 @@ final class TLSSession {
     /// True when OpenSSL holds bytes not yet returned by ``read(into:)``: decrypted data or
     /// records read ahead.
     var hasPendingInput: Bool { SSL_has_pending(ssl) == 1 }
+
+    /// True while bytes from the peer wait here unread: in OpenSSL's buffers or, before the
+    /// session reads the descriptor itself, in the memory BIO.
+    var holdsUnreadInput: Bool { hasPendingInput || input.map { BIO_ctrl_pending($0) > 0 } == true }
 
     /// What the handshake agreed on and the peer's chain.
     var info: TLSInfo {

@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, program, upstream, idle, slow
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow
 
         var summary: String {
             switch self {
@@ -15,6 +15,7 @@ enum Refusals {
             case .limit: "refused at --max-conns"
             case .descriptors: "accepts delayed for want of descriptors"
             case .handshake: "TLS handshakes failed"
+            case .gone: "clients gone (reset) before their upstream was dialled"
             case .program: "programs that could not start"
             case .upstream: "upstreams not reached"
             case .idle: "closed idle (--idle-timeout)"

@@ -165,6 +165,15 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
                 client.log?.emit("tls", [("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
                                          ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
+                // A client that reset right after its handshake (its session tickets met the
+                // reset) and sent nothing can neither send nor hear anything: no upstream is
+                // bothered for it, as haproxy does for a client that aborts before the connect.
+                guard !socket.peerHasGone else {
+                    socket.disconnect()
+                    let line = "\(peer): the client reset the connection after its TLS handshake; no upstream dialled"
+                    client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
+                    return report(line, code: nil, kind: .gone)
+                }
                 reachUpstream(client, secured: socket, quick: quick)
             case .failure(let error):
                 socket.disconnect()
