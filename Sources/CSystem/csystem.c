@@ -3,7 +3,10 @@
 #include <signal.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -251,4 +254,46 @@ int csystem_tcp_dead(int fd) {
     int unread = 0;
     if (ioctl(fd, FIONREAD, &unread) != 0) return 0;
     return unread == 0;
+}
+
+int csystem_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int csystem_epoll_control(int epfd, int op, int fd, int readable, int writable, unsigned long long token) {
+    static const int ops[3] = {EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL};
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = (readable ? (EPOLLIN | EPOLLRDHUP) : 0) | (writable ? EPOLLOUT : 0);
+    event.data.u64 = token;
+    return epoll_ctl(epfd, ops[op], fd, &event);
+}
+
+int csystem_epoll_ready(int epfd, unsigned long long *tokens, unsigned int *flags, int capacity, int timeout) {
+    struct epoll_event events[64];
+    if (capacity > 64) capacity = 64;
+    int n = epoll_wait(epfd, events, capacity, timeout);
+    for (int i = 0; i < n; i++) {
+        unsigned int e = events[i].events, f = 0;
+        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) f |= 1;
+        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) f |= 2;
+        if (e & (EPOLLHUP | EPOLLERR)) f |= 4;
+        tokens[i] = events[i].data.u64;
+        flags[i] = f;
+    }
+    return n;
+}
+
+int csystem_timerfd_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int csystem_timerfd_arm(int fd, unsigned long long deadline) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.it_value.tv_sec = (time_t)(deadline / 1000000000ULL);
+    spec.it_value.tv_nsec = (long)(deadline % 1000000000ULL);
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+unsigned long long csystem_monotonic_nanoseconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec;
 }

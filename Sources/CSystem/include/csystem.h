@@ -27,6 +27,23 @@ int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent);
 /// long as we have not ended our side) and nothing is left in its receive queue; 0 otherwise.
 int csystem_tcp_dead(int fd);
 
+/// epoll_create1(EPOLL_CLOEXEC): a new epoll set, or -1 with errno set.
+int csystem_epoll_create(void);
+/// epoll_ctl(2): `op` 0 adds, 1 modifies, 2 deletes `fd`; `readable`/`writable` choose EPOLLIN
+/// (with EPOLLRDHUP) and EPOLLOUT; `token` comes back with each event. Returns 0 or -1.
+int csystem_epoll_control(int epfd, int op, int fd, int readable, int writable, unsigned long long token);
+/// epoll_wait(2) for up to `timeout` ms (-1: until an event): up to `capacity` events, each as its
+/// token and flags (bit 0: readable or ended, bit 1: writable, bit 2: an error or hang-up).
+/// Returns the count or -1.
+int csystem_epoll_ready(int epfd, unsigned long long *tokens, unsigned int *flags, int capacity, int timeout);
+
+/// timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC), or -1 with errno set.
+int csystem_timerfd_create(void);
+/// Arms the timerfd to expire once at `deadline` (CLOCK_MONOTONIC nanoseconds; 0 disarms it).
+int csystem_timerfd_arm(int fd, unsigned long long deadline);
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of csystem_timerfd_arm.
+unsigned long long csystem_monotonic_nanoseconds(void);
+
 /// F_SETPIPE_SZ: asks for a pipe buffer of `size` bytes; returns the size granted or -1.
 int csystem_set_pipe_size(int fd, int size);
 

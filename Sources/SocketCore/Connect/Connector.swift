@@ -27,8 +27,8 @@ final class Connector: @unchecked Sendable {
     private let onDone: @Sendable (Outcome) -> Void
 
     private var attempts: [HappyEyeballs.AttemptID: Attempt] = [:]
-    private var resolutionTimer: DispatchSourceTimer?
-    private var attemptTimer: DispatchSourceTimer?
+    private var resolutionTimer: OneShotTimer?
+    private var attemptTimer: OneShotTimer?
     private var inputs: [HappyEyeballs.Input] = []
     private var handling = false
     /// The outcome, reported once every action of the step that produced it has run (so the

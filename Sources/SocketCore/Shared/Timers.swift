@@ -1,13 +1,41 @@
 import Dispatch
 
 /// A one-shot timer on `queue`, already running: the one way SocketCore and the CLI make one.
-/// Keep it until it fires or is cancelled (a released source stops without a word).
-package func makeOneShotTimer(queue: DispatchQueue, after delay: Duration, _ handler: @escaping @Sendable () -> Void) -> DispatchSourceTimer {
+/// On a shared queue (``AsyncSocket/sharedQueue(label:)``) it is an entry in the queue poller's
+/// timer heap (arming and cancelling cost no hand-off to dispatch's manager thread); elsewhere a
+/// dispatch timer source. Keep it until it fires or is cancelled: released, it stops.
+package func makeOneShotTimer(queue: DispatchQueue, after delay: Duration, _ handler: @escaping @Sendable () -> Void) -> OneShotTimer {
+    if let poller = QueuePoller.of(queue) {
+        return OneShotTimer(.poller(poller, poller.scheduleTimer(after: delay, handler)))
+    }
     let timer = DispatchSource.makeTimerSource(queue: queue)
     timer.schedule(deadline: .now() + delay.dispatchInterval)
     timer.setEventHandler(handler: handler)
     timer.resume()
-    return timer
+    return OneShotTimer(.dispatch(timer))
+}
+
+/// What ``makeOneShotTimer(queue:after:_:)`` returns: cancel it, or let it fire.
+package final class OneShotTimer: @unchecked Sendable {
+    // @unchecked Sendable: immutable; a dispatch source and the poller are safe to cancel anywhere.
+    enum Backing {
+        case dispatch(any DispatchSourceTimer)
+        case poller(QueuePoller, UInt64)
+    }
+
+    private let backing: Backing
+
+    init(_ backing: Backing) { self.backing = backing }
+
+    deinit { cancel() }
+
+    /// Stops it; the handler does not run unless it already has.
+    package func cancel() {
+        switch backing {
+        case .dispatch(let timer): timer.cancel()
+        case .poller(let poller, let id): poller.cancelTimer(id)
+        }
+    }
 }
 
 extension Duration {

@@ -330,7 +330,7 @@ extension AsyncSocket {
     func makeTimer(
         after delay: Duration, started: ContinuousClock.Instant,
         _ fired: @escaping @Sendable (Duration) -> Void
-    ) -> DispatchSourceTimer {
+    ) -> OneShotTimer {
         makeOneShotTimer(queue: socketQueue, after: delay) { fired(ContinuousClock.now - started) }
     }
 }

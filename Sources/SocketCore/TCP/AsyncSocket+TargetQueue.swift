@@ -21,3 +21,20 @@ extension AsyncSocket {
         SocketQueue.unmark(targetQueue)
     }
 }
+
+extension AsyncSocket {
+    /// A serial queue for many sockets at once (a listener's connections, a relay's clients):
+    /// the readiness of every descriptor on it comes from one epoll set that one dispatch source
+    /// watches, so a socket's waits, re-arms and close cost no hand-off to dispatch's manager
+    /// thread. Give it as the `socketQueue` of the sockets, relays and bridges that share it.
+    ///
+    /// ```swift
+    /// let queue = try AsyncSocket.sharedQueue(label: "relay.0")
+    /// let socket = try AsyncSocket.adopting(connected: fd, socketQueue: queue)
+    /// ```
+    public static func sharedQueue(label: String) throws(SystemError) -> DispatchQueue {
+        let queue = DispatchQueue(label: label)
+        try QueuePoller.attach(to: queue)
+        return queue
+    }
+}

@@ -88,3 +88,16 @@ extension AsyncSocket {
         _ = withUnsafeBytes(of: &byte) { try? Syscall.write(wake.write, from: $0) }
     }
 }
+
+extension AsyncSocket {
+    /// True when a connection is already waiting to be accepted on this listener (a poll that
+    /// does not wait). A server that accepts by waiting can serve a lone client on its own
+    /// thread (no hand-off) and spread a burst over its queues.
+    public var hasConnectionWaiting: Bool {
+        sync {
+            guard phase == .accepting else { return false }
+            let fds = listeners.map(\.fd)
+            return !((try? Syscall.waitForReadable(fds, timeoutMilliseconds: 0)) ?? []).isEmpty
+        }
+    }
+}

@@ -62,7 +62,7 @@ public final class AsyncSocket: @unchecked Sendable {
     var acceptWake: (read: Int32, write: Int32)?
     /// The timer of the current phase: the connect timeout while connecting, the accept
     /// back-off (out of descriptors) while accepting.
-    var phaseTimer: DispatchSourceTimer?
+    var phaseTimer: OneShotTimer?
 
     /// The peer's address as accept(2) gave it (a connection's peer does not change), so asking
     /// for it costs no getpeername(2); cleared when the socket closes.
@@ -75,11 +75,11 @@ public final class AsyncSocket: @unchecked Sendable {
     var readQueue: [ReadPacket] = []
     var currentRead: ReadPacket?
     var preBuffer = PreBuffer(capacity: 0)
-    var readTimer: DispatchSourceTimer?
+    var readTimer: OneShotTimer?
 
     var writeQueue: [WritePacket] = []
     var currentWrite: WritePacket?
-    var writeTimer: DispatchSourceTimer?
+    var writeTimer: OneShotTimer?
 
     var flags: Flags = []
     /// The TLS session once startTLS began, and what its handshake agreed on.

@@ -10,6 +10,10 @@ import Dispatch
 /// The sources are made when first resumed: creating one costs probes of the descriptor and an
 /// epoll registration, and a short connection that is read and closed without ever waiting
 /// (its bytes and its end already there) needs none.
+///
+/// On a shared queue (``AsyncSocket/sharedQueue(label:)``) there are no sources of its own: the
+/// queue's ``QueuePoller`` watches the descriptor, with the same suspend and resume, and the
+/// descriptor is closed as soon as it is cancelled (no event of it is delivered after that).
 final class IOSources {
     let fd: Int32
     private let queue: DispatchQueue
@@ -22,6 +26,9 @@ final class IOSources {
     private(set) var readSuspended = true
     private(set) var writeSuspended = true
     private var cancelled = false
+    /// The shared queue's poller and this descriptor's entry in it, on a shared queue.
+    private let poller: QueuePoller?
+    private let watcher: QueuePoller.Watcher?
 
     /// Sources for `fd` on `queue`, made (suspended) when first resumed. `onClose` runs on
     /// `queue` once the descriptor is closed.
@@ -37,6 +44,8 @@ final class IOSources {
         self.onReadable = onReadable
         self.onWritable = onWritable
         closer = DescriptorCloser(fd: fd, onClose: onClose)
+        poller = QueuePoller.of(queue)
+        watcher = poller?.watch(fd, onReadable: onReadable, onWritable: onWritable)
     }
 
     deinit {
@@ -47,6 +56,10 @@ final class IOSources {
     func resumeRead() {
         guard readSuspended, !cancelled else { return }
         readSuspended = false
+        if let poller, let watcher {
+            watcher.wantsRead = true
+            return poller.update(watcher)
+        }
         if readSource == nil {
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler(handler: onReadable)
@@ -60,12 +73,17 @@ final class IOSources {
     func suspendRead() {
         guard !readSuspended, !cancelled else { return }
         readSuspended = true
+        watcher?.wantsRead = false
         readSource?.suspend()
     }
 
     func resumeWrite() {
         guard writeSuspended, !cancelled, withWriteSource else { return }
         writeSuspended = false
+        if let poller, let watcher {
+            watcher.wantsWrite = true
+            return poller.update(watcher)
+        }
         if writeSource == nil {
             let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler(handler: onWritable)
@@ -79,6 +97,7 @@ final class IOSources {
     func suspendWrite() {
         guard !writeSuspended, !cancelled else { return }
         writeSuspended = true
+        watcher?.wantsWrite = false
         writeSource?.suspend()
     }
 
@@ -87,6 +106,7 @@ final class IOSources {
     func cancel() {
         guard !cancelled else { return }
         cancelled = true
+        if let poller, let watcher { poller.forget(watcher) }
         if readSource == nil && writeSource == nil {
             closer.closeNow()
             return

@@ -33,7 +33,7 @@ public final class SocketBridge: @unchecked Sendable {
     private var ended = [false, false]
     /// When direction 1 (second → first) last moved bytes, for the held end.
     private var lastBackward = ContinuousClock.now
-    private var holdTimer: DispatchSourceTimer?
+    private var holdTimer: OneShotTimer?
     private var heldEnd = false
     private var failure: String?
     private var completion: (@Sendable (Report) -> Void)?

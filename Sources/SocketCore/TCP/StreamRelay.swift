@@ -1,3 +1,4 @@
+import Synchronization
 import Dispatch
 import Glibc
 
@@ -56,11 +57,10 @@ public final class StreamRelay: @unchecked Sendable {
     public init(_ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
                 holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
                 queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) throws(SystemError) {
-        let forwardPipe = try Syscall.pipe(nonBlocking: true)
+        let forwardPipe = try PipePool.take()
         let backwardPipe: (read: Int32, write: Int32)
-        do throws(SystemError) { backwardPipe = try Syscall.pipe(nonBlocking: true) } catch {
-            Syscall.close(forwardPipe.read)
-            Syscall.close(forwardPipe.write)
+        do throws(SystemError) { backwardPipe = try PipePool.take() } catch {
+            PipePool.give(forwardPipe, empty: true)
             throw error
         }
         self.queue = queue
@@ -205,8 +205,7 @@ private final class Direction: @unchecked Sendable {
     }
 
     func closePipe() {
-        Syscall.close(pipe.read)
-        Syscall.close(pipe.write)
+        PipePool.give(pipe, empty: pending == 0)
     }
 
     /// Moves what can move now; arms the one source it waits for. A bounded number of rounds
@@ -260,6 +259,30 @@ private final class Direction: @unchecked Sendable {
         }
         // More to do: come back after the queue's other work.
         relay.enqueue { [weak self] in self?.pump() }
+    }
+}
+
+/// Empty pipes of relays that ended, kept for the next ones: a short connection then costs no
+/// pipe2 and no close for its pipes. At most 8 are kept (16 descriptors); a pipe that may still
+/// hold bytes (a relay cut mid-way) is closed, never kept.
+private enum PipePool {
+    private static let pipes = Mutex<[(read: Int32, write: Int32)]>([])
+
+    static func take() throws(SystemError) -> (read: Int32, write: Int32) {
+        if let pipe = pipes.withLock({ $0.popLast() }) { return pipe }
+        return try Syscall.pipe(nonBlocking: true)
+    }
+
+    static func give(_ pipe: (read: Int32, write: Int32), empty: Bool) {
+        let kept = empty && pipes.withLock { pool in
+            guard pool.count < 8 else { return false }
+            pool.append(pipe)
+            return true
+        }
+        if !kept {
+            Syscall.close(pipe.read)
+            Syscall.close(pipe.write)
+        }
     }
 }
 

@@ -46,7 +46,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
 
     var sendQueue: [UDPSendPacket] = []
     var currentSend: UDPSendPacket?
-    var sendTimer: DispatchSourceTimer?
+    var sendTimer: OneShotTimer?
     var sendFilter: (filter: UDPSendFilter, queue: DispatchQueue, async: Bool)?
 
     var receiveMode: ReceiveMode = .off

@@ -70,9 +70,17 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                     continue
                 }
                 if clientTLS != nil {
-                    // On the client's queue: its socket is made and its handshake run there.
+                    // On the client's queue: its socket is made and its handshake run there. A
+                    // lone client's first steps (its ClientHello is usually in) run on this
+                    // thread, inside the queue, which spares a thread hand-off on the path of
+                    // its reply; when more clients wait, each goes to its queue's thread, so a
+                    // burst of handshakes is spread over the processors.
                     let client = client(accepted)
-                    client.queue.async { [self] in serve(client, quick: quick) }
+                    if listener.hasConnectionWaiting {
+                        client.queue.async { [self] in serve(client, quick: quick) }
+                    } else {
+                        client.queue.sync { serve(client, quick: quick) }
+                    }
                 } else {
                     reachUpstream(client(accepted), secured: nil, quick: quick)
                 }
@@ -114,8 +122,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let queue: DispatchQueue
     }
 
-    /// One serial queue per processor, taken in turn by the clients.
-    private let queues: [DispatchQueue] = (0..<max(1, Syscall.processorCount())).map { DispatchQueue(label: "tincan.forward.\($0)") }
+    /// One shared serial queue per processor (one epoll set each), taken in turn by the clients.
+    private let queues: [DispatchQueue] = (0..<max(1, Syscall.processorCount())).map { index in
+        (try? AsyncSocket.sharedQueue(label: "tincan.forward.\(index)")) ?? DispatchQueue(label: "tincan.forward.\(index)")
+    }
     private let nextQueue = Atomic<Int>(0)
 
     private func client(_ accepted: AcceptedConnection) -> Client {
