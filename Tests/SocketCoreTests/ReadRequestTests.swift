@@ -7,7 +7,7 @@ final class ReadRequestTests: XCTestCase {
         bytes.withUnsafeBytes { request.consume(from: $0) }
     }
 
-    func testIgnoredRequestsOfTheSeedAPI() {
+    func testIgnoredRequestsOfGCDAsyncSocket() {
         XCTAssertNil(ReadRequest(kind: .length(0)))
         XCTAssertNil(ReadRequest(kind: .separator([])))
         XCTAssertNil(ReadRequest(kind: .separator([1, 2, 3]), maxLength: 2))

@@ -50,7 +50,7 @@ final class SocketAddressTests: XCTestCase {
         XCTAssertThrowsError(try SocketAddress(unixPath: ""))
     }
 
-    func testSockaddrRoundTripAndSeedHelpers() throws {
+    func testSockaddrRoundTripAndGCDAsyncSocketHelpers() throws {
         for text in ["10.1.2.3:9", "[::1]:65535", "[fe80::2%lo]:1", "/run/t.sock", "@abs"] {
             let a = try SocketAddress(parsing: text)
             let bytes = a.sockaddrBytes

@@ -130,7 +130,7 @@ final class UDPSocketTests: XCTestCase {
         }
     }
 
-    func testSendFilterDropsButReportsSentAsTheSeedAPIDoes() throws {
+    func testSendFilterDropsButReportsSentAsGCDAsyncUdpSocketDoes() throws {
         let (receiver, received) = udpSocket()
         try receiver.bind(to: .loopbackIPv4(port: 0))
         try receiver.beginReceiving()
@@ -148,7 +148,7 @@ final class UDPSocketTests: XCTestCase {
 
     func testLargestDatagramsArriveWholeAndOversizedOnesAreRefusedOrReportedTruncated() throws {
         let (receiver, received) = udpSocket()
-        receiver.maxReceiveIPv4BufferSize = 65535  // past the seed's default of 9216
+        receiver.maxReceiveIPv4BufferSize = 65535  // past GCDAsyncUdpSocket's default of 9216
         receiver.maxReceiveIPv6BufferSize = 65535
         try receiver.bind(port: 0)
         try receiver.beginReceiving()

@@ -79,7 +79,7 @@ final class UDPCommandTests: XCTestCase {
         XCTAssertTrue(hex.out.contains("01 ff"), hex.out)
     }
 
-    /// A reply past the library's default maximum (9216, the seed's) still arrives whole.
+    /// A reply past the library's default maximum (9216, GCDAsyncUdpSocket's) still arrives whole.
     func testWaitReplyPrintsALargeReplyWhole() throws {
         let (server, port) = try pythonUDPServer(reply: "s.sendto(b'r' * 60000, peer)")
         defer { server.stop() }

@@ -1,6 +1,6 @@
 import Glibc
 
-/// Local network interfaces, and the interface descriptions of the seed API.
+/// Local network interfaces, and the interface descriptions of GCDAsyncSocket.
 public enum Interfaces {
     /// The local addresses for an interface description, as GCDAsyncSocket reads it: an interface
     /// name (`"eth0"`), a numeric address (`"127.0.0.1"`, `"::1"`), `"localhost"`/`"loopback"`, or

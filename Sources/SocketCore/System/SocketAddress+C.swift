@@ -78,7 +78,7 @@ extension SocketAddress {
         }
     }
 
-    /// The raw C `sockaddr` bytes of this address (the seed API's `NSData` form).
+    /// The raw C `sockaddr` bytes of this address (GCDAsyncSocket's `NSData` form).
     public var sockaddrBytes: [UInt8] {
         var storage = sockaddr_storage()
         let length = fill(&storage)
@@ -93,7 +93,7 @@ extension SocketAddress {
         self = parsed
     }
 
-    // MARK: The seed API's class helpers, on raw sockaddr bytes
+    // MARK: GCDAsyncSocket's class helpers, on raw sockaddr bytes
 
     /// The numeric host of a raw `sockaddr`, or `nil` if it is not IPv4/IPv6/Unix.
     public static func host(fromAddress bytes: [UInt8]) -> String? { SocketAddress(sockaddrBytes: bytes)?.host }

@@ -5,7 +5,7 @@ extension AsyncSocket {
     ///
     /// With a `buffer`, the bytes are written into it from `offset` on and the delegate's `data`
     /// is a view of that buffer (`data.startIndex == offset`): pass `consume buffer` to avoid a
-    /// copy. A read with an offset beyond the buffer is ignored, as in the seed API.
+    /// copy. A read with an offset beyond the buffer is ignored, as in GCDAsyncSocket.
     public func readData(
         timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0, maxLength: Int = 0, tag: Int = 0
     ) {
@@ -218,7 +218,7 @@ extension AsyncSocket {
     }
 
     /// No read is queued: leave waiting bytes in the kernel (bounded by the receive buffer),
-    /// but notice a peer that closes or a connection that fails, as the seed API does. The
+    /// but notice a peer that closes or a connection that fails, as GCDAsyncSocket does. The
     /// source is suspended only while bytes wait (else it would fire again and again); a
     /// spurious wake-up, whose bytes were already read, must not silence it, or a later end
     /// of stream would go unnoticed.

@@ -60,7 +60,7 @@ extension AsyncSocket {
         makeAcceptedSocket(fd: accepted.descriptor, peer: accepted.peer)
     }
 
-    /// ``adopt(_:)`` with a delegate of its own from the start (the seed's
+    /// ``adopt(_:)`` with a delegate of its own from the start (GCDAsyncSocket's
     /// `socketFromConnectedSocketFD:delegate:delegateQueue:`): an end of stream or a close seen
     /// as the socket first looks at the connection reaches `delegate`, not the listener's.
     public func adopt(_ accepted: AcceptedConnection, delegate: any AsyncSocketDelegate, delegateQueue: DispatchQueue) -> AsyncSocket {

@@ -179,7 +179,7 @@ public final class AsyncSocket: @unchecked Sendable {
 
     // MARK: Configuration
 
-    /// The delegate, held weakly, as in the seed API.
+    /// The delegate, held weakly, as in GCDAsyncSocket.
     public var delegate: (any AsyncSocketDelegate)? {
         get { sync { delegateStorage } }
         set { sync { delegateStorage = newValue } }

@@ -8,7 +8,7 @@ import Glibc
 /// let step = r.consume(from: bytes)   // .needMore, .complete or .maxedOut, with bytes taken
 /// ```
 public struct ReadRequest: Sendable {
-    /// The three kinds of read of the seed API.
+    /// The three kinds of read of GCDAsyncSocket.
     public enum Kind: Sendable, Equatable {
         /// Whatever is available (at least one byte), up to `maxLength` if it is not 0.
         case available
@@ -47,7 +47,7 @@ public struct ReadRequest: Sendable {
     /// Bytes read so far.
     public internal(set) var bytesDone: Int = 0
 
-    /// A read request, or `nil` for the requests the seed API ignores: a length of 0, a
+    /// A read request, or `nil` for the requests GCDAsyncSocket ignores: a length of 0, a
     /// separator that is empty or longer than `maxLength`, or an offset beyond the buffer.
     public init?(kind: Kind, maxLength: Int = 0, buffer: [UInt8]? = nil, offset: Int = 0) {
         switch kind {

@@ -2,7 +2,7 @@ import Dispatch
 
 extension AsyncSocket {
     /// Starts TLS once the reads and writes queued before this call are done (a barrier, as in
-    /// the seed API); reads and writes queued after it go over TLS. The delegate hears
+    /// GCDAsyncSocket); reads and writes queued after it go over TLS. The delegate hears
     /// `socketDidSecure` on success; on failure the socket disconnects with
     /// ``AsyncSocketError/tls(_:)`` — it never goes on in plaintext.
     ///

@@ -88,7 +88,7 @@ extension AsyncUDPSocket {
         }
     }
 
-    /// `SO_REUSEPORT` (the seed API's `enableReusePort`): unicast is spread over the sockets
+    /// `SO_REUSEPORT` (GCDAsyncUdpSocket's `enableReusePort`): unicast is spread over the sockets
     /// sharing the port; multicast reaches all of them. Before binding.
     public func enableReusePort(_ on: Bool) throws(UDPSocketError) {
         try setOption({ $0.reusePort = on }) { channel throws(SystemError) in try Syscall.setReusePort(channel.fd, on) }
@@ -117,7 +117,7 @@ extension AsyncUDPSocket {
         }
     }
 
-    /// The interface outgoing multicast leaves by (the seed API's `sendIPv4MulticastOnInterface`
+    /// The interface outgoing multicast leaves by (GCDAsyncUdpSocket's `sendIPv4MulticastOnInterface`
     /// and `sendIPv6MulticastOnInterface`), by name or index.
     public func setMulticastInterface(_ interface: String) throws(UDPSocketError) {
         let index = try AsyncUDPSocket.interfaceIndex(interface)

@@ -42,7 +42,7 @@ extension AsyncUDPSocket {
 
     /// Sets (or with nil removes) a filter every queued datagram passes before it is sent. It
     /// runs on `queue`; `async` false makes the socket queue wait for it. A datagram the filter
-    /// refuses is dropped and reported sent, as in the seed API.
+    /// refuses is dropped and reported sent, as in GCDAsyncUdpSocket.
     public func setSendFilter(_ filter: UDPSendFilter?, queue filterQueue: DispatchQueue? = nil, async: Bool = true) {
         sync {
             sendFilter = filter.map { ($0, filterQueue ?? DispatchQueue(label: "tincan.AsyncUDPSocket.sendFilter"), async) }

@@ -161,7 +161,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
 
     /// The largest IPv4 datagram received whole (default 9216, as in GCDAsyncUdpSocket); larger
     /// ones arrive cut to this size, with ``Datagram/isTruncated`` set and ``Datagram/length``
-    /// giving the size sent. A `UInt16`, as in the seed, so any value is used as given (65535
+    /// giving the size sent. A `UInt16`, as in GCDAsyncUdpSocket, so any value is used as given (65535
     /// receives every IPv4 datagram whole). Set before receiving starts; this also applies to
     /// Unix datagrams.
     public var maxReceiveIPv4BufferSize: UInt16 {
@@ -169,7 +169,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         set { sync { config.maxReceiveSizeIPv4 = newValue } }
     }
 
-    /// The largest IPv6 datagram received whole (default 9216). A `UInt32`, as in the seed, which
+    /// The largest IPv6 datagram received whole (default 9216). A `UInt32`, as in GCDAsyncUdpSocket, which
     /// allows for jumbograms; the value reads back as set. Linux delivers no UDP datagram larger
     /// than 65535 bytes, so no more than that is ever allocated per buffer: a larger setting
     /// receives everything whole, as it promises.
@@ -179,7 +179,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     }
 
     /// Datagrams larger than this are refused before sending (default 65535; the protocol
-    /// limits, 65507 for IPv4 and 65527 for IPv6, apply as well). A `UInt16`, as in the seed.
+    /// limits, 65507 for IPv4 and 65527 for IPv6, apply as well). A `UInt16`, as in GCDAsyncUdpSocket.
     public var maxSendBufferSize: UInt16 {
         get { sync { config.maxSendSize } }
         set { sync { config.maxSendSize = newValue } }

@@ -15,7 +15,7 @@ public protocol AsyncUDPSocketDelegate: AnyObject, Sendable {
     func udpSocket(_ sock: AsyncUDPSocket, didConnectTo address: SocketAddress)
     /// ``AsyncUDPSocket/connect(toHost:port:)`` failed.
     func udpSocket(_ sock: AsyncUDPSocket, didNotConnect error: UDPSocketError)
-    /// A queued datagram was sent (or dropped by the send filter, as in the seed API).
+    /// A queued datagram was sent (or dropped by the send filter, as in GCDAsyncUdpSocket).
     func udpSocket(_ sock: AsyncUDPSocket, didSendDataWithTag tag: Int)
     /// A queued datagram could not be sent; the socket stays open.
     func udpSocket(_ sock: AsyncUDPSocket, didNotSendDataWithTag tag: Int, error: UDPSocketError)

@@ -72,7 +72,7 @@ struct UDPSendCommand {
         let target = destination.description
         let socket = AsyncUDPSocket()
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
-        socket.maxReceiveIPv4BufferSize = 65535  // a reply (-W) arrives whole, past the seed's 9216
+        socket.maxReceiveIPv4BufferSize = 65535  // a reply (-W) arrives whole, past GCDAsyncUdpSocket's 9216
         socket.maxReceiveIPv6BufferSize = 65535
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6

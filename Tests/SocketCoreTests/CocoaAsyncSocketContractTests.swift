@@ -3,7 +3,7 @@ import SocketCore
 import XCTest
 
 /// Promises of GCDAsyncSocket and GCDAsyncUdpSocket that ported code relies on.
-final class SeedContractTests: XCTestCase {
+final class CocoaAsyncSocketContractTests: XCTestCase {
     /// receiveOnce() while receiving continuously switches to one at a time: one datagram, then
     /// the rest wait in the kernel until asked for.
     func testReceiveOnceDuringContinuousReceivingSwitchesToOneAtATime() throws {
@@ -55,7 +55,7 @@ final class SeedContractTests: XCTestCase {
         XCTAssertEqual(peerEvents.waitForDatagrams(2).map(\.data), [[2], [3]])
     }
 
-    func testTheSeedsSeparatorsAndTheUDPDescriptorAccessors() throws {
+    func testGCDAsyncSocketSeparatorsAndTheUDPDescriptorAccessors() throws {
         XCTAssertEqual(AsyncSocket.crlf, [13, 10])
         XCTAssertEqual(AsyncSocket.cr, [13])
         XCTAssertEqual(AsyncSocket.lf, [10])
@@ -108,14 +108,14 @@ final class SeedContractTests: XCTestCase {
         try receiver.bind(port: 0)
         try receiver.beginReceiving()
         let target = SocketAddress.loopbackIPv4(port: receiver.localPort)
-        let (seedLike, seedEvents) = udpSocket()
-        seedLike.send([], to: target, timeout: .seconds(2), tag: 1)
-        seedLike.send([7], to: target, timeout: .seconds(2), tag: 2)
+        let (likeGCD, gcdEvents) = udpSocket()
+        likeGCD.send([], to: target, timeout: .seconds(2), tag: 1)
+        likeGCD.send([7], to: target, timeout: .seconds(2), tag: 2)
         XCTAssertEqual(received.waitForDatagrams(1).map(\.data), [[7]], "the empty one went nowhere")
-        seedEvents.wait("the second sent") { $0.contains(.sent(tag: 2)) }
-        XCTAssertFalse(seedEvents.all.contains(.sent(tag: 1)), "no callback for a send that does nothing")
+        gcdEvents.wait("the second sent") { $0.contains(.sent(tag: 2)) }
+        XCTAssertFalse(gcdEvents.all.contains(.sent(tag: 1)), "no callback for a send that does nothing")
         let heard = DispatchSemaphore(value: 0)
-        seedLike.send([], to: target, timeout: .seconds(2)) { result in
+        likeGCD.send([], to: target, timeout: .seconds(2)) { result in
             if case .success = result { heard.signal() }
         }
         XCTAssertEqual(heard.wait(timeout: .now() + 5), .success, "a completion is not left waiting")
@@ -172,7 +172,7 @@ private func waitFor(_ what: String, file: StaticString = #filePath, line: UInt 
     }
 
     /// beginReceiving and receiveOnce with no delegate to hear the datagrams (and no
-    /// `datagrams` sequence) are refused: the seed would drop each datagram unheard.
+    /// `datagrams` sequence) are refused: CocoaAsyncSocket would drop each datagram unheard.
     func testReceivingWithNobodyToHearIsRefused() throws {
         let deaf = AsyncUDPSocket()
         try deaf.bind(to: .loopbackIPv4(port: 0))

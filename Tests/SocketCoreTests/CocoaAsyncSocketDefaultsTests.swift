@@ -4,7 +4,7 @@ import XCTest
 
 /// The library's defaults are GCDAsyncSocket's and GCDAsyncUdpSocket's, used as given (no clamp);
 /// tincan's commands choose RFC 8305's and the largest datagram for themselves.
-final class SeedDefaultsTests: XCTestCase {
+final class CocoaAsyncSocketDefaultsTests: XCTestCase {
     /// Answers a name with one IPv4 and one IPv6 address, each with its own port.
     private struct BothFamilies: HostResolving {
         let port4: UInt16
@@ -44,7 +44,7 @@ final class SeedDefaultsTests: XCTestCase {
             events.wait("connected") { $0.connected || $0.disconnected }
             return events.all.lazy.compactMap { if case .attempt(let e) = $0, e.kind == .started { e.address } else { nil } }.first
         }
-        XCTAssertEqual(try firstAttempt(preferIPv4: nil)?.isIPv4, true, "the seed's default: IPv4 first")
+        XCTAssertEqual(try firstAttempt(preferIPv4: nil)?.isIPv4, true, "CocoaAsyncSocket's default: IPv4 first")
         XCTAssertEqual(try firstAttempt(preferIPv4: false)?.isIPv6, true, "RFC 8305: IPv6 first")
     }
 
@@ -67,7 +67,7 @@ final class SeedDefaultsTests: XCTestCase {
         XCTAssertEqual(datagrams[1].data, Array(payload.prefix(9216)))
     }
 
-    /// The IPv6 maximum is a UInt32 as in the seed and reads back as set; above what Linux can
+    /// The IPv6 maximum is a UInt32 as in CocoaAsyncSocket and reads back as set; above what Linux can
     /// deliver it receives every datagram whole. A maximum of zero is honoured, not raised.
     func testReceiveMaximaAreUsedAsGiven() throws {
         let (big, bigEvents) = udpSocket()

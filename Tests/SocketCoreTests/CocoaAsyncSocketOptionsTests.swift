@@ -4,10 +4,10 @@ import Glibc
 import TestSupport
 import XCTest
 
-/// The seed options and callbacks no other test reached: pauseReceiving, enableReusePort,
+/// The CocoaAsyncSocket options and callbacks no other test reached: pauseReceiving, enableReusePort,
 /// setTTL, bindToDevice (UDP and TCP), the write-timeout extension, socketDidSecure, and a TCP
 /// connect(to:) a SocketAddress.
-final class SeedOptionsTests: XCTestCase {
+final class CocoaAsyncSocketOptionsTests: XCTestCase {
     private func send(_ byte: UInt8, to port: UInt16) throws {
         let fd = try Syscall.socket(.ipv4, .datagram)
         defer { Syscall.close(fd) }
