@@ -122,8 +122,17 @@ final class RelayResetTests: XCTestCase {
         defer { relay.stop() }
         for sending in ["", "", "hello"] {
             let client = try Tool(["python3", "-c", """
-                import os, signal, socket, ssl, struct, sys
+                import glob, os, signal, socket, ssl, struct, sys, time
                 port, cafile, pid, data = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4].encode()
+                def stopped():
+                    # Every thread of the relay is in the stopped state: none can read meanwhile.
+                    states = []
+                    for path in glob.glob(f'/proc/{pid}/task/*/stat'):
+                        try:
+                            states.append(open(path).read().rsplit(')', 1)[1].split()[0])
+                        except OSError:
+                            pass
+                    return bool(states) and all(state in 'tT' for state in states)
                 c = socket.create_connection(('127.0.0.1', port))
                 incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
                 t = ssl.create_default_context(cafile=cafile).wrap_bio(incoming, outgoing, server_hostname='localhost')
@@ -141,6 +150,11 @@ final class RelayResetTests: XCTestCase {
                     t.write(data)
                 os.kill(pid, signal.SIGSTOP)  # the Finished, the data and the RST all arrive before the relay looks
                 try:
+                    deadline = time.monotonic() + 10
+                    while not stopped():
+                        if time.monotonic() > deadline:
+                            sys.exit('the relay did not stop')
+                        time.sleep(0.001)
                     c.sendall(outgoing.read())
                     c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
                     c.close()
