@@ -155,6 +155,7 @@ final class TLSSession {
 
     /// Advances the handshake.
     func handshake() throws(TLSError) -> Step {
+        ERR_clear_error()  // SSL_get_error reads this thread's queue: nothing stale may be in it
         let result = SSL_do_handshake(ssl)
         if result == 1 {
             try checkPins()
@@ -192,6 +193,7 @@ final class TLSSession {
         if let readFailure { throw readFailure }
         while true {
             SystemError.clearErrno()
+            ERR_clear_error()
             let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             if cache != nil { keepNewSession() }  // TLS 1.3 tickets arrive after the handshake
             if n > 0 { return Int(n) }
@@ -247,6 +249,7 @@ final class TLSSession {
     /// Encrypts and sends from `buffer`: bytes taken, or `nil` when the socket is full.
     func write(from buffer: UnsafeRawBufferPointer) throws(TLSError) -> Int? {
         SystemError.clearErrno()
+        ERR_clear_error()
         let n = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return Int(n) }
         // errno first: what OpenSSL calls next may change it.
@@ -285,6 +288,7 @@ final class TLSSession {
     /// socket is writable and call again (true once sent, or when sending failed).
     func closeNotifyStep() -> Bool {
         guard !closeNotifySent else { return true }
+        ERR_clear_error()
         let result = SSL_shutdown(ssl)
         if result < 0 && SSL_get_error(ssl, result) == SSL_ERROR_WANT_WRITE { return false }
         closeNotifySent = true
