@@ -179,4 +179,36 @@ final class ForwardCommandTests: XCTestCase {
             XCTAssertTrue(r.err.contains(says), "\(arguments): \(r.err)")
         }
     }
+
+    /// The client's input ends first; the upstream answers 2.5 s later, on the forwarder's shared
+    /// queues (epoll set, timer heap): every byte arrives, plain and over TLS, exit 0.
+    func testAnUpstreamThatAnswersLongAfterTheClientsEndIsHeardWhole() throws {
+        let certs = TLSFixtures.shared
+        let upstream = try PythonPeer(PythonPeers.listenPrelude + """
+            import threading
+            def serve(c):
+                got = b''
+                while True:
+                    b = c.recv(65536)
+                    if not b: break
+                    got += b
+                time.sleep(2.5)
+                c.sendall(b'late reply to ' + got + b'x' * 100000 + b'\\n')
+                c.close()
+            while True:
+                c, _ = s.accept()
+                threading.Thread(target=serve, args=(c,), daemon=True).start()
+            """)
+        defer { upstream.stop() }
+        let want = "late reply to hello\n" + String(repeating: "x", count: 100_000) + "\n"
+        for tls in [false, true] {
+            let extra = tls ? ["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")] : []
+            let (relay, port) = try Tool.listener(["-k"] + extra + ["--forward", "127.0.0.1:\(upstream.port)"])
+            defer { relay.stop() }
+            let client = tls ? ["tls", "--half-close", "--ca", certs.path("ca.pem"), "--servername", "localhost"] : ["connect"]
+            let r = try Tool.run(client + ["127.0.0.1", String(port)], input: "hello\n")
+            XCTAssertEqual(r.status, 0, "TLS \(tls): \(r.err)")
+            XCTAssertTrue(r.out == want, "TLS \(tls): \(r.out.utf8.count) bytes of \(want.utf8.count): \(r.err)")
+        }
+    }
 }

@@ -105,17 +105,16 @@ final class QueuePoller: @unchecked Sendable {
         let current = watcher.registered
         let read = watcher.wantsRead || (current?.read ?? false)
         let write = watcher.wantsWrite || (current?.write ?? false)
-        guard current == nil ? (read || write) : (read != current!.read || write != current!.write) else { return }
+        guard current.map({ $0 != (read, write) }) ?? (read || write) else { return }
         set(watcher, read: read, write: write)
     }
 
     /// Takes the watcher out of the set; no handler of it runs after this.
     func forget(_ watcher: Watcher) {
         _ = lock.withLock { _ in watchers.removeValue(forKey: watcher.token) }
-        if watcher.registered != nil {
-            try? Syscall.epollControl(epfd, .delete, watcher.fd, readable: false, writable: false, token: watcher.token)
-            watcher.registered = nil
-        }
+        watcher.wantsRead = false
+        watcher.wantsWrite = false
+        set(watcher, read: false, write: false)
     }
 
     private func set(_ watcher: Watcher, read: Bool, write: Bool) {
@@ -163,9 +162,9 @@ final class QueuePoller: @unchecked Sendable {
     /// reported again at every round).
     private func dropUnwanted(_ watcher: Watcher) {
         guard let current = watcher.registered else { return }
-        let read = watcher.wantsRead, write = watcher.wantsWrite
-        guard read != current.read || write != current.write else { return }
-        set(watcher, read: read, write: write)
+        let wanted = (watcher.wantsRead, watcher.wantsWrite)
+        guard current != wanted else { return }
+        set(watcher, read: wanted.0, write: wanted.1)
     }
 
     // MARK: Timers
