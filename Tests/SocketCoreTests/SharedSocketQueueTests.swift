@@ -51,6 +51,24 @@ final class SharedSocketQueueTests: XCTestCase {
         XCTAssertEqual(next, 0)
     }
 
+    /// A shared queue is marked once, while idle, and stays marked: a socket that comes and goes
+    /// inside the queue (a listener's lone client) must not unmark it, which would queue a barrier
+    /// and wake a worker thread per connection.
+    func testASharedQueueKeepsItsMarkingWhenItsLastSocketGoes() throws {
+        let queue = try AsyncSocket.sharedQueue(label: "shared.marking")
+        weak let marked = SocketQueue.shared(queue)
+        try queue.sync {
+            for _ in 0..<3 {
+                let (a, b) = try Syscall.socketPair(.stream, nonBlocking: true)
+                defer { Syscall.close(b) }
+                let socket = try AsyncSocket.adopting(connected: a, socketQueue: queue)
+                socket.disconnect()
+            }
+        }
+        XCTAssertNotNil(marked, "the shared queue's socket queue outlives its sockets")
+        XCTAssertTrue(queue.sync { SocketQueue.shared(queue).isCurrent }, "the queue still carries its key")
+    }
+
     func testARelayOnASharedQueueEndsEachDirectionOnItsOwn() throws {
         let queue = try AsyncSocket.sharedQueue(label: "shared.relay")
         for clientFirst in [true, false] {

@@ -34,6 +34,18 @@ final class SocketQueue: Sendable {
 
     private static let registry = Locked<[ObjectIdentifier: WeakSocketQueue]>([:])
 
+    /// Socket queues kept for the whole run (those of shared queues). Marking a queue and
+    /// unmarking it are barriers on it: done while the queue is busy, each is queued and wakes a
+    /// worker thread. A shared queue whose sockets come and go one at a time would pay that
+    /// twice per connection; it is marked once, while still idle, and stays marked.
+    private static let kept = Locked<[SocketQueue]>([])
+
+    /// Marks `queue` now, while it is idle, and keeps its socket queue for the run.
+    static func keep(_ queue: DispatchQueue) {
+        let made = shared(queue)
+        kept.withLock { $0.append(made) }
+    }
+
     /// Whether the caller may act as the socket queue: it is on it, or on a queue marked with
     /// ``mark(_:)`` (a target of socket queues, whose blocks exclude theirs, being serial).
     var isCurrent: Bool { isOwnQueue || DispatchQueue.getSpecific(key: Self.markedTarget) == true }

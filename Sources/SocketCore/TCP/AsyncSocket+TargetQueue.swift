@@ -24,9 +24,10 @@ extension AsyncSocket {
 
 extension AsyncSocket {
     /// A serial queue for many sockets at once (a listener's connections, a relay's clients):
-    /// the readiness of every descriptor on it comes from one epoll set that one dispatch source
-    /// watches, so a socket's waits, re-arms and close cost no hand-off to dispatch's manager
+    /// the readiness of every descriptor on it comes from one epoll set that a thread of its own
+    /// waits on, so a socket's waits, re-arms and close cost no hand-off to dispatch's manager
     /// thread. Give it as the `socketQueue` of the sockets, relays and bridges that share it.
+    /// The queue lives as long as the process.
     ///
     /// ```swift
     /// let queue = try AsyncSocket.sharedQueue(label: "relay.0")
@@ -35,6 +36,7 @@ extension AsyncSocket {
     public static func sharedQueue(label: String) throws(SystemError) -> DispatchQueue {
         let queue = DispatchQueue(label: label)
         try QueuePoller.attach(to: queue)
+        SocketQueue.keep(queue)
         return queue
     }
 }
