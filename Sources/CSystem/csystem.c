@@ -6,6 +6,9 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/timerfd.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <errno.h>
 #include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -297,3 +300,30 @@ unsigned long long csystem_monotonic_nanoseconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (unsigned long long)now.tv_sec * 1000000000ULL + (unsigned long long)now.tv_nsec;
 }
+
+int csystem_open_pty(int *master, char *slave, unsigned long length) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, slave, length) != 0) {
+        int saved = errno;
+        close(fd);
+        return saved;
+    }
+    *master = fd;
+    return 0;
+}
+
+int csystem_set_window_size(int fd, unsigned short columns, unsigned short rows) {
+    struct winsize size = {.ws_row = rows, .ws_col = columns};
+    return ioctl(fd, TIOCSWINSZ, &size);
+}
+
+int csystem_window_size(int fd, unsigned short *columns, unsigned short *rows) {
+    struct winsize size;
+    if (ioctl(fd, TIOCGWINSZ, &size) != 0) return -1;
+    *columns = size.ws_col;
+    *rows = size.ws_row;
+    return 0;
+}
+
+short csystem_spawn_setsid_flag(void) { return POSIX_SPAWN_SETSID; }

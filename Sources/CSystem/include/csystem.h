@@ -118,4 +118,18 @@ int csystem_bind_unix_automatic(int fd);
 /// The git commit this build came from (scripts/build sets it), or "unknown".
 const char *csystem_build_commit(void);
 
+/// A new pseudo-terminal: its master (O_RDWR, O_NOCTTY, close-on-exec) in *master and the
+/// path of its slave (/dev/pts/N) in `slave`. Returns 0 or an errno value.
+int csystem_open_pty(int *master, char *slave, unsigned long length);
+
+/// TIOCSWINSZ: sets the window size of the terminal `fd` (a pty master or slave); the kernel
+/// sends SIGWINCH to its foreground process group when it changes. 0 or -1 with errno set.
+int csystem_set_window_size(int fd, unsigned short columns, unsigned short rows);
+
+/// TIOCGWINSZ: the window size of the terminal `fd`. 0 or -1 with errno set.
+int csystem_window_size(int fd, unsigned short *columns, unsigned short *rows);
+
+/// posix_spawn's POSIX_SPAWN_SETSID flag (a GNU extension the Swift importer does not see).
+short csystem_spawn_setsid_flag(void);
+
 #endif

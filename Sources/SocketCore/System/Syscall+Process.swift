@@ -151,11 +151,40 @@ extension Syscall {
     /// Starts `arguments[0]` (looked up in PATH when it has no slash) with `arguments`, its stdin
     /// and stdout on `input`/`output` and stderr inherited. No shell is involved.
     public static func spawn(_ arguments: [String], input: Int32, output: Int32) throws(SystemError) -> pid_t {
+        try spawn(arguments, setsid: false, environment: nil) { actions in
+            posix_spawn_file_actions_adddup2(&actions, input, 0)
+            posix_spawn_file_actions_adddup2(&actions, output, 1)
+        }
+    }
+
+    /// Starts `arguments[0]` as ``spawn(_:input:output:)`` does, on the pseudo-terminal whose
+    /// slave is `terminal` (``openPseudoTerminal()``): in a new session whose controlling
+    /// terminal it is, with stdin, stdout and stderr on it, and `environment` set over this
+    /// process's own (e.g. `TERM`).
+    public static func spawn(_ arguments: [String], terminal: String, environment: [String: String]) throws(SystemError) -> pid_t {
+        var merged: [String: String] = [:]
+        var cursor = environ
+        while let entry = cursor.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") { merged[String(text[..<equals])] = String(text[text.index(after: equals)...]) }
+            cursor += 1
+        }
+        merged.merge(environment) { $1 }
+        return try spawn(arguments, setsid: true, environment: merged.map { "\($0.key)=\($0.value)" }) { actions in
+            // Opened after setsid (glibc runs it first), without O_NOCTTY: it becomes the
+            // session's controlling terminal.
+            posix_spawn_file_actions_addopen(&actions, 0, terminal, O_RDWR, 0)
+            posix_spawn_file_actions_adddup2(&actions, 0, 1)
+            posix_spawn_file_actions_adddup2(&actions, 0, 2)
+        }
+    }
+
+    private static func spawn(_ arguments: [String], setsid: Bool, environment: [String]?,
+                              files: (inout posix_spawn_file_actions_t) -> Void) throws(SystemError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input, 0)
-        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        files(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -164,16 +193,20 @@ extension Syscall {
         // signals, and a child inheriting that mask would ignore SIGTERM and SIGPIPE.
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD] { sigaddset(&defaults, s) }
+        for s in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGCHLD, SIGWINCH] { sigaddset(&defaults, s) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
         posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK) | (setsid ? csystem_spawn_setsid_flag() : 0))
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
+        defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        let status = envp == nil
+            ? posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+            : posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, &envp!)
         guard status == 0 else { throw SystemError(errno: status, call: "posix_spawn", context: arguments[0]) }
         return pid
     }

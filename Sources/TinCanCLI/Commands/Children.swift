@@ -38,6 +38,19 @@ final class Children: @unchecked Sendable {
         return pid
     }
 
+    /// Starts `program` on the pseudo-terminal whose slave is `terminal`, in a session of its
+    /// own, with `environment` over tincan's; its pid (also its session and process group).
+    func spawn(_ program: [String], terminal: String, environment: [String: String]) throws(SystemError) -> pid_t {
+        try startReaper()
+        let pid = try state.withLock { (state: inout State) throws(SystemError) -> pid_t in
+            let pid = try Syscall.spawn(program, terminal: terminal, environment: environment)
+            state.running[pid] = .some(nil)
+            return pid
+        }
+        started.signal()
+        return pid
+    }
+
     /// Calls `handler` with `pid`'s exit status once it ends (at once if it has), on the
     /// reaper's thread: keep it short.
     func whenEnded(_ pid: pid_t, _ handler: @escaping @Sendable (Int32) -> Void) {

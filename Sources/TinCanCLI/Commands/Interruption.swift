@@ -25,6 +25,8 @@ enum Interruption {
     }
 
     private static let cleanups = Locked<[Int: @Sendable () -> Void]>([:])
+    /// Called at each SIGWINCH (``onWindowChange(_:)``).
+    private static let windowChanges = Locked<[@Sendable () -> Void]>([])
     private static let nextID = Locked(0)
     /// The signal pipe, once the reader runs.
     private static let reader = Locked<Int32?>(nil)
@@ -41,6 +43,14 @@ enum Interruption {
         cleanups.withLock { $0[id] = cleanup }
         startReader()
         return Handle(id: id)
+    }
+
+    /// Calls `handler` on the signal thread each time the terminal's window size changes
+    /// (SIGWINCH), from now on.
+    static func onWindowChange(_ handler: @escaping @Sendable () -> Void) {
+        windowChanges.withLock { $0.append(handler) }
+        startReader()
+        _ = try? Syscall.signalPipe([SIGWINCH])
     }
 
     private static func startReader() {
@@ -66,6 +76,10 @@ enum Interruption {
             while let number = Syscall.takeSignal(from: fd) {
                 if number == SIGUSR1 {
                     Console.note(Statistics.line())
+                    continue
+                }
+                if number == SIGWINCH {
+                    for handler in windowChanges.withLock({ $0 }) { handler() }
                     continue
                 }
                 // A cleanup may end the run on the main thread (a closed socket ends a

@@ -26,6 +26,9 @@ enum ProgramSession {
     /// kernel carries the bytes), a TLS one (or one with bytes read ahead) is bridged by a relay.
     static func run(_ program: [String], connection: Connection, settings: StreamSettings, peer: String, level: Int = 1) throws {
         Interruption.install()  // a signal ends the program too
+        if let pty = settings.pty {
+            return try run(program, over: HandOver.transport(connection), on: pty, settings: settings, peer: peer, level: level)
+        }
         switch connection {
         case .plain(let fd, let readAhead) where readAhead.isEmpty:
             try run(program, descriptor: fd, settings: settings, peer: peer, level: level)
@@ -38,6 +41,10 @@ enum ProgramSession {
     /// that fails is a failure.
     static func run(_ program: [String], descriptor fd: Int32, settings: StreamSettings, peer: String, level: Int = 1) throws(CommandError) {
         Interruption.install()  // a signal ends the program too
+        if let pty = settings.pty {
+            defer { Syscall.close(fd) }
+            return try run(program, over: DescriptorTransport(fd: fd), on: pty, settings: settings, peer: peer, level: level)
+        }
         let pid: Int32
         do throws(CommandError) { pid = try start(program, socket: fd) } catch {
             Syscall.close(fd)
@@ -113,6 +120,58 @@ enum ProgramSession {
         }
         if outcome == .idleTimeout {
             throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and ended \(program[0])", code: .timeout)
+        }
+        try conclude(program, status: status, settings: settings, peer: peer, level: level)
+    }
+
+    /// Runs `program` on a new pseudo-terminal (--pty) bridged to `transport` by a relay: the
+    /// client's window size framing is read, its end of stream hangs the terminal up, and the
+    /// session ends once the program and whatever it started closed the terminal (its last
+    /// output sent) and the peer ended. A program that fails is a failure.
+    private static func run(_ program: [String], over transport: any Transport, on pty: PtySettings, settings: StreamSettings,
+                            peer: String, level: Int) throws(CommandError) {
+        let master: Int32
+        let output: Int32
+        let pid: pid_t
+        do throws(SystemError) {
+            let made = try Syscall.openPseudoTerminal()
+            master = made.master
+            do throws(SystemError) {
+                try Syscall.setWindowSize(master, pty.size)
+                // The relay writes the client's bytes through a descriptor of its own.
+                output = try Syscall.duplicate(master)
+            } catch {
+                Syscall.close(master)
+                throw error
+            }
+            do throws(SystemError) {
+                pid = try Children.shared.spawn(program, terminal: made.slave, environment: ["TERM": pty.term])
+            } catch {
+                Syscall.close(master)
+                Syscall.close(output)
+                throw error
+            }
+        } catch {
+            transport.abort()
+            throw CommandError("cannot run \(program[0]) on a terminal: \(error.reason)")
+        }
+        let terminal = ProgramTerminal(master: master, session: pid, capacity: Relay.chunkSize)
+        var options = Relay.Options()
+        options.ending.programSide = true
+        options.ending.idleTimeout = settings.relay.ending.idleTimeout
+        options.terminal = terminal
+        let relay = Relay(transport: transport, input: master, output: output, options: options)
+        let outcome = relay.run()
+        transport.abort()
+        terminal.hangUp()  // the session is over: a program still running hears it
+        let status = Children.shared.wait(pid)
+        Syscall.close(output)
+        Syscall.close(master)
+        if case .failed(let reason, let code) = outcome {
+            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)", code: code)
+        }
+        if outcome == .idleTimeout {
+            throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and hung up \(program[0])", code: .timeout)
         }
         try conclude(program, status: status, settings: settings, peer: peer, level: level)
     }

@@ -15,8 +15,11 @@ struct Session {
         if !settings.script.isEmpty {
             try StreamScript(script: settings.script, transport: transport, settings: settings, log: log).run()
         }
-        let relay = Relay(transport: transport, input: 0, output: 1, options: settings.relay)
+        // --raw: keystrokes come through the raw terminal's pump; its modes come back at the end.
+        let raw = try settings.raw.map { (raw) throws(CommandError) in try RawTerminal(raw) }
+        let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: settings.relay)
         let outcome = relay.run()
+        raw?.finish()
         log?.relayed(sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
                      firstByte: relay.firstByte.withLock { $0 })
         if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote {

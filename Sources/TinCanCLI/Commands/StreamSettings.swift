@@ -30,6 +30,10 @@ struct StreamSettings {
     /// --handshake-timeout: how long a listener's client has for its TLS handshake.
     let handshakeTimeout: Duration
     static let handshakeTimeoutDefault: Duration = .seconds(30)
+    /// --pty: the program runs on a pseudo-terminal made this way.
+    let pty: PtySettings?
+    /// --raw: this terminal is the remote program's.
+    let raw: RawSettings?
 
     /// How long a TLS client (or a client through a proxy) holds its end of stream after the
     /// end of stdin while nothing arrives, unless the server closes first, --half-close, -q or
@@ -75,12 +79,15 @@ struct StreamSettings {
         if !liveness.isEmpty, args.has(.unix) || args.has(.udp) {
             throw UsageError("--\(args.has(.keepalive) ? "keepalive" : "user-timeout") is for TCP connections: not with \(args.has(.unix) ? "--unix" : "-u")", command: args.command.name)
         }
+        pty = try PtySettings.parse(args)
+        raw = try RawSettings.parse(args)
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has(.noShutdown)
         relay.ending.quitAfterEOF = args.duration(.quitAfterEof)
         relay.ending.waitAfterEOF = args.duration(.wait)
         relay.ending.idleTimeout = args.duration(.idleTimeout)
-        relay.ending.inputIsTerminal = Syscall.isTerminal(0)
+        relay.ending.inputIsTerminal = Syscall.isTerminal(0) || args.has(.raw)
+        if args.has(.raw) { relay.ending.quitAfterEOF = .zero }  // the terminal's end, or ~., ends the session
         let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
         if tlsClient { relay.ending.hold = StreamSettings.hold(args) }
         relay.crlf = args.has(.crlf)

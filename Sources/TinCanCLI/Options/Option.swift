@@ -19,6 +19,7 @@ public enum Option: String, CaseIterable, Sendable {
     case deny
     case dscp
     case echo
+    case escape
     case exec
     case expect
     case expectTimeout = "expect-timeout"
@@ -58,6 +59,7 @@ public enum Option: String, CaseIterable, Sendable {
     case message
     case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
+    case noWindowSize = "no-window-size"
     case parallel
     case pin
     case preferIPv4 = "prefer-ipv4"
@@ -68,7 +70,11 @@ public enum Option: String, CaseIterable, Sendable {
     case proxyProtocol = "proxy-protocol"
     case proxyType = "proxy-type"
     case proxyUser = "proxy-user"
+    case pty
+    case ptySize = "pty-size"
+    case ptyTerm = "pty-term"
     case quitAfterEof = "quit-after-eof"
+    case raw
     case rcvbuf
     case requireClientCert = "require-client-cert"
     case send

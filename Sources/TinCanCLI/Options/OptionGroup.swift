@@ -4,6 +4,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
     case connection = "connection"
     case relay = "proxies and relays"
     case io = "input and output"
+    case terminal = "terminals"
     case tls = "TLS"
     case scripting = "scripting"
     case reporting = "reporting"
@@ -19,6 +20,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         case .quitAfterEof, .idleTimeout, .sendTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
              .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format:
             .io
+        case .pty, .ptyTerm, .ptySize, .raw, .escape, .noWindowSize:
+            .terminal
         case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls, .xmpphost:
             .tls
         case .send, .expect, .expectTimeout:

@@ -91,8 +91,21 @@ public enum OptionTable {
                 help: "Run PROG with ARGS (split on spaces, no shell) \(each), its stdin and stdout on the connection; a program that fails (non-zero status) makes tincan fail."),
             OptionSpec(.shExec, short: "c", value: .command, valueName: "\"COMMAND\"",
                 help: "Run COMMAND with /bin/sh -c \(each), its stdin and stdout on the connection."),
+            OptionSpec(.pty, help: "Run the --exec or --sh-exec program on a new pseudo-terminal (socat's EXEC:...,pty,setsid,ctty): a session of its own with the terminal as its controlling terminal and as stdin, stdout and stderr, sane modes, TERM and a window size, so shells edit lines, Ctrl-C and job control work and full-screen programs draw. A `tincan connect --raw` client's window size follows its terminal. The peer's end of stream hangs the terminal up (SIGHUP to the program's session); everything the program writes until it ends reaches the peer."),
+            OptionSpec(.ptyTerm, value: .text, valueName: "TERM", default: "$TERM, else xterm-256color",
+                help: "With --pty: the TERM the program gets."),
+            OptionSpec(.ptySize, value: .text, valueName: "COLSxROWS", default: "80x24",
+                help: "With --pty: the terminal's window size until the client sends its own."),
         ]
     }
+
+    /// This terminal as the remote program's: connect and tls.
+    static let rawTerminal: [OptionSpec] = [
+        OptionSpec(.raw, help: "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). To a `tincan --pty` peer the window size is sent at the start and at each resize (telnet NAWS framing), unless --no-window-size."),
+        OptionSpec(.escape, value: .text, valueName: "CHAR|none", default: "~",
+            help: "With --raw: the escape character; CHAR then . after a newline quits, CHAR twice sends it once. A control character as ^X (e.g. ^]); none for no escape."),
+        OptionSpec(.noWindowSize, help: "With --raw: send nothing but keystrokes (no window size framing), for a peer other than `tincan --pty`."),
+    ]
 
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
@@ -154,7 +167,7 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream + programs(each: "once connected") + [tlsFlag] + tlsClient + tlsControls + probing + [
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + [
             OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
             OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
             OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
@@ -167,6 +180,7 @@ public enum OptionTable {
             ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
             ("tincan connect --sh-exec 'printf \"QUIT\\r\\n\"; cat >&2' mail.example 25", "Hand the connection to a program (ncat's -e, socat's EXEC): its stdout goes to the server, the server's replies to its stdin."),
             ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
+            ("tincan connect --raw 127.0.0.1 7000", "Use a remote --pty shell from this terminal: Ctrl-C, arrows, vi and top work, its window size follows this one, ~. quits."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("printf 'ping\\n' | tincan connect -u -w 1s 127.0.0.1 7007", "UDP as nc -u: send a line, print the replies, quit 1 s after the last."),
             ("tincan connect -z -u -v 127.0.0.1 53,123,161", "Probe UDP ports: closed (ICMP port unreachable), open (a reply) or open|filtered."),
@@ -180,7 +194,7 @@ public enum OptionTable {
             ("ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80", "The proxy from the environment, as curl reads it; -v says which was chosen and why."),
         ],
         exitCodes: ExitCode.allCases,
-        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .idleTimeout, .crlf, .exec, .shExec, .tls, .ca, .servername, .insecure, .starttls, .send, .expect, .json, .timing, .hex],
+        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure, .starttls, .send, .expect, .json, .timing],
         run: { args in
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
@@ -270,6 +284,7 @@ public enum OptionTable {
             ("tincan listen -k 127.0.0.1 5432 --forward db.example:5432 --forward-tls --forward-ca ca.pem", "TLS origination: plain local clients, a verified TLS connection to the server."),
             ("tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2", "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
+            ("tincan listen --pty --exec '/bin/bash -i' 127.0.0.1 7000", "A shell on a terminal of its own for one client, on loopback only; use it with tincan connect --raw."),
             ("tincan listen -u 9000", "Talk UDP with the first peer that sends, as nc -u -l."),
             ("tincan listen -u -k -f json 127.0.0.1 5514", "Collect datagrams from many peers, each line of JSON naming its sender."),
             ("tincan listen -u -k --exec /bin/cat 7007", "A UDP echo server: a program per peer, ended when the peer is quiet for 60 s."),
@@ -291,7 +306,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing,
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing + rawTerminal,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),

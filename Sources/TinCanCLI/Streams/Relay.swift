@@ -19,6 +19,11 @@ final class Relay: @unchecked Sendable {
         var progress: ProgressMeter?
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
+        /// The other end is a program on a pseudo-terminal (`--pty`): the client's window size
+        /// framing is taken out of what it sends, the peer's end of stream hangs the terminal
+        /// up instead of closing the program's stdin, and the terminal's end (EIO once the
+        /// program and everything it started closed it) is the end of input.
+        var terminal: ProgramTerminal?
     }
 
     typealias Outcome = SessionEnding.Outcome
@@ -120,8 +125,12 @@ final class Relay: @unchecked Sendable {
             if actions.finish != nil { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
         }
         if actions.closeOutput {
-            Syscall.close(output)
-            closedOutput.store(true, ordering: .releasing)
+            if let terminal = options.terminal {
+                terminal.hangUp()
+            } else {
+                Syscall.close(output)
+                closedOutput.store(true, ordering: .releasing)
+            }
         }
         if actions.finish != nil {
             finished.signal()
@@ -169,7 +178,7 @@ final class Relay: @unchecked Sendable {
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
     /// plain descriptor.
-    private var splicing: Bool { options.hex == nil && !options.crlf && transport.descriptor != nil }
+    private var splicing: Bool { options.hex == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
 
     private func networkToOutput() {
         defer { networkLoopDone.signal() }
@@ -190,12 +199,22 @@ final class Relay: @unchecked Sendable {
                 peerEnded()
                 return
             }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+            var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             options.hex?.dump(chunk, .received)
             received(n)
+            if let terminal = options.terminal {
+                chunk = terminal.decode(chunk)
+                // The program's terminal is gone (EIO): what still comes is read and dropped,
+                // so the peer's end is still heard while the program's last output drains.
+                if terminal.isClosed { continue }
+            }
             do throws(SystemError) {
                 try Syscall.writeAll(output, chunk, isSocket: false)
             } catch {
+                if let terminal = options.terminal, error.errno == EIO {
+                    terminal.markClosed()
+                    continue
+                }
                 outputFailed(error)
                 return
             }
@@ -214,6 +233,10 @@ final class Relay: @unchecked Sendable {
             do throws(SystemError) {
                 n = try Syscall.readWaiting(input, into: buffer)
             } catch {
+                if options.terminal != nil && error.errno == EIO {
+                    inputEnded()  // every holder of the terminal closed it: the program's end
+                    return
+                }
                 report(.failed("reading stdin failed: \(error.lowercaseReason)"))
                 return
             }

@@ -24,8 +24,9 @@ final class Reaper: @unchecked Sendable {
         socket.setDelegate(nil, delegateQueue: nil)
         do {
             let connection = try HandOver.take(socket, peer: peer)
-            guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty else {
-                // Bytes already read from it must reach the program first: bridge it instead.
+            guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty, settings.pty == nil else {
+                // Bytes already read from it must reach the program first, or it runs on a
+                // terminal (--pty): bridge it instead.
                 try Syscall.startThread { [self] in
                     defer { gate.closed() }
                     do { try ProgramSession.run(program, connection: connection, settings: settings, peer: peer, level: 2) } catch {

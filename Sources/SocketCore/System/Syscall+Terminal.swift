@@ -1,0 +1,65 @@
+import CSystem
+import Glibc
+
+/// A terminal's window size, in character cells.
+public struct WindowSize: Equatable, Sendable {
+    public var columns: UInt16
+    public var rows: UInt16
+
+    public init(columns: UInt16, rows: UInt16) {
+        self.columns = columns
+        self.rows = rows
+    }
+}
+
+extension Syscall {
+    /// A new pseudo-terminal: its master (close-on-exec) and the path of its slave, for
+    /// ``spawn(_:terminal:environment:)``.
+    public static func openPseudoTerminal() throws(SystemError) -> (master: Int32, slave: String) {
+        var master: Int32 = -1
+        var name = [CChar](repeating: 0, count: 128)
+        let code = csystem_open_pty(&master, &name, UInt(name.count))
+        guard code == 0 else { throw SystemError(errno: code, call: "posix_openpt") }
+        let slave = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return (master, slave)
+    }
+
+    /// Sets the window size of the terminal `fd` (a pseudo-terminal's master sets its slave's);
+    /// the program in its foreground gets SIGWINCH when it changes.
+    public static func setWindowSize(_ fd: Int32, _ size: WindowSize) throws(SystemError) {
+        guard csystem_set_window_size(fd, size.columns, size.rows) == 0 else { throw SystemError(errno: errno, call: "ioctl", context: "TIOCSWINSZ") }
+    }
+
+    /// The window size of the terminal `fd`, or nil if it is not a terminal or has none set.
+    public static func windowSize(_ fd: Int32) -> WindowSize? {
+        var columns: UInt16 = 0
+        var rows: UInt16 = 0
+        guard csystem_window_size(fd, &columns, &rows) == 0, columns > 0, rows > 0 else { return nil }
+        return WindowSize(columns: columns, rows: rows)
+    }
+
+    /// The modes of the terminal `fd` (to restore later), or nil if it is not a terminal.
+    public static func terminalModes(_ fd: Int32) -> termios? {
+        var modes = termios()
+        return tcgetattr(fd, &modes) == 0 ? modes : nil
+    }
+
+    /// Sets the modes of the terminal `fd` (after output already written has gone out).
+    public static func setTerminalModes(_ fd: Int32, _ modes: termios) throws(SystemError) {
+        var modes = modes
+        try retrying("tcsetattr") { tcsetattr(fd, TCSADRAIN, &modes) }
+    }
+
+    /// `modes` made raw, as cfmakeraw(3) does: no echo, no line editing, no signals from keys
+    /// (Ctrl-C is a byte), no output processing; reads return each byte as it comes.
+    public static func rawModes(_ modes: termios) -> termios {
+        var raw = modes
+        cfmakeraw(&raw)
+        return raw
+    }
+
+    /// Sends `signal` to process group `group`.
+    public static func signalGroup(_ group: pid_t, _ signal: Int32) {
+        _ = kill(-group, signal)
+    }
+}

@@ -1,0 +1,180 @@
+import SocketCore
+
+/// The window size of a `--raw` client, carried in-band to a `--pty` peer as telnet does it
+/// (RFC 854 framing, the NAWS option of RFC 1073), and only when both ends opted in.
+///
+/// The client opens its stream with `IAC WILL NAWS`, then sends `IAC SB NAWS <width> <height>
+/// IAC SE` (16-bit, network order, a 255 in them doubled) at the start and at each resize; a 255
+/// in the user's bytes is sent as `IAC IAC`. A `--pty` server reads the framing only when its
+/// stream opens with exactly `IAC WILL NAWS`: any other opening is the user's bytes, untouched
+/// (a plain `nc` client types into the program as it would into a pipe). Nothing ever goes the
+/// other way: the program's output reaches the client as it is.
+enum WindowSizeFraming {
+    static let iac: UInt8 = 255
+    static let will: UInt8 = 251
+    static let wont: UInt8 = 252
+    static let `do`: UInt8 = 253
+    static let dont: UInt8 = 254
+    static let sb: UInt8 = 250
+    static let se: UInt8 = 240
+    static let naws: UInt8 = 31
+
+    /// What a client sends first: it will frame its window size.
+    static let opening: [UInt8] = [iac, will, naws]
+
+    /// The subnegotiation that carries `size`.
+    static func message(_ size: WindowSize) -> [UInt8] {
+        var bytes: [UInt8] = [iac, sb, naws]
+        for value in [size.columns, size.rows] {
+            for byte in [UInt8(value >> 8), UInt8(value & 0xff)] {
+                bytes.append(byte)
+                if byte == iac { bytes.append(iac) }
+            }
+        }
+        return bytes + [iac, se]
+    }
+}
+
+/// A `--raw` client's keystrokes on their way out: the local escape (`~.` after a newline quits,
+/// as ssh's; `~~` sends one `~`) and, when the window size is framed, a 255 doubled. Pure: the
+/// pump feeds it what the terminal gave.
+struct KeyboardFilter {
+    /// The escape character, or nil for none (`--escape none`).
+    let escape: UInt8?
+    /// Whether 255 must be doubled (the stream carries ``WindowSizeFraming``).
+    let framed: Bool
+    private var atLineStart = true
+    private var escapePending = false
+
+    init(escape: UInt8?, framed: Bool) {
+        self.escape = escape
+        self.framed = framed
+    }
+
+    /// Appends to `out` what `input` sends; true when the user asked to quit (`~.`): nothing
+    /// after it is sent.
+    mutating func feed(_ input: UnsafeRawBufferPointer, into out: inout [UInt8]) -> Bool {
+        for byte in input {
+            if escapePending {
+                escapePending = false
+                if byte == UInt8(ascii: ".") { return true }
+                append(escape!, to: &out)
+                if byte == escape { continue }
+            } else if let escape, atLineStart, byte == escape {
+                escapePending = true
+                continue
+            }
+            append(byte, to: &out)
+            atLineStart = byte == 13 || byte == 10
+        }
+        return false
+    }
+
+    private func append(_ byte: UInt8, to out: inout [UInt8]) {
+        out.append(byte)
+        if framed && byte == WindowSizeFraming.iac { out.append(byte) }
+    }
+}
+
+/// The `--pty` side's reading of its client's stream: plain bytes unless it opens with
+/// ``WindowSizeFraming/opening``, then the framing taken out and each window size reported.
+/// Pure and incremental (a message may arrive split anywhere); writes into a buffer of its own,
+/// made once, so the relay's hot path allocates nothing.
+struct WindowSizeDecoder: ~Copyable {
+    private enum State {
+        /// The first bytes, matched against the opening so far.
+        case opening(matched: Int)
+        /// No framing: bytes pass as they are.
+        case plain
+        case data
+        case iac
+        /// After WILL, WONT, DO or DONT: the option byte, ignored.
+        case option
+        /// Inside a subnegotiation: its bytes so far (option first).
+        case sub
+        case subIAC
+    }
+
+    private var state = State.opening(matched: 0)
+    private var sub: [UInt8] = []
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// At most this many bytes per ``decode(_:)``.
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        buffer = .allocate(byteCount: capacity + WindowSizeFraming.opening.count, alignment: 16)
+        sub.reserveCapacity(16)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Whether the stream carries the framing (known once its first bytes came).
+    var isFramed: Bool {
+        switch state {
+        case .opening, .plain: false
+        default: true
+        }
+    }
+
+    /// The user's bytes in `input` (valid until the next call) and the last window size it
+    /// carried, if any.
+    mutating func decode(_ input: UnsafeRawBufferPointer) -> (bytes: UnsafeRawBufferPointer, size: WindowSize?) {
+        if case .plain = state { return (input, nil) }
+        var count = 0
+        var size: WindowSize?
+        func emit(_ byte: UInt8) {
+            buffer[count] = byte
+            count += 1
+        }
+        for byte in input {
+            switch state {
+            case .opening(let matched):
+                if byte == WindowSizeFraming.opening[matched] {
+                    state = matched + 1 == WindowSizeFraming.opening.count ? .data : .opening(matched: matched + 1)
+                } else {
+                    // Not the framing: what was held back is data, and so is the rest.
+                    for held in WindowSizeFraming.opening[..<matched] { emit(held) }
+                    emit(byte)
+                    state = .plain
+                }
+            case .plain:
+                emit(byte)
+            case .data:
+                if byte == WindowSizeFraming.iac { state = .iac } else { emit(byte) }
+            case .iac:
+                switch byte {
+                case WindowSizeFraming.iac:
+                    emit(byte)
+                    state = .data
+                case WindowSizeFraming.will, WindowSizeFraming.wont, WindowSizeFraming.do, WindowSizeFraming.dont:
+                    state = .option
+                case WindowSizeFraming.sb:
+                    sub.removeAll(keepingCapacity: true)
+                    state = .sub
+                default:
+                    state = .data  // a command without an option (NOP, ...): nothing to do
+                }
+            case .option:
+                state = .data
+            case .sub:
+                if byte == WindowSizeFraming.iac {
+                    state = .subIAC
+                } else if sub.count < 16 {  // bounded: a runaway subnegotiation is dropped
+                    sub.append(byte)
+                }
+            case .subIAC:
+                if byte == WindowSizeFraming.se {
+                    if sub.count == 5, sub[0] == WindowSizeFraming.naws {
+                        size = WindowSize(columns: UInt16(sub[1]) << 8 | UInt16(sub[2]), rows: UInt16(sub[3]) << 8 | UInt16(sub[4]))
+                    }
+                    state = .data
+                } else {
+                    if sub.count < 16 { sub.append(byte) }  // IAC IAC inside: one 255
+                    state = .sub
+                }
+            }
+        }
+        return (UnsafeRawBufferPointer(rebasing: buffer[0..<count]), size)
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `--pty`: the program of `--exec`/`--sh-exec` on a pseudo-terminal of its own, on listen (one
+/// client, -k, TLS) and connect, with clients that are not terminals: what the program sees,
+/// the window size framing, its last line, and its exit status.
+final class PtyExecTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// A python client: connects, and for each step waits until what arrived contains its
+    /// text, then sends its bytes; then reads until the server closes, keeping its own end open
+    /// (a half-close would hang the terminal up), and prints what arrived.
+    private func pythonClient(port: UInt16, steps: [(waitFor: String, send: [UInt8])] = [], runs: Int = 1, tls: Bool = false) throws -> Tool {
+        let plan = steps.map { "\($0.waitFor.utf8.map { String(format: "%02x", $0) }.joined()):\($0.send.map { String(format: "%02x", $0) }.joined())" }
+        return try Tool(["python3", "-c", """
+            import socket, ssl, sys
+            port, runs, tls = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+            steps = [tuple(bytes.fromhex(x) for x in step.split(":")) for step in sys.argv[4:]]
+            for _ in range(runs):
+                s = socket.create_connection(("127.0.0.1", port), timeout=20)
+                if tls:
+                    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+                    s = ctx.wrap_socket(s)
+                got = b""
+                for wait, data in steps:
+                    while wait not in got:
+                        b = s.recv(65536)
+                        if not b: break
+                        got += b
+                    s.sendall(data)
+                while True:
+                    b = s.recv(65536)
+                    if not b: break
+                    got += b
+                sys.stdout.write(got.decode("utf-8", "replace") + "\\n--end--\\n"); sys.stdout.flush()
+                s.close()
+            """, String(port), String(runs), tls ? "1" : "0"] + plan, program: "/usr/bin/env")
+    }
+
+    func testTheProgramHasATerminalItsSizeTermAndItsExitStatus() throws {
+        let (listener, port) = try Tool.listener(["--pty", "--pty-size", "132x43", "--pty-term", "vt220",
+                                                  "--sh-exec", "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 2 && echo all-terminals; exit 3"])
+        defer { listener.stop() }
+        let client = try pythonClient(port: port)
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        let out = client.stdoutText
+        XCTAssertTrue(out.contains("/dev/pts/"), out)
+        XCTAssertTrue(out.contains("43 132\r\n"), "the size given, and ONLCR on: \(out)")
+        XCTAssertTrue(out.contains("TERM=vt220"), out)
+        XCTAssertTrue(out.contains("all-terminals"), out)
+        XCTAssertEqual(listener.wait(), 1, "the program's failure is tincan's")
+        XCTAssertTrue(listener.stderrText.contains("exited with status 3"), listener.stderrText)
+    }
+
+    func testAFramedClientsWindowSizeReachesTheProgramAndItsBytesArriveWhole() throws {
+        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", "stty raw -echo; echo ready; head -c 4 | od -An -tx1; stty size; head -c 1 >/dev/null; stty size"])
+        defer { listener.stop() }
+        // The opening, a size, four bytes with a 255 doubled; then a new size and one byte:
+        // the program reads exactly its bytes, and each size in turn.
+        let first: [UInt8] = [255, 251, 31, 255, 250, 31, 0, 100, 0, 30, 255, 240] + [65, 255, 255, 66, 13]
+        let second: [UInt8] = [255, 250, 31, 0, 120, 0, 40, 255, 240, 46]
+        let client = try pythonClient(port: port, steps: [("ready", first), ("30 100", second)])
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        let lines = client.stdoutText.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertEqual(Array(lines.prefix(4)), ["ready", "41 ff 42 0d", "30 100", "40 120"], client.stdoutText)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+    }
+
+    func testAClientWithoutTheFramingTypesIntoTheProgramUntouched() throws {
+        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", "stty raw -echo; echo ready; head -c 5 | od -An -tx1"])
+        defer { listener.stop() }
+        let client = try pythonClient(port: port, steps: [("ready", [255, 251, 32, 65, 66])])
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertTrue(client.stdoutText.contains("ff fb 20 41 42"), client.stdoutText)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+    }
+
+    /// The last line a program prints as it exits arrives, every time.
+    func testTheLastLineArrivesEveryTime() throws {
+        let (listener, port) = try Tool.listener(["-k", "--pty", "--sh-exec", "seq 1 200 | tr '\\n' ' '; echo; echo the-last-line"])
+        defer { listener.stop() }
+        let client = try pythonClient(port: port, runs: 100)
+        XCTAssertEqual(client.wait(timeout: .seconds(120)), 0, client.stderrText)
+        let runs = client.stdoutText.components(separatedBy: "--end--").dropLast()
+        XCTAssertEqual(runs.count, 100)
+        XCTAssertEqual(runs.filter { $0.contains("199 200 \r\nthe-last-line\r\n") }.count, 100, runs.first(where: { !$0.contains("the-last-line") }) ?? "")
+    }
+
+    /// The peer's end of stream hangs the terminal up: the program gets SIGHUP.
+    func testThePeersEndHangsTheTerminalUp() throws {
+        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", "trap 'echo hung-up >&2; exit 7' HUP; echo ready; while :; do sleep 0.1; done"])
+        defer { listener.stop() }
+        let client = try Tool(["connect", "127.0.0.1", String(port)])
+        waitUntil("the program's first line") { client.stdoutText.contains("ready") }
+        client.closeInput()
+        XCTAssertEqual(listener.wait(), 1, listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("exited with status 7"), listener.stderrText)
+        _ = client.wait()
+    }
+
+    /// TLS and -k: 20 sessions at once, each on a terminal of its own.
+    func testTwentyTLSSessionsAtOnceEachOnItsOwnTerminal() throws {
+        let (listener, port) = try Tool.listener(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+                                                  "--pty", "--sh-exec", "sleep 0.5; tty"])
+        defer { listener.stop() }
+        let clients = try (0..<20).map { _ in try pythonClient(port: port, tls: true) }
+        var terminals = Set<String>()
+        for client in clients {
+            XCTAssertEqual(client.wait(timeout: .seconds(60)), 0, client.stderrText)
+            let line = client.stdoutText.split(separator: "\r\n").first.map(String.init) ?? ""
+            XCTAssertTrue(line.hasPrefix("/dev/pts/"), client.stdoutText)
+            terminals.insert(line)
+        }
+        XCTAssertEqual(terminals.count, 20, "each session its own terminal, all at once: \(terminals)")
+    }
+
+    func testConnectRunsTheProgramOnATerminalToo() throws {
+        let (server, port) = try Tool.server(["python3", "-c", """
+            import socket
+            s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); print(s.getsockname()[1], flush=True)
+            c, _ = s.accept(); got = b""
+            while True:
+                b = c.recv(4096)
+                if not b: break
+                got += b
+            print(got.decode(), flush=True)
+            """])
+        defer { server.stop() }
+        let r = try Tool.run(["connect", "--pty", "--sh-exec", "tty; stty size", "127.0.0.1", String(port)])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(server.wait(), 0)
+        XCTAssertTrue(server.stdoutText.contains("/dev/pts/") && server.stdoutText.contains("24 80"), server.stdoutText)
+    }
+}
