@@ -259,6 +259,13 @@ int csystem_tcp_dead(int fd) {
     return unread == 0;
 }
 
+int csystem_tcp_closed(int fd) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return 0;
+    return info.tcpi_state == TCP_CLOSE;
+}
+
 int csystem_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
 int csystem_epoll_control(int epfd, int op, int fd, int readable, int writable, unsigned long long token) {

@@ -27,6 +27,10 @@ int csystem_tcp_quiet(int fd, unsigned int *received, unsigned int *sent);
 /// long as we have not ended our side) and nothing is left in its receive queue; 0 otherwise.
 int csystem_tcp_dead(int fd);
 
+/// 1 when TCP_INFO says the connection `fd` is closed (TCP_CLOSE: a reset, while our side is
+/// open), whatever is still queued for reading; 0 otherwise.
+int csystem_tcp_closed(int fd);
+
 /// epoll_create1(EPOLL_CLOEXEC): a new epoll set, or -1 with errno set.
 int csystem_epoll_create(void);
 /// epoll_ctl(2): `op` 0 adds, 1 modifies, 2 deletes `fd`; `readable`/`writable` choose EPOLLIN

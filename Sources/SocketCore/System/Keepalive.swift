@@ -65,4 +65,10 @@ extension Syscall {
     public static func connectionIsDead(_ fd: Int32) -> Bool {
         csystem_tcp_dead(fd) == 1
     }
+
+    /// True when `fd` is a TCP connection the kernel has closed (TCP_CLOSE): while our side is
+    /// open, the peer reset it. Bytes that arrived before the reset may still be queued.
+    public static func connectionWasReset(_ fd: Int32) -> Bool {
+        csystem_tcp_closed(fd) == 1
+    }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 
 extension AsyncSocket {
     /// Starts TLS once the reads and writes queued before this call are done (a barrier, as in
@@ -119,11 +120,28 @@ extension AsyncSocket {
                     connection?.resumeWrite()
                     return
                 case .wantRead:
+                    if session.isServer, let fd = connection?.fd, AsyncSocket.resetBeforeApplicationData(fd) {
+                        // Nothing it sent can be application data, and nothing can reach it:
+                        // the handshake's remaining work (keys, tickets, alerts) is for nobody.
+                        closeWithError(.system(SystemError(errno: ECONNRESET, call: "recv", context: "the client reset the connection during its TLS handshake")))
+                        return
+                    }
                     guard receiveCiphertext() else { return }
                 }
             }
         } catch {
             closeWithError(.tls(error))
+        }
+    }
+
+    /// Whether a client in its handshake reset the connection with nothing queued that could
+    /// be application data: at most one record besides ChangeCipherSpec (its Finished, or a
+    /// ClientHello). One TCP_INFO per step while the connection lives; the peek only after a reset.
+    static func resetBeforeApplicationData(_ fd: Int32) -> Bool {
+        guard Syscall.connectionWasReset(fd) else { return false }
+        return withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { buffer in
+            guard let n = try? Syscall.peek(fd, into: buffer) else { return true }  // nothing queued
+            return n < buffer.count && TLSRecords.holdAtMostOneHandshakeRecord(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
     }
 

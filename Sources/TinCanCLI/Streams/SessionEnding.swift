@@ -17,7 +17,7 @@ struct SessionEnding: Sendable {
         ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),
         ("the peer resets, or answers bytes sent after it closed with a reset", "done, what arrived is on stdout, the reason named", "1"),
         ("one side of a relay (`listen --forward`) resets, or a relay's write to it fails", "the other side is reset too (RST; over TLS no close_notify): a cut never reaches anyone as an end of stream (a reset that a write met first, such as the session tickets sent as a TLS handshake ends, is still a reset)", ""),
-        ("a TLS client of `listen --forward` resets right after its handshake, having sent nothing", "no upstream is dialled for it (nobody is left to answer), as haproxy does for a client that aborts before the connect", ""),
+        ("a TLS client of `listen --forward` resets during or right after its handshake, having sent nothing (queued: at most its Finished)", "its handshake is not finished (no keys, tickets or alerts for nobody) and no upstream is dialled for it (nobody is left to answer), as haproxy does for a client that aborts before the connect", ""),
         ("stdout fails: a full disk, closed (`>&-`), its reader left (`head`)", "done: `writing to stdout failed: ...`", "1"),
         ("a TLS server ends without close_notify (tincan is the client)", "between two records: an end, which `-v` and `--json` (`peer_end`) call possibly incomplete, as many servers skip close_notify; in the middle of a record: data was cut", "0 / 1"),
         ("a TLS client ends without close_notify (tincan is the server)", "not a finished transfer: a killed client ends the same way", "1"),

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import SocketCore
 import Synchronization
 
@@ -185,6 +186,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                     return report(line, code: nil, kind: .gone)
                 }
                 reachUpstream(client, secured: socket, quick: quick)
+            case .failure(.system(let reset)) where reset.errno == ECONNRESET:
+                // Reset during its handshake: nobody is left to answer, as after it.
+                socket.disconnect()
+                let line = "\(peer): the client reset the connection during its TLS handshake; no upstream dialled"
+                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
+                report(line, code: nil, kind: .gone)
             case .failure(let error):
                 socket.disconnect()
                 let line = TLSOptions.explain(error, peer: peer).message + "; closed the client"
