@@ -1,3 +1,5 @@
+import SocketCore
+
 /// Entry points for the fuzz targets in `Fuzz/` (a package of its own, which sees only public
 /// API): each feeds untrusted bytes to one of the CLI's internal parsers, and traps when an
 /// invariant does not hold, so the fuzzer reports it as a finding.
@@ -38,5 +40,38 @@ public enum Fuzzing {
     public static func portList(_ text: String) {
         guard let ports = try? PortList.parse(text, command: "connect") else { return }
         precondition(Set(ports).count == ports.count && !ports.contains(0), "a port twice, or port 0")
+    }
+
+    /// The window size framing of `--raw`/`--pty`: a stream decodes to the same bytes and the
+    /// same last size whole and in pieces (cut where its first byte says), never to more bytes
+    /// than it had plus the opening held back, and untouched unless it opens with the framing.
+    /// Keystrokes framed by the client (the rest of the input, 255s doubled) decode to themselves.
+    public static func windowSize(_ bytes: [UInt8]) {
+        func decode(_ input: [UInt8], piece: Int) -> ([UInt8], WindowSize?, Bool) {
+            var decoder = WindowSizeDecoder(capacity: 4096)
+            var out: [UInt8] = []
+            var size: WindowSize?
+            var offset = 0
+            repeat {
+                let end = min(input.count, offset + piece)
+                let (chunk, found) = input[offset..<end].withUnsafeBytes { decoder.decode($0) }
+                precondition(chunk.count <= end - offset + WindowSizeFraming.opening.count, "more bytes out than in")
+                out += chunk
+                size = found ?? size
+                offset = end
+            } while offset < input.count
+            return (out, size, decoder.isFramed)
+        }
+        let whole = decode(bytes, piece: max(1, bytes.count))
+        let pieces = decode(bytes, piece: max(1, Int(bytes.first ?? 1) % 7))
+        precondition(whole.0 == pieces.0 && whole.1 == pieces.1, "pieces decode differently")
+        if !bytes.starts(with: WindowSizeFraming.opening) && bytes.count >= WindowSizeFraming.opening.count {
+            precondition(whole.0 == bytes && !whole.2, "a stream without the framing was changed")
+        }
+        var filter = KeyboardFilter(escape: nil, framed: true)
+        var framed = WindowSizeFraming.opening + WindowSizeFraming.message(WindowSize(columns: UInt16(bytes.count), rows: 24))
+        _ = bytes.withUnsafeBytes { filter.feed($0, into: &framed) }
+        let typed = decode(framed, piece: max(1, Int(bytes.last ?? 1) % 5))
+        precondition(typed.0 == bytes && typed.1 == WindowSize(columns: UInt16(bytes.count), rows: 24), "framed keystrokes did not come back")
     }
 }

@@ -86,8 +86,10 @@ struct StreamSettings {
         relay.ending.quitAfterEOF = args.duration(.quitAfterEof)
         relay.ending.waitAfterEOF = args.duration(.wait)
         relay.ending.idleTimeout = args.duration(.idleTimeout)
-        relay.ending.inputIsTerminal = Syscall.isTerminal(0) || args.has(.raw)
-        if args.has(.raw) { relay.ending.quitAfterEOF = .zero }  // the terminal's end, or ~., ends the session
+        relay.ending.inputIsTerminal = Syscall.isTerminal(0)
+        // --raw on a terminal: ~. (or the terminal's end) ends the session at once; from a pipe
+        // the end of input is an end of input, and replies are still awaited.
+        if args.has(.raw) && relay.ending.inputIsTerminal { relay.ending.quitAfterEOF = .zero }
         let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
         if tlsClient { relay.ending.hold = StreamSettings.hold(args) }
         relay.crlf = args.has(.crlf)
