@@ -42,11 +42,15 @@ let package = Package(
             dependencies: ["TinCanCLI"],
             exclude: ["link"],
             swiftSettings: strict,
-            linkerSettings: [.unsafeFlags(
-                ["-use-ld=lld", "-L", staticRuntime, "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                 // The functions a start runs, side by side (scripts/startup-order makes the list).
-                 "-Xlinker", "--symbol-ordering-file=\(staticRuntime)/startup-order.txt", "-Xlinker", "--no-warn-symbol-ordering"],
-                .when(configuration: .release))]
+            linkerSettings: [
+                .unsafeFlags(
+                    [
+                        "-use-ld=lld", "-L", staticRuntime, "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                        // The functions a start runs, side by side (scripts/startup-order makes the list).
+                        "-Xlinker", "--symbol-ordering-file=\(staticRuntime)/startup-order.txt", "-Xlinker", "--no-warn-symbol-ordering",
+                    ],
+                    .when(configuration: .release))
+            ]
         ),
         // Helpers shared by the test targets (e.g. running a test inside a network namespace).
         .target(

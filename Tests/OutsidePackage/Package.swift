@@ -12,6 +12,6 @@ let package = Package(
             name: "OutsideUser",
             dependencies: [.product(name: "SocketCore", package: "tincan")],
             swiftSettings: [.treatAllWarnings(as: .error)]
-        ),
+        )
     ]
 )

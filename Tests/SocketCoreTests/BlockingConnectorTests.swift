@@ -22,12 +22,13 @@ final class BlockingConnectorTests: XCTestCase {
 
     private func trace(_ events: [ConnectAttemptEvent]) -> [String] {
         events.map { event in
-            let kind = switch event.kind {
-            case .started: "start"
-            case .connected: "connected"
-            case .failed(let error): "failed \(error.errno)"
-            case .abandoned: "abandoned"
-            }
+            let kind =
+                switch event.kind {
+                case .started: "start"
+                case .connected: "connected"
+                case .failed(let error): "failed \(error.errno)"
+                case .abandoned: "abandoned"
+                }
             return "\(kind) \(event.address)"
         }
     }
@@ -81,8 +82,12 @@ final class BlockingConnectorTests: XCTestCase {
             onEvent: { events.append($0) }, onLookup: { lookups.append("\($0.family)") })
         Syscall.close(fd)
         XCTAssertEqual(address, .loopbackIPv4(port: server.port))
-        XCTAssertEqual(trace(events), ["start [::1]:\(server.port)", "failed \(ECONNREFUSED) [::1]:\(server.port)",
-                                       "start 127.0.0.1:\(server.port)", "connected 127.0.0.1:\(server.port)"])
+        XCTAssertEqual(
+            trace(events),
+            [
+                "start [::1]:\(server.port)", "failed \(ECONNREFUSED) [::1]:\(server.port)",
+                "start 127.0.0.1:\(server.port)", "connected 127.0.0.1:\(server.port)",
+            ])
         XCTAssertEqual(lookups.count, 2)
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(5), "the refusal did not wait for the 10 s attempt delay")
     }

@@ -9,8 +9,10 @@ final class CocoaAsyncSocketDefaultsTests: XCTestCase {
     private struct BothFamilies: HostResolving {
         let port4: UInt16
         let port6: UInt16
-        func resolve(host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
-                     completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void) {
+        func resolve(
+            host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
+            completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
+        ) {
             queue.async { completion(.success([family == .ipv4 ? .loopbackIPv4(port: port4) : .loopbackIPv6(port: port6)])) }
         }
     }

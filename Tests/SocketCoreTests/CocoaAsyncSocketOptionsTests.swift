@@ -1,8 +1,9 @@
 import Dispatch
 import Glibc
-@testable import SocketCore
 import TestSupport
 import XCTest
+
+@testable import SocketCore
 
 /// The CocoaAsyncSocket options and callbacks no other test reached: pauseReceiving, enableReusePort,
 /// setTTL, bindToDevice (UDP and TCP), the write-timeout extension, socketDidSecure, and a TCP
@@ -56,8 +57,10 @@ final class CocoaAsyncSocketOptionsTests: XCTestCase {
         try socket.bind(port: 0)
         try socket.setTTL(9)  // on the open ones
         let (ttl, hops) = socket.perform {
-            (try? Syscall.getOption(socket.socket4FD, Int32(IPPROTO_IP), IP_TTL, as: Int32.self, name: "IP_TTL"),
-             try? Syscall.getOption(socket.socket6FD, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, as: Int32.self, name: "IPV6_UNICAST_HOPS"))
+            (
+                try? Syscall.getOption(socket.socket4FD, Int32(IPPROTO_IP), IP_TTL, as: Int32.self, name: "IP_TTL"),
+                try? Syscall.getOption(socket.socket6FD, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, as: Int32.self, name: "IPV6_UNICAST_HOPS")
+            )
         }
         XCTAssertEqual(ttl, 9)
         XCTAssertEqual(hops, 9)

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import SocketCore
 import TestSupport
 import XCTest
+
+@testable import SocketCore
 
 /// Happy Eyeballs on real test hosts: a private network namespace where
 /// - 198.18.0.1 has working IPv4 listeners,
@@ -56,8 +57,10 @@ struct HappyEyeballsScenarios {
         return listener
     }
 
-    private func connect(_ host: String, port: UInt16, delay: Duration? = nil, preferIPv4: Bool = false,
-                         timeout: Duration = .seconds(10)) throws -> (Recorder, AsyncSocket, Duration) {
+    private func connect(
+        _ host: String, port: UInt16, delay: Duration? = nil, preferIPv4: Bool = false,
+        timeout: Duration = .seconds(10)
+    ) throws -> (Recorder, AsyncSocket, Duration) {
         let events = Recorder()
         let client = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "client"))
         if let delay { client.alternateAddressDelay = delay }
@@ -69,7 +72,13 @@ struct HappyEyeballsScenarios {
     }
 
     private func trace(_ events: Recorder) -> [String] {
-        events.all.compactMap { if case .attempt(let e) = $0 { "\(e.kind == .started ? "start" : e.kind == .connected ? "connected" : e.kind == .abandoned ? "abandoned" : "failed") \(e.address.host)" } else { nil } }
+        events.all.compactMap {
+            if case .attempt(let e) = $0 {
+                "\(e.kind == .started ? "start" : e.kind == .connected ? "connected" : e.kind == .abandoned ? "abandoned" : "failed") \(e.address.host)"
+            } else {
+                nil
+            }
+        }
     }
 
     func blackholedIPv6FallsBackToIPv4AfterTheAttemptDelay() throws {
@@ -146,8 +155,9 @@ struct HappyEyeballsScenarios {
         Syscall.close(fd)
         let elapsed = ContinuousClock.now - start
         XCTAssertEqual(address.host, "198.18.0.1")
-        XCTAssertEqual(events.map { "\($0.kind == .started ? "start" : $0.kind == .connected ? "connected" : $0.kind == .abandoned ? "abandoned" : "failed") \($0.address.host)" },
-                       ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
+        XCTAssertEqual(
+            events.map { "\($0.kind == .started ? "start" : $0.kind == .connected ? "connected" : $0.kind == .abandoned ? "abandoned" : "failed") \($0.address.host)" },
+            ["start 2001:db8::1", "start 198.18.0.1", "connected 198.18.0.1", "abandoned 2001:db8::1"])
         XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(240))
         XCTAssertLessThan(elapsed, .seconds(20))
 

@@ -1,5 +1,6 @@
-@testable import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 /// Drives the pure Happy Eyeballs machine with a virtual clock: timers the machine schedules
 /// fire when the test advances time past them. No sockets, no sleeps.
@@ -35,10 +36,12 @@ private struct Harness {
     mutating func advance(to time: Duration) -> [HappyEyeballs.Action] {
         var caused: [HappyEyeballs.Action] = []
         while true {
-            let due = [(resolutionDeadline, HappyEyeballs.Input.resolutionDelayElapsed),
-                       (attemptDeadline, .attemptDelayElapsed)]
-                .compactMap { d, input in d.flatMap { $0 <= time ? ($0, input) : nil } }
-                .min { $0.0 < $1.0 }
+            let due = [
+                (resolutionDeadline, HappyEyeballs.Input.resolutionDelayElapsed),
+                (attemptDeadline, .attemptDelayElapsed),
+            ]
+            .compactMap { d, input in d.flatMap { $0 <= time ? ($0, input) : nil } }
+            .min { $0.0 < $1.0 }
             guard let (at, input) = due else { break }
             now = at
             if input == .resolutionDelayElapsed { resolutionDeadline = nil } else { attemptDeadline = nil }
@@ -70,13 +73,15 @@ final class HappyEyeballsTests: XCTestCase {
         var h = Harness()
         h.send(.start)
         h.now = .milliseconds(5)
-        XCTAssertEqual(h.send(.resolved(.ipv6, .success([v6(1)]))),
-                       [.startAttempt(0, v6(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            h.send(.resolved(.ipv6, .success([v6(1)]))),
+            [.startAttempt(0, v6(1)), .scheduleAttemptDelay(.milliseconds(250))])
         // A arrives later: its address is tried next, when the attempt delay runs out.
         h.now = .milliseconds(10)
         XCTAssertEqual(h.send(.resolved(.ipv4, .success([v4(1)]))), [])
-        XCTAssertEqual(h.advance(to: .milliseconds(300)),
-                       [.startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            h.advance(to: .milliseconds(300)),
+            [.startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
         XCTAssertEqual(h.now, .milliseconds(300))
     }
 
@@ -87,8 +92,9 @@ final class HappyEyeballsTests: XCTestCase {
         XCTAssertEqual(h.send(.resolved(.ipv4, .success([v4(1)]))), [.scheduleResolutionDelay(.milliseconds(50))])
         h.now = .milliseconds(30)
         // AAAA within the delay: IPv6 still goes first.
-        XCTAssertEqual(h.send(.resolved(.ipv6, .success([v6(1)]))),
-                       [.cancelResolutionDelay, .startAttempt(0, v6(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            h.send(.resolved(.ipv6, .success([v6(1)]))),
+            [.cancelResolutionDelay, .startAttempt(0, v6(1)), .scheduleAttemptDelay(.milliseconds(250))])
     }
 
     func testAAAALateBeyondTheResolutionDelay() {
@@ -111,14 +117,16 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.start)
         let noAAAA = ResolveError(host: "example.test", family: .ipv6, reason: "No address associated with hostname")
         XCTAssertEqual(h.send(.resolved(.ipv6, .failure(noAAAA))), [])
-        XCTAssertEqual(h.send(.resolved(.ipv4, .success([v4(1)]))),
-                       [.startAttempt(0, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            h.send(.resolved(.ipv4, .success([v4(1)]))),
+            [.startAttempt(0, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
         // A first, then AAAA empty: no need to wait out the delay.
         var g = Harness()
         g.send(.start)
         g.send(.resolved(.ipv4, .success([v4(1)])))
-        XCTAssertEqual(g.send(.resolved(.ipv6, .success([]))),
-                       [.cancelResolutionDelay, .startAttempt(0, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            g.send(.resolved(.ipv6, .success([]))),
+            [.cancelResolutionDelay, .startAttempt(0, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
     }
 
     func testBothLookupsFail() {
@@ -129,8 +137,9 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.resolved(.ipv6, .failure(e6)))
         guard case .failed(let failure) = h.send(.resolved(.ipv4, .failure(e4))).last else { return XCTFail("\(h.log)") }
         XCTAssertEqual(failure.resolveErrors, [e6, e4])
-        XCTAssertEqual(failure.description,
-                       "connect to example.test:80 failed: AAAA lookup of example.test: Name or service not known; A lookup of example.test: Name or service not known")
+        XCTAssertEqual(
+            failure.description,
+            "connect to example.test:80 failed: AAAA lookup of example.test: Name or service not known; A lookup of example.test: Name or service not known")
     }
 
     func testInterleavingByFamily() {
@@ -153,8 +162,9 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.resolved(.ipv6, .success([v6(1)])))
         h.send(.resolved(.ipv4, .success([v4(1)])))
         h.now = .milliseconds(1)
-        XCTAssertEqual(h.send(.attemptFailed(0, refused)),
-                       [.cancelAttemptDelay, .startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
+        XCTAssertEqual(
+            h.send(.attemptFailed(0, refused)),
+            [.cancelAttemptDelay, .startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))])
     }
 
     func testSlowAttemptThenSecondWinsWhileFirstPending() {
@@ -178,8 +188,9 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.attemptFailed(0, refused))
         guard case .failed(let failure) = h.send(.attemptFailed(1, unreachable)).last else { return XCTFail("\(h.log)") }
         XCTAssertEqual(failure.attempts.map(\.address), [v6(1), v4(1)])
-        XCTAssertEqual(failure.description,
-                       "connect to example.test:80 failed: [2001:db8::1]:80 connection refused; 198.18.0.1:80 network is unreachable")
+        XCTAssertEqual(
+            failure.description,
+            "connect to example.test:80 failed: [2001:db8::1]:80 connection refused; 198.18.0.1:80 network is unreachable")
     }
 
     func testFailureWhileLookupPendingWaitsForIt() {
@@ -188,8 +199,9 @@ final class HappyEyeballsTests: XCTestCase {
         h.send(.resolved(.ipv6, .success([v6(1)])))
         XCTAssertEqual(h.send(.attemptFailed(0, refused)), [], "A may still bring addresses")
         h.now = .milliseconds(20)
-        XCTAssertEqual(h.send(.resolved(.ipv4, .success([v4(1)]))),
-                       [.startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))], "started at once")
+        XCTAssertEqual(
+            h.send(.resolved(.ipv4, .success([v4(1)]))),
+            [.startAttempt(1, v4(1)), .scheduleAttemptDelay(.milliseconds(250))], "started at once")
     }
 
     func testOverallTimeoutClosesPendingAttempts() {
@@ -203,8 +215,9 @@ final class HappyEyeballsTests: XCTestCase {
         guard case .failed(let failure) = actions.last else { return XCTFail("\(actions)") }
         XCTAssertEqual(failure.attempts.map(\.outcome), [.timedOut(milliseconds: 1000), .timedOut(milliseconds: 750)])
         XCTAssertEqual(failure.timedOutAfterMilliseconds, 1000)
-        XCTAssertEqual(failure.description,
-                       "connect to example.test:80 failed: [2001:db8::1]:80 timed out after 1000 ms; 198.18.0.1:80 timed out after 750 ms")
+        XCTAssertEqual(
+            failure.description,
+            "connect to example.test:80 failed: [2001:db8::1]:80 timed out after 1000 ms; 198.18.0.1:80 timed out after 750 ms")
     }
 
     func testTimeoutDuringResolution() {

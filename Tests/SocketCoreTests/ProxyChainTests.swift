@@ -9,15 +9,16 @@ import XCTest
 final class ProxyChainTests: XCTestCase {
     /// A line-echo target: answers "echo: LINE\n" for each line.
     private func echoTarget() throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            import threading
-            def serve(c):
-                f = c.makefile('rb')
-                for line in f: c.sendall(b'echo: ' + line)
-                c.close()
-            while True:
-                c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import threading
+                def serve(c):
+                    f = c.makefile('rb')
+                    for line in f: c.sendall(b'echo: ' + line)
+                    c.close()
+                while True:
+                    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+                """)
     }
 
     private func connected(to port: UInt16) async throws -> AsyncSocket {
@@ -53,8 +54,9 @@ final class ProxyChainTests: XCTestCase {
         let wrong = try await connected(to: socks.port)
         let wrongHop = try ProxyEndpoint(url: "socks5h://alice:wrong@127.0.0.1:\(socks.port)")
         do {
-            _ = try await wrong.negotiateProxies([wrongHop],
-                                                 host: "127.0.0.1", port: 9, timeout: .seconds(5))
+            _ = try await wrong.negotiateProxies(
+                [wrongHop],
+                host: "127.0.0.1", port: 9, timeout: .seconds(5))
             XCTFail("a wrong password opened the tunnel")
         } catch {
             guard case .proxy(_, let failure) = error else { return XCTFail("\(error)") }
@@ -66,8 +68,9 @@ final class ProxyChainTests: XCTestCase {
         let refused = try await connected(to: socks.port)
         let rightHop = try ProxyEndpoint(url: "socks5://alice:right@127.0.0.1:\(socks.port)")
         do {
-            _ = try await refused.negotiateProxies([rightHop],
-                                                   host: "127.0.0.1", port: closedPort, timeout: .seconds(5))
+            _ = try await refused.negotiateProxies(
+                [rightHop],
+                host: "127.0.0.1", port: closedPort, timeout: .seconds(5))
             XCTFail("a closed port opened")
         } catch {
             XCTAssertEqual(error, .proxy(rightHop, ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x05 (connection refused)")))
@@ -76,13 +79,17 @@ final class ProxyChainTests: XCTestCase {
 
     func testBytesAfterTheReplyStayForTheNextRead() async throws {
         let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-stub-\(getpid())-\(#line)").path
-        defer { try? FileManager.default.removeItem(atPath: record); try? FileManager.default.removeItem(atPath: record + ".peer") }
+        defer {
+            try? FileManager.default.removeItem(atPath: record)
+            try? FileManager.default.removeItem(atPath: record + ".peer")
+        }
         let stub = try PythonPeer(ProxyStub.script(mode: "socks5:00", record: record))
         defer { stub.stop() }
         let socket = try await connected(to: stub.port)
         defer { socket.disconnect() }
-        _ = try await socket.negotiateProxies([ProxyEndpoint(scheme: .socks5h, host: "127.0.0.1", port: stub.port)],
-                                              host: "name.test", port: 7, timeout: .seconds(5))
+        _ = try await socket.negotiateProxies(
+            [ProxyEndpoint(scheme: .socks5h, host: "127.0.0.1", port: stub.port)],
+            host: "name.test", port: 7, timeout: .seconds(5))
         let banner = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))
         XCTAssertEqual(String(decoding: banner, as: UTF8.self), "through the stub\n")
         let wire = try [UInt8](Data(contentsOf: URL(fileURLWithPath: record)))
@@ -97,8 +104,9 @@ final class ProxyChainTests: XCTestCase {
         let socket = try await connected(to: stub.port)
         let started = ContinuousClock.now
         do {
-            _ = try await socket.negotiateProxies([ProxyEndpoint(scheme: .http, host: "127.0.0.1", port: stub.port)],
-                                                  host: "a.test", port: 80, timeout: .milliseconds(300))
+            _ = try await socket.negotiateProxies(
+                [ProxyEndpoint(scheme: .http, host: "127.0.0.1", port: stub.port)],
+                host: "a.test", port: 80, timeout: .milliseconds(300))
             XCTFail("a silent proxy opened the tunnel")
         } catch {
             guard case .proxy(_, let failure) = error else { return XCTFail("\(error)") }
@@ -110,7 +118,10 @@ final class ProxyChainTests: XCTestCase {
 
     func testBlockingChainThroughRealProxiesLeavesTheTargetsBytes() throws {
         let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-stub-\(getpid())-\(#line)").path
-        defer { try? FileManager.default.removeItem(atPath: record); try? FileManager.default.removeItem(atPath: record + ".peer") }
+        defer {
+            try? FileManager.default.removeItem(atPath: record)
+            try? FileManager.default.removeItem(atPath: record + ".peer")
+        }
         // The stub answers CONNECT and sends the target's first line in the same write.
         let stub = try PythonPeer(ProxyStub.script(mode: "http:200 Connection established", record: record))
         defer { stub.stop() }
@@ -130,16 +141,22 @@ final class ProxyChainTests: XCTestCase {
         XCTAssertTrue(try Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: 5000))
         let n = try XCTUnwrap(try Syscall.receive(fd, into: buffer))
         XCTAssertEqual(String(decoding: buffer[0..<n], as: UTF8.self), "through the stub\n", "nothing after the reply was taken")
-        XCTAssertEqual(String(decoding: try Data(contentsOf: URL(fileURLWithPath: record)), as: UTF8.self),
-                       "CONNECT name.test:443 HTTP/1.1\r\nHost: name.test:443\r\n\r\n")
+        XCTAssertEqual(
+            String(decoding: try Data(contentsOf: URL(fileURLWithPath: record)), as: UTF8.self),
+            "CONNECT name.test:443 HTTP/1.1\r\nHost: name.test:443\r\n\r\n")
     }
 
     func testBlockingChainFailuresAreTheSameAsTheAsyncOnes() throws {
         let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-stub-\(getpid())-\(#line)").path
-        defer { try? FileManager.default.removeItem(atPath: record); try? FileManager.default.removeItem(atPath: record + ".peer") }
-        for (mode, expected) in [("socks5:04", ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x04 (host unreachable)")),
-                                 ("truncated", ProxyFailure(.protocolError, "the proxy closed the connection before its SOCKS5H reply was complete")),
-                                 ("silent", ProxyFailure(.timedOut, "the proxy did not complete its SOCKS5H reply in time"))] {
+        defer {
+            try? FileManager.default.removeItem(atPath: record)
+            try? FileManager.default.removeItem(atPath: record + ".peer")
+        }
+        for (mode, expected) in [
+            ("socks5:04", ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x04 (host unreachable)")),
+            ("truncated", ProxyFailure(.protocolError, "the proxy closed the connection before its SOCKS5H reply was complete")),
+            ("silent", ProxyFailure(.timedOut, "the proxy did not complete its SOCKS5H reply in time")),
+        ] {
             let stub = try PythonPeer(ProxyStub.script(mode: mode, record: record))
             defer { stub.stop() }
             let hop = ProxyEndpoint(scheme: .socks5h, host: "127.0.0.1", port: stub.port)

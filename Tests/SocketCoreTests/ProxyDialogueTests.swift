@@ -86,8 +86,9 @@ final class ProxyDialogueTests: XCTestCase {
         let long = ProxyCredentials(user: String(repeating: "u", count: 255), password: String(repeating: "p", count: 255))
         var socks = SOCKS5Dialogue(target: .name("a.test"), port: 1, credentials: long)
         XCTAssertEqual(socks.start(), [.send([5, 2, 0, 2]), .read(2)])
-        XCTAssertEqual(socks.received([5, 2]),
-                       [.send([1, 255] + Array(repeating: 0x75, count: 255) + [255] + Array(repeating: 0x70, count: 255)), .read(2)])
+        XCTAssertEqual(
+            socks.received([5, 2]),
+            [.send([1, 255] + Array(repeating: 0x75, count: 255) + [255] + Array(repeating: 0x70, count: 255)), .read(2)])
         XCTAssertEqual(socks.received([1, 0]), [.send([5, 1, 0, 3, 6] + bytes("a.test") + [0, 1]), .read(4)])
 
         var refused = SOCKS5Dialogue(target: .name("a.test"), port: 1, credentials: ProxyCredentials(user: "a", password: "b"))
@@ -129,7 +130,8 @@ final class ProxyDialogueTests: XCTestCase {
 
     func testHTTPConnectRequestAndSuccess() {
         var http = HTTPConnectDialogue(target: .name("example.test"), port: 443, credentials: ProxyCredentials(user: "alice", password: "s3cret"))
-        XCTAssertEqual(http.start(), [.send(bytes("CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\nProxy-Authorization: Basic YWxpY2U6czNjcmV0\r\n\r\n")), .readLine])
+        XCTAssertEqual(
+            http.start(), [.send(bytes("CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\nProxy-Authorization: Basic YWxpY2U6czNjcmV0\r\n\r\n")), .readLine])
         XCTAssertEqual(http.received(bytes("HTTP/1.1 200 Connection established\r\n")), [.readLine])
         XCTAssertEqual(http.received(bytes("Proxy-Agent: test\r\n")), [.readLine])
         XCTAssertEqual(http.received(bytes("\r\n")), [.done])
@@ -159,8 +161,10 @@ final class ProxyDialogueTests: XCTestCase {
     }
 
     func testHTTPStatusesGarbageAndEndlessHeaders() {
-        for (status, expected) in [("403 Forbidden", ProxyFailure.Kind.refused), ("502 Bad Gateway", .targetUnreachable),
-                                   ("500 Unable to connect", .targetUnreachable), ("400 Bad Request", .refused)] {
+        for (status, expected) in [
+            ("403 Forbidden", ProxyFailure.Kind.refused), ("502 Bad Gateway", .targetUnreachable),
+            ("500 Unable to connect", .targetUnreachable), ("400 Bad Request", .refused),
+        ] {
             var http = HTTPConnectDialogue(target: .name("a.test"), port: 80, credentials: nil)
             _ = http.start()
             _ = http.received(bytes("HTTP/1.1 \(status)\r\n"))

@@ -24,7 +24,8 @@ final class ProxyProtocolHeaderTests: XCTestCase {
         let v4 = ProxyProtocolHeader(.v2, source: try SocketAddress(ip: "198.18.0.7", port: 0xDC04), destination: try SocketAddress(ip: "198.18.0.1", port: 443))
         XCTAssertEqual(v4.bytes, signature + [0x21, 0x11, 0x00, 0x0C, 198, 18, 0, 7, 198, 18, 0, 1, 0xDC, 0x04, 0x01, 0xBB])
         let v6 = ProxyProtocolHeader(.v2, source: try SocketAddress(ip: "2001:db8::7", port: 2), destination: try SocketAddress(ip: "::1", port: 3))
-        let expected6: [UInt8] = signature + [0x21, 0x21, 0x00, 0x24]
+        let expected6: [UInt8] =
+            signature + [0x21, 0x21, 0x00, 0x24]
             + [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [7]
             + [UInt8](repeating: 0, count: 15) + [1]
             + [0x00, 0x02, 0x00, 0x03]

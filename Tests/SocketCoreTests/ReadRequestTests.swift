@@ -1,5 +1,6 @@
-@testable import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 /// The pure read-queue logic, fed bytes by hand.
 final class ReadRequestTests: XCTestCase {

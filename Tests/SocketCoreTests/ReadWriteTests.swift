@@ -36,10 +36,10 @@ final class ReadWriteTests: XCTestCase {
 
     func testIgnoredReadsDoNotBlockTheQueue() throws {
         let server = pair.server
-        server.readData(toLength: 0, tag: 1)                                // length 0
-        server.readData(toSeparator: [1, 2, 3], maxLength: 2, tag: 2)       // separator > max
-        server.readData(toSeparator: [], tag: 3)                            // empty separator
-        server.readData(buffer: [1, 2], offset: 5, tag: 4)                  // offset beyond buffer
+        server.readData(toLength: 0, tag: 1)  // length 0
+        server.readData(toSeparator: [1, 2, 3], maxLength: 2, tag: 2)  // separator > max
+        server.readData(toSeparator: [], tag: 3)  // empty separator
+        server.readData(buffer: [1, 2], offset: 5, tag: 4)  // offset beyond buffer
         server.readData(toLength: 2, tag: 5)
         pair.client.write([7, 8])
         pair.serverEvents.wait("the valid read") { $0.readCount == 1 }
@@ -330,11 +330,15 @@ final class MoreSocketBehaviourTests: XCTestCase {
 
     func testInjectedResolverAnswersForNames() async throws {
         struct Fixed: HostResolving {
-            func resolve(host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
-                         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void) {
+            func resolve(
+                host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
+                completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void
+            ) {
                 queue.async {
-                    completion(family == .ipv4 ? .success([.loopbackIPv4(port: port)])
-                                               : .failure(ResolveError(host: host, family: family, reason: "none here")))
+                    completion(
+                        family == .ipv4
+                            ? .success([.loopbackIPv4(port: port)])
+                            : .failure(ResolveError(host: host, family: family, reason: "none here")))
                 }
             }
         }

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import SocketCore
 import TestSupport
 import XCTest
+
+@testable import SocketCore
 
 /// Shared queues (``AsyncSocket/sharedQueue(label:)``): the timer heap as a pure machine, and
 /// sockets, relays, bridges and timeouts working on one queue whose readiness comes from one
@@ -115,7 +116,12 @@ final class SharedSocketQueueTests: XCTestCase {
             let client = try AsyncSocket.adopting(connected: outer, socketQueue: queue)
             pairs.append((client, server))
         }
-        defer { pairs.forEach { $0.client.disconnect(); $0.server.disconnect() } }
+        defer {
+            pairs.forEach {
+                $0.client.disconnect()
+                $0.server.disconnect()
+            }
+        }
         let serverSettings = TLSSettings.server(certificateFile: certs.path("server.pem"), keyFile: certs.path("server.key"))
         var clientSettings = TLSSettings(peerName: "localhost")
         clientSettings.caFile = certs.path("ca.pem")

@@ -116,12 +116,15 @@ final class SocketAddressTests: XCTestCase {
     /// no resolver could answer otherwise (not localhost, which Resolver answers itself), on
     /// addresses of the namespace's own test network.
     func testResolverUsesTheHostsFile() throws {
-        try Namespace.scenario(self, setup: Namespace.testNetwork(), hosts: """
-            127.0.0.1 localhost
-            198.18.0.1 only-in-hosts.test
-            2001:db8::2 only-in-hosts.test six-only.test
+        try Namespace.scenario(
+            self, setup: Namespace.testNetwork(),
+            hosts: """
+                127.0.0.1 localhost
+                198.18.0.1 only-in-hosts.test
+                2001:db8::2 only-in-hosts.test six-only.test
 
-            """) {
+                """
+        ) {
             XCTAssertNil(Resolver.literal(host: "only-in-hosts.test", port: 80, family: nil))
             XCTAssertEqual(try Resolver.lookup(host: "only-in-hosts.test", port: 80, family: .ipv4), [try SocketAddress(ip: "198.18.0.1", port: 80)])
             XCTAssertEqual(try Resolver.lookup(host: "only-in-hosts.test", port: 80, family: .ipv6), [try SocketAddress(ip: "2001:db8::2", port: 80)])

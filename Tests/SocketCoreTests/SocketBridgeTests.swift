@@ -104,7 +104,10 @@ final class SocketBridgeTests: XCTestCase {
 
     func testATLSEndIsTerminatedAndItsCloseNotifyBecomesAFIN() async throws {
         let (client, upstream, report, done) = try await terminatedBridge()
-        defer { Syscall.close(upstream); client.disconnect() }
+        defer {
+            Syscall.close(upstream)
+            client.disconnect()
+        }
         try await client.send(Array("over TLS\n".utf8))
         try await client.finishWriting()  // close_notify, then FIN
         XCTAssertEqual(try readToEnd(upstream), "over TLS\n", "decrypted, then a plain end of stream")
@@ -118,7 +121,10 @@ final class SocketBridgeTests: XCTestCase {
 
     func testAPlainEndThatEndsFirstReachesTheTLSClientWhichKeepsSending() async throws {
         let (client, upstream, report, done) = try await terminatedBridge()
-        defer { Syscall.close(upstream); client.disconnect() }
+        defer {
+            Syscall.close(upstream)
+            client.disconnect()
+        }
         try sendAll(upstream, "greeting, then my end\n")
         try Syscall.shutdown(upstream, .write)
         let greeting = try await readAll(client)
@@ -151,7 +157,10 @@ final class SocketBridgeTests: XCTestCase {
     func testAHeldEndWaitsForTheOtherWay() throws {
         let (client, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
-        defer { Syscall.close(client); Syscall.close(upstream) }
+        defer {
+            Syscall.close(client)
+            Syscall.close(upstream)
+        }
         let (_, done) = bridge(try end(a), try end(b), hold: .seconds(5))
         try sendAll(client, "question\n")
         try Syscall.shutdown(client, .write)

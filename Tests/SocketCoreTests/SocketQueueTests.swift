@@ -1,6 +1,7 @@
 import Dispatch
-@testable import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 /// Sockets given the same dispatch queue share one SocketQueue (one specific key on the queue,
 /// however many sockets use it), and each still knows when it runs on that queue.
@@ -41,11 +42,13 @@ final class SocketQueueTests: XCTestCase {
         let target = DispatchQueue(label: "target")
         AsyncSocket.markSocketQueueTargetQueue(target)
         let listenerEvents = Recorder()
-        let listener = AsyncSocket(delegate: listenerEvents, delegateQueue: DispatchQueue(label: "listener-delegate"),
-                                   socketQueue: DispatchQueue(label: "listener", target: target))
+        let listener = AsyncSocket(
+            delegate: listenerEvents, delegateQueue: DispatchQueue(label: "listener-delegate"),
+            socketQueue: DispatchQueue(label: "listener", target: target))
         let clientEvents = Recorder()
-        let client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "client-delegate"),
-                                 socketQueue: DispatchQueue(label: "client", target: target))
+        let client = AsyncSocket(
+            delegate: clientEvents, delegateQueue: DispatchQueue(label: "client-delegate"),
+            socketQueue: DispatchQueue(label: "client", target: target))
         try target.sync {
             try listener.accept(onInterface: "127.0.0.1", port: 0)
             try client.connect(toHost: "127.0.0.1", port: listener.localPort, timeout: .seconds(10))

@@ -20,8 +20,9 @@ final class StartTLSDialogueTests: XCTestCase {
         var d = StartTLSDialogue(.lmtp, host: "h")
         _ = d.start()
         XCTAssertEqual(d.received(bytes("220 lmtp\r\n")), [.send(bytes("LHLO h\r\n")), .readLine])
-        XCTAssertEqual(d.received(bytes("250 PIPELINING\r\n")),
-                       [.fail("the server does not offer STARTTLS; its LHLO reply ended \"250 PIPELINING\"")])
+        XCTAssertEqual(
+            d.received(bytes("250 PIPELINING\r\n")),
+            [.fail("the server does not offer STARTTLS; its LHLO reply ended \"250 PIPELINING\"")])
         var bad = StartTLSDialogue(.smtp, host: "h")
         _ = bad.start()
         XCTAssertEqual(bad.received(bytes("554 go away\r\n")), [.fail("the server's greeting was not 220: \"554 go away\"")])
@@ -46,8 +47,9 @@ final class StartTLSDialogueTests: XCTestCase {
         var refused = StartTLSDialogue(.ldap, host: "h")
         _ = refused.start()
         _ = refused.received([0x30, 0x0C])
-        XCTAssertEqual(refused.received([0x02, 0x01, 0x01, 0x78, 0x07, 0x0A, 0x01, 0x35, 0x04, 0x00, 0x04, 0x00]),
-                       [.fail("the server refused StartTLS with LDAP result code 53 (unwillingToPerform)")])
+        XCTAssertEqual(
+            refused.received([0x02, 0x01, 0x01, 0x78, 0x07, 0x0A, 0x01, 0x35, 0x04, 0x00, 0x04, 0x00]),
+            [.fail("the server refused StartTLS with LDAP result code 53 (unwillingToPerform)")])
         // slapd without TLS: unavailable, its diagnostic quoted; a long reply has a long-form length.
         let message = Array(String(repeating: "no TLS here; ", count: 12).utf8)
         let fields: [UInt8] = [0x0A, 0x01, 52, 0x04, 0x00, 0x04, 0x81, UInt8(message.count)] + message
@@ -56,8 +58,9 @@ final class StartTLSDialogueTests: XCTestCase {
         _ = slapd.start()
         XCTAssertEqual(slapd.received([0x30, 0x81]), [.readLength(1)])
         XCTAssertEqual(slapd.received([UInt8(body.count)]), [.readLength(body.count)])
-        XCTAssertEqual(slapd.received(body),
-                       [.fail("the server refused StartTLS with LDAP result code 52 (unavailable): \"\(String(decoding: message, as: UTF8.self))\"")])
+        XCTAssertEqual(
+            slapd.received(body),
+            [.fail("the server refused StartTLS with LDAP result code 52 (unavailable): \"\(String(decoding: message, as: UTF8.self))\"")])
 
         var pg = StartTLSDialogue(.postgres, host: "h")
         XCTAssertEqual(pg.start(), [.send([0, 0, 0, 8, 0x04, 0xD2, 0x16, 0x2F]), .readLength(1)])
@@ -91,7 +94,8 @@ final class StartTLSDialogueTests: XCTestCase {
         var d = StartTLSDialogue(.xmpp, host: "wrong.example")
         guard case .send(let header) = d.start().first else { return XCTFail() }
         XCTAssertTrue(String(decoding: header, as: UTF8.self).contains("to='wrong.example'"))
-        let reply = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' id='x' version='1.0'>"
+        let reply =
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:client' id='x' version='1.0'>"
             + "<stream:error><host-unknown xmlns='urn:ietf:params:xml:ns:xmpp-streams'/>"
             + "<text xmlns='urn:ietf:params:xml:ns:xmpp-streams'>This server does not serve wrong.example</text></stream:error>"
         var actions: [StartTLSDialogue.Action] = []
@@ -107,8 +111,9 @@ final class StartTLSDialogueTests: XCTestCase {
         _ = ok.received(bytes("<stream:stream id='y'>"))
         _ = ok.received(bytes("<stream:features>"))
         _ = ok.received(bytes("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'>"))
-        XCTAssertEqual(ok.received(bytes("</starttls></stream:features>")),
-                       [.send(bytes("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")), .readUntil(bytes(">"))])
+        XCTAssertEqual(
+            ok.received(bytes("</starttls></stream:features>")),
+            [.send(bytes("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")), .readUntil(bytes(">"))])
         XCTAssertEqual(ok.received(bytes("<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")), [.startTLS])
     }
 }

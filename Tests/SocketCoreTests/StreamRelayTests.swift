@@ -23,7 +23,10 @@ final class StreamRelayTests: XCTestCase {
     func testAHeldEndWaitsForTheOtherWay() throws {
         let (client, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
-        defer { Syscall.close(client); Syscall.close(upstream) }
+        defer {
+            Syscall.close(client)
+            Syscall.close(upstream)
+        }
         let (_, done) = try relay(a, b, hold: .seconds(5))
         try sendAll(client, "question\n")
         try Syscall.shutdown(client, .write)
@@ -43,7 +46,10 @@ final class StreamRelayTests: XCTestCase {
         // With a quiet upstream, the end goes on after the hold.
         let (client2, a2) = try tcpPair()
         let (upstream2, b2) = try tcpPair()
-        defer { Syscall.close(client2); Syscall.close(upstream2) }
+        defer {
+            Syscall.close(client2)
+            Syscall.close(upstream2)
+        }
         _ = try relay(a2, b2, hold: .milliseconds(200))
         try Syscall.shutdown(client2, .write)
         XCTAssertEqual(try readToEnd(upstream2), "", "the end arrives once the other way was quiet")

@@ -1,5 +1,6 @@
-@testable import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 final class StringJoiningTests: XCTestCase {
     func testJoinedByGivesWhatJoinedSeparatorGives() {

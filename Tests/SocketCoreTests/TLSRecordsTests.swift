@@ -1,5 +1,6 @@
-@testable import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 /// Whether the bytes a client queued before resetting can hold application data, from the TLS
 /// record headers alone.

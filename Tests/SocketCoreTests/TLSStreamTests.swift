@@ -9,13 +9,14 @@ final class TLSStreamTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
     private func pythonTLSServer(_ body: String) throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            import ssl
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
-            c, _ = s.accept(); t = ctx.wrap_socket(c, server_side=True)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import ssl
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
+                c, _ = s.accept(); t = ctx.wrap_socket(c, server_side=True)
 
-            """ + body)
+                """ + body)
     }
 
     private func secured(port: UInt16) async throws -> AsyncSocket {
@@ -48,7 +49,8 @@ final class TLSStreamTests: XCTestCase {
         // and fed bytes past the greeting when the stream takes over; then it echoes the
         // sha256 of what it got after our close_notify, and ends with its own.
         let burst = 3_000_000
-        let peer = try pythonTLSServer("""
+        let peer = try pythonTLSServer(
+            """
             t.sendall(b'hello\\n' + bytes(i % 251 for i in range(\(burst))))
             h = hashlib.sha256(); n = 0
             while True:
@@ -88,7 +90,8 @@ final class TLSStreamTests: XCTestCase {
     }
 
     func testTimeoutEndWithoutCloseNotifyAndMisuse() async throws {
-        let peer = try pythonTLSServer("""
+        let peer = try pythonTLSServer(
+            """
             t.recv(5)  # b'go!\\n' ends the wait
             t.sendall(b'partial')
             os.close(t.detach())  # no close_notify
@@ -116,8 +119,10 @@ final class TLSStreamTests: XCTestCase {
     }
 
     func testACutRecordIsTruncationAfterTheRecordsBeforeIt() async throws {
-        let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
-                                                              cut: true))
+        let peer = try PythonPeer(
+            PythonPeers.tlsRecordCutter(
+                certificate: certs.path("server.pem"), key: certs.path("server.key"),
+                cut: true))
         defer { peer.stop() }
         let socket = try await secured(port: peer.port)
         let stream = try socket.takeTLSStream()
@@ -142,7 +147,8 @@ final class TLSStreamTests: XCTestCase {
     /// OpenSSL's empty "unknown error".
     func testWritingToAPeerThatLeftSaysWhy() async throws {
         // The server takes the handshake and a "go", then resets the connection.
-        let peer = try pythonTLSServer("""
+        let peer = try pythonTLSServer(
+            """
             import struct
             t.recv(3)
             t.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))

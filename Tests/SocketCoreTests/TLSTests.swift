@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import SocketCore
 import TestSupport
 import XCTest
+
+@testable import SocketCore
 
 /// TLS in the core against real peers: openssl s_server / s_client and our own sockets.
 /// Kills a peer process (SIGKILL: one started from a dispatch thread may block SIGTERM).
@@ -14,8 +15,11 @@ func stopProcess(_ process: Spawned) { process.stop(grace: .zero) }
 func startOpenSSLServer(cert: String = "server", extra: [String] = []) throws -> (Spawned, UInt16) {
     let certs = TLSFixtures.shared
     let (process, ports) = try Listeners.start { ports in
-        try Spawned(["/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:\(ports[0])", "-cert", certs.path("\(cert).pem"),
-                     "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra)
+        try Spawned(
+            [
+                "/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:\(ports[0])", "-cert", certs.path("\(cert).pem"),
+                "-key", certs.path("\(cert).key"), "-rev", "-quiet",
+            ] + extra)
     }
     return (process, ports[0])
 }
@@ -70,7 +74,10 @@ final class TLSTests: XCTestCase {
             XCTFail("the handshake succeeded", file: file, line: line)
             return nil
         } catch let error as AsyncSocketError {
-            guard case .tls(let tls) = error else { XCTFail("\(error)", file: file, line: line); return nil }
+            guard case .tls(let tls) = error else {
+                XCTFail("\(error)", file: file, line: line)
+                return nil
+            }
             return tls
         } catch {
             XCTFail("\(error)", file: file, line: line)
@@ -103,10 +110,12 @@ final class TLSTests: XCTestCase {
         let (server, port2) = try startServer()
         defer { stopProcess(server) }
         let failure2 = await expectFailure(port: port2, verifying("wrong.example"))
-        XCTAssertEqual(failure2, .verificationFailed(VerificationFailure(kind: .nameMismatch, reason: "hostname mismatch", certificateNames: "DNS:localhost, IP:127.0.0.1, IP:::1")))
+        XCTAssertEqual(
+            failure2, .verificationFailed(VerificationFailure(kind: .nameMismatch, reason: "hostname mismatch", certificateNames: "DNS:localhost, IP:127.0.0.1, IP:::1")))
         // An address as the peer name is checked against the certificate's IP names.
         let failure2b = await expectFailure(port: port2, verifying("198.18.0.9"))
-        XCTAssertEqual(failure2b, .verificationFailed(VerificationFailure(kind: .nameMismatch, reason: "IP address mismatch", certificateNames: "DNS:localhost, IP:127.0.0.1, IP:::1")))
+        XCTAssertEqual(
+            failure2b, .verificationFailed(VerificationFailure(kind: .nameMismatch, reason: "IP address mismatch", certificateNames: "DNS:localhost, IP:127.0.0.1, IP:::1")))
         // No CA given: the system store does not know our test CA.
         let failure3 = await expectFailure(port: port2, TLSSettings(peerName: "localhost"))
         XCTAssertEqual(failure3, .verificationFailed(VerificationFailure(kind: .untrusted, reason: "unable to get local issuer certificate")))
@@ -177,7 +186,8 @@ final class TLSTests: XCTestCase {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-ign_eof"] + extra
-        let stdin = Pipe(), stdout = Pipe()
+        let stdin = Pipe()
+        let stdout = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
@@ -213,7 +223,10 @@ final class TLSTests: XCTestCase {
 
     func testServerWithEphemeralCertificateAgainstSClient() throws {
         let (listener, serve) = try echoServer(.server(certificateFile: nil, keyFile: nil))
-        defer { listener.disconnect(); serve.cancel() }
+        defer {
+            listener.disconnect()
+            serve.cancel()
+        }
         let (_, output) = try runClient(port: listener.localPort, extra: [], input: "ping\n")
         XCTAssertEqual(output, "echo: ping\n")
     }
@@ -223,9 +236,15 @@ final class TLSTests: XCTestCase {
         settings.requireClientCertificate = true
         settings.caFile = certs.path("ca.pem")
         let (listener, serve) = try echoServer(settings)
-        defer { listener.disconnect(); serve.cancel() }
-        let (_, accepted) = try runClient(port: listener.localPort, extra: [
-            "-cert", certs.path("client.pem"), "-key", certs.path("client.key"), "-CAfile", certs.path("ca.pem")], input: "with cert\n")
+        defer {
+            listener.disconnect()
+            serve.cancel()
+        }
+        let (_, accepted) = try runClient(
+            port: listener.localPort,
+            extra: [
+                "-cert", certs.path("client.pem"), "-key", certs.path("client.key"), "-CAfile", certs.path("ca.pem"),
+            ], input: "with cert\n")
         XCTAssertEqual(accepted, "echo: with cert\n")
         let (_, refused) = try runClient(port: listener.localPort, extra: ["-CAfile", certs.path("ca.pem")], input: "without\n")
         XCTAssertEqual(refused, "", "no client certificate: no echo")
@@ -265,9 +284,10 @@ final class TLSTests: XCTestCase {
 
     func testHandshakeTimeout() async throws {
         // A peer that accepts and never answers the ClientHello.
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); time.sleep(30)
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); time.sleep(30)
+                """)
         defer { peer.stop() }
         let socket = AsyncSocket()
         try await socket.connect(host: "127.0.0.1", port: peer.port)
@@ -283,8 +303,10 @@ final class TLSTests: XCTestCase {
 
     func testAnEndBetweenRecordsIsAnEndAndACutRecordIsTruncation() async throws {
         for cut in [false, true] {
-            let peer = try PythonPeer(PythonPeers.tlsRecordCutter(certificate: certs.path("server.pem"), key: certs.path("server.key"),
-                                                                  cut: cut))
+            let peer = try PythonPeer(
+                PythonPeers.tlsRecordCutter(
+                    certificate: certs.path("server.pem"), key: certs.path("server.key"),
+                    cut: cut))
             defer { peer.stop() }
             let socket = try await connectTLS(port: peer.port, verifying())
             let line = try await socket.read(toSeparator: [10], maxLength: 100, timeout: .seconds(5))

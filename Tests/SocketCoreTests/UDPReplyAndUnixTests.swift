@@ -150,11 +150,12 @@ final class UDPReplyAndUnixTests: XCTestCase {
             _ = try payload.withUnsafeBytes { raw in try Syscall.send(sender, from: raw, to: target) }
         }
         let drained = DispatchSemaphore(value: 0)
-        try receiver.beginReceivingInPlace({ view in
-            received += 1
-            if let count = view.kernelDrops { drops = max(drops, count) }
-            if view.bytes.count == 1 { done.signal() }
-        }, batchEnd: { drained.signal() })
+        try receiver.beginReceivingInPlace(
+            { view in
+                received += 1
+                if let count = view.kernelDrops { drops = max(drops, count) }
+                if view.bytes.count == 1 { done.signal() }
+            }, batchEnd: { drained.signal() })
         XCTAssertEqual(drained.wait(timeout: .now() + 10), .success)
         // The buffer is drained now; one more datagram carries the count.
         let last: [UInt8] = [1]
@@ -169,7 +170,10 @@ final class UDPReplyAndUnixTests: XCTestCase {
     /// Each write on a SOCK_SEQPACKET pair is read as one record, however many are waiting.
     func testASeqPacketPairKeepsEachWriteApart() throws {
         let (a, b) = try Syscall.socketPair(.seqPacket, nonBlocking: true)
-        defer { Syscall.close(a); Syscall.close(b) }
+        defer {
+            Syscall.close(a)
+            Syscall.close(b)
+        }
         for text in ["one", "two", "three"] {
             _ = try Array(text.utf8).withUnsafeBytes { raw in try Syscall.write(a, from: raw) }
         }
@@ -183,9 +187,9 @@ final class UDPReplyAndUnixTests: XCTestCase {
     }
 }
 
-private extension AsyncUDPSocket {
+extension AsyncUDPSocket {
     /// Starts receiving once the first send gave the socket its port.
-    func beginReceivingAfterFirstSend(_ events: UDPRecorder) throws {
+    fileprivate func beginReceivingAfterFirstSend(_ events: UDPRecorder) throws {
         events.wait("sent") { $0.contains(.sent(tag: 1)) }
         try beginReceiving()
     }

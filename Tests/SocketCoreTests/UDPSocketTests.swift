@@ -109,21 +109,25 @@ final class UDPSocketTests: XCTestCase {
         for isAsync in [false, true] {
             let (receiver, received) = udpSocket()
             try receiver.bind(to: .loopbackIPv4(port: 0))
-            receiver.setReceiveFilter({ datagram, context in
-                guard datagram.data.first != UInt8(ascii: "x") else { return false }
-                context = "len=\(datagram.data.count)"
-                return true
-            }, async: isAsync)
+            receiver.setReceiveFilter(
+                { datagram, context in
+                    guard datagram.data.first != UInt8(ascii: "x") else { return false }
+                    context = "len=\(datagram.data.count)"
+                    return true
+                }, async: isAsync)
             try receiver.receiveOnce()
             let (sender, _) = udpSocket()
             for word in ["xdrop", "keep", "xdrop2", "also"] {
                 sender.send([UInt8](text: word), to: .loopbackIPv4(port: receiver.localPort), timeout: nil, tag: 0)
             }
             received.waitForDatagrams(1)
-            XCTAssertEqual(received.all.first, .received(Datagram(
-                data: [UInt8](text: "keep"), source: received.datagrams[0].source,
-                destination: received.datagrams[0].destination, interfaceIndex: received.datagrams[0].interfaceIndex),
-                context: "len=4"), "async=\(isAsync): the filtered datagram before it did not use up receiveOnce")
+            XCTAssertEqual(
+                received.all.first,
+                .received(
+                    Datagram(
+                        data: [UInt8](text: "keep"), source: received.datagrams[0].source,
+                        destination: received.datagrams[0].destination, interfaceIndex: received.datagrams[0].interfaceIndex),
+                    context: "len=4"), "async=\(isAsync): the filtered datagram before it did not use up receiveOnce")
             try receiver.beginReceiving()
             received.waitForDatagrams(2)
             XCTAssertEqual(received.texts, ["keep", "also"], "async=\(isAsync)")
@@ -135,9 +139,10 @@ final class UDPSocketTests: XCTestCase {
         try receiver.bind(to: .loopbackIPv4(port: 0))
         try receiver.beginReceiving()
         let (sender, sent) = udpSocket()
-        sender.setSendFilter({ data, destination, tag in
-            tag != 2 && destination?.port == receiver.localPort && !data.isEmpty
-        }, async: false)
+        sender.setSendFilter(
+            { data, destination, tag in
+                tag != 2 && destination?.port == receiver.localPort && !data.isEmpty
+            }, async: false)
         for tag in 1...3 {
             sender.send([UInt8](text: "t\(tag)"), to: .loopbackIPv4(port: receiver.localPort), timeout: nil, tag: tag)
         }
@@ -161,8 +166,9 @@ final class UDPSocketTests: XCTestCase {
         sender.send(big4 + [0], to: .loopbackIPv4(port: port), timeout: nil, tag: 3)
         sent.wait("sent or refused") { $0.count >= 3 }
         XCTAssertEqual(sent.all.last, .notSent(tag: 3, .tooLarge(size: 65508, limit: 65507)))
-        XCTAssertEqual(UDPSocketError.tooLarge(size: 65508, limit: 65507).description,
-                       "a datagram of 65508 bytes is too large: the limit is 65507 bytes")
+        XCTAssertEqual(
+            UDPSocketError.tooLarge(size: 65508, limit: 65507).description,
+            "a datagram of 65508 bytes is too large: the limit is 65507 bytes")
         let datagrams = received.waitForDatagrams(2)
         XCTAssertTrue(datagrams.contains { $0.data == big4 && !$0.isTruncated })
         XCTAssertTrue(datagrams.contains { $0.data == big6 && $0.length == 65527 })
@@ -188,7 +194,11 @@ final class UDPSocketTests: XCTestCase {
         let failed = Locked<UDPSocketError?>(nil)
         let gate = DispatchSemaphore(value: 0)
         // Held in the filter, so the close finds it in flight.
-        socket.setSendFilter({ _, _, _ in gate.wait(); return true }, async: true)
+        socket.setSendFilter(
+            { _, _, _ in
+                gate.wait()
+                return true
+            }, async: true)
         socket.send([1], to: .loopbackIPv4(port: 9), timeout: nil) { result in
             if case .failure(let error) = result { failed.withLock { $0 = error } }
         }
@@ -239,8 +249,9 @@ final class UDPSocketTests: XCTestCase {
         }
         try socket.bind(port: 0)
         XCTAssertThrowsError(try socket.joinMulticastGroup("10.1.2.3")) {
-            XCTAssertEqual(($0 as? UDPSocketError)?.description,
-                           "10.1.2.3 is not a multicast address (IPv4 groups are 224.0.0.0/4, IPv6 groups ff00::/8)")
+            XCTAssertEqual(
+                ($0 as? UDPSocketError)?.description,
+                "10.1.2.3 is not a multicast address (IPv4 groups are 224.0.0.0/4, IPv6 groups ff00::/8)")
         }
         XCTAssertThrowsError(try socket.joinMulticastGroup("239.1.2.3", interface: "nosuchif0")) {
             XCTAssertEqual(($0 as? UDPSocketError)?.description, "no network interface named 'nosuchif0', and no interface has that address")

@@ -15,4 +15,3 @@ public func procText(_ path: String) -> String {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
-

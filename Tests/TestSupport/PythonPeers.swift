@@ -14,46 +14,48 @@ public enum PythonPeers {
 
     /// Reads one connection to its end of stream, then answers "<bytes> <sha256>\\n" and closes:
     /// a peer that speaks only after our half-close.
-    public static let sha256AfterEOF = listenPrelude + """
-        c, _ = s.accept(); h = hashlib.sha256(); n = 0
-        while True:
-            b = c.recv(65536)
-            if not b: break
-            h.update(b); n += len(b)
-        c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
-        """
+    public static let sha256AfterEOF =
+        listenPrelude + """
+            c, _ = s.accept(); h = hashlib.sha256(); n = 0
+            while True:
+                b = c.recv(65536)
+                if not b: break
+                h.update(b); n += len(b)
+            c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
+            """
 
     /// Echoes every connection, many at once (one thread, selectors): what arrives goes back,
     /// and after the peer's end of stream and the last byte, the connection is closed.
-    public static let echoMany = listenPrelude + """
-        import selectors
-        s.listen(4096); s.setblocking(False)
-        sel = selectors.DefaultSelector(); sel.register(s, selectors.EVENT_READ)
-        pending = {}
-        while True:
-            for key, events in sel.select():
-                c = key.fileobj
-                if c is s:
-                    try: n, _ = s.accept()
-                    except BlockingIOError: continue
-                    n.setblocking(False); pending[n] = [bytearray(), False]
-                    sel.register(n, selectors.EVENT_READ)
-                    continue
-                out, ended = pending[c]
-                if events & selectors.EVENT_READ and not ended:
-                    try: data = c.recv(262144)
-                    except (BlockingIOError, ConnectionResetError): data = None
-                    if data: out += data
-                    elif data is not None: pending[c][1] = ended = True
-                if out:
-                    try: out[:c.send(out)] = b''
-                    except BlockingIOError: pass
-                    except OSError: out.clear(); pending[c][1] = ended = True
-                if ended and not out:
-                    sel.unregister(c); c.close(); del pending[c]
-                else:
-                    sel.modify(c, (0 if ended else selectors.EVENT_READ) | (selectors.EVENT_WRITE if out else 0))
-        """
+    public static let echoMany =
+        listenPrelude + """
+            import selectors
+            s.listen(4096); s.setblocking(False)
+            sel = selectors.DefaultSelector(); sel.register(s, selectors.EVENT_READ)
+            pending = {}
+            while True:
+                for key, events in sel.select():
+                    c = key.fileobj
+                    if c is s:
+                        try: n, _ = s.accept()
+                        except BlockingIOError: continue
+                        n.setblocking(False); pending[n] = [bytearray(), False]
+                        sel.register(n, selectors.EVENT_READ)
+                        continue
+                    out, ended = pending[c]
+                    if events & selectors.EVENT_READ and not ended:
+                        try: data = c.recv(262144)
+                        except (BlockingIOError, ConnectionResetError): data = None
+                        if data: out += data
+                        elif data is not None: pending[c][1] = ended = True
+                    if out:
+                        try: out[:c.send(out)] = b''
+                        except BlockingIOError: pass
+                        except OSError: out.clear(); pending[c][1] = ended = True
+                    if ended and not out:
+                        sel.unregister(c); c.close(); del pending[c]
+                    else:
+                        sel.modify(c, (0 if ended else selectors.EVENT_READ) | (selectors.EVENT_WRITE if out else 0))
+            """
 
     /// A TLS server (python's ssl over memory BIOs, so it can cut a record) that completes each
     /// handshake, sends the record "first record\\n", then "second record\\n" whole or, with

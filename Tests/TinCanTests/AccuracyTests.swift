@@ -15,8 +15,9 @@ final class AccuracyTests: XCTestCase {
         defer { unlink(path) }
         let receiver = try Tool(["udp-recv", "-v", "-n", "1", "--format", "json", "--unix", path])
         waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
-        let sender = try Tool(["python3", "-c", "import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'hi', sys.argv[1])", path],
-                              program: "/usr/bin/env")
+        let sender = try Tool(
+            ["python3", "-c", "import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'hi', sys.argv[1])", path],
+            program: "/usr/bin/env")
         sender.closeInput()
         XCTAssertEqual(sender.wait(), 0, sender.stderrText)
         XCTAssertEqual(receiver.wait(), 0, receiver.stderrText)

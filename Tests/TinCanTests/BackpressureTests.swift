@@ -59,8 +59,9 @@ final class BackpressureTests: XCTestCase {
 
     func testTLSIntoASlowReaderStaysUnderTheBound() throws {
         let certs = TLSFixtures.shared
-        let r = try transfer(listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")],
-                             send: ["tls", "--ca", certs.path("ca.pem"), "--servername", "localhost"])
+        let r = try transfer(
+            listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")],
+            send: ["tls", "--ca", certs.path("ca.pem"), "--servername", "localhost"])
         print("TLS, \(bytes) bytes at 20 MB/s: peak RSS listen \(r.listenKiB) KiB, tls \(r.sendKiB) KiB")
         XCTAssertEqual(r.received, bytes)
         XCTAssertGreaterThan(r.listenKiB, 0)
@@ -81,27 +82,31 @@ final class BackpressureTests: XCTestCase {
         func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
         let before = descriptors()
         let total = bytes / 2 / 1_048_576 * 1_048_576
-        let clients = try Tool(["python3", "-c", """
-            import socket, sys, threading, time
-            port, total = int(sys.argv[1]), int(sys.argv[2])
-            got = {}
-            def reader(name, rate):
-                s = socket.create_connection(("127.0.0.1", port))
-                s.sendall(name.encode() + b"\\n")  # on the listener's stdout once the broker has this client
-                n, start = 0, time.monotonic()
-                while n < total:
-                    chunk = s.recv(65536)
-                    if not chunk: break
-                    n += len(chunk)
-                    if rate:
-                        ahead = n / rate - (time.monotonic() - start)
-                        if ahead > 0: time.sleep(ahead)
-                got[name] = n
-            threads = [threading.Thread(target=reader, args=("fast", 0)), threading.Thread(target=reader, args=("slow", 10e6))]
-            for t in threads: t.start()
-            for t in threads: t.join()
-            print(got["fast"], got["slow"])
-            """, String(port), String(total)], program: "/usr/bin/env")
+        let clients = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys, threading, time
+                port, total = int(sys.argv[1]), int(sys.argv[2])
+                got = {}
+                def reader(name, rate):
+                    s = socket.create_connection(("127.0.0.1", port))
+                    s.sendall(name.encode() + b"\\n")  # on the listener's stdout once the broker has this client
+                    n, start = 0, time.monotonic()
+                    while n < total:
+                        chunk = s.recv(65536)
+                        if not chunk: break
+                        n += len(chunk)
+                        if rate:
+                            ahead = n / rate - (time.monotonic() - start)
+                            if ahead > 0: time.sleep(ahead)
+                    got[name] = n
+                threads = [threading.Thread(target=reader, args=("fast", 0)), threading.Thread(target=reader, args=("slow", 10e6))]
+                for t in threads: t.start()
+                for t in threads: t.join()
+                print(got["fast"], got["slow"])
+                """, String(port), String(total),
+            ], program: "/usr/bin/env")
         defer { clients.stop() }
         // Like ncat's broker, a client gets what is sent after it joined: wait until both have
         // joined (their names reached stdout, which the broker reads only from registered
@@ -115,7 +120,8 @@ final class BackpressureTests: XCTestCase {
         for _ in 0..<(total / 1_048_576) { server.send(chunk) }
         XCTAssertEqual(clients.wait(timeout: timeout), 0, clients.stderrText)
         XCTAssertEqual(clients.stdoutText, "\(total) \(total)\n", "both clients got every byte")
-        let peak = procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        let peak =
+            procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
             .flatMap { Int($0.split(separator: " ")[1]) } ?? -1
         print("listen -k fan-out, \(total) bytes to a fast and a 10 MB/s client: peak RSS \(peak) KiB")
         XCTAssertGreaterThan(peak, 0)

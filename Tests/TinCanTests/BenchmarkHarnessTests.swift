@@ -24,7 +24,8 @@ final class BenchmarkHarnessTests: XCTestCase {
     }
 
     func testTableRatiosFollowWhichWayIsBetter() throws {
-        let r = try python("""
+        let r = try python(
+            """
             results = {
                 "bulk (GB/s)": {"higher": True, "runs": {
                     "tincan": [{"rate": 2.0, "cpu_send": 0.5, "cpu_recv": 0.1, "cpu": 0.6, "rss": 7.0, "complete": True}] * 3,

@@ -61,26 +61,30 @@ final class BrokerTests: XCTestCase {
 
     func testBrokerSendsEachClientsBytesToEveryOtherClientAndStdinToAll() throws {
         let r = try run("--broker")
-        XCTAssertEqual(r.clients, [
-            "ready\nline 1\nline 2\nend\n",
-            "ready\nline 0\nline 2\nend\n",
-            "ready\nline 0\nline 1\nend\n",
-        ], r.stderr)
+        XCTAssertEqual(
+            r.clients,
+            [
+                "ready\nline 1\nline 2\nend\n",
+                "ready\nline 0\nline 2\nend\n",
+                "ready\nline 0\nline 1\nend\n",
+            ], r.stderr)
         XCTAssertEqual(r.stdout, "line 0\nline 1\nline 2\n", "stdout sees every client")
     }
 
     func testChatPrefixesLinesAndAnnouncesJoins() throws {
         let r = try run("--chat")
-        XCTAssertEqual(r.clients, [
-            "<announce> already connected: nobody.\n"
-                + "<announce> 127.0.0.1 is connected as <user2>.\n<announce> 127.0.0.1 is connected as <user3>.\n"
-                + "ready\n<user2> line 1\n<user3> line 2\nend\n",
-            "<announce> already connected: 127.0.0.1 as <user1>.\n"
-                + "<announce> 127.0.0.1 is connected as <user3>.\n"
-                + "ready\n<user1> line 0\n<user3> line 2\nend\n",
-            "<announce> already connected: 127.0.0.1 as <user1>, 127.0.0.1 as <user2>.\n"
-                + "ready\n<user1> line 0\n<user2> line 1\nend\n",
-        ], r.stderr)
+        XCTAssertEqual(
+            r.clients,
+            [
+                "<announce> already connected: nobody.\n"
+                    + "<announce> 127.0.0.1 is connected as <user2>.\n<announce> 127.0.0.1 is connected as <user3>.\n"
+                    + "ready\n<user2> line 1\n<user3> line 2\nend\n",
+                "<announce> already connected: 127.0.0.1 as <user1>.\n"
+                    + "<announce> 127.0.0.1 is connected as <user3>.\n"
+                    + "ready\n<user1> line 0\n<user3> line 2\nend\n",
+                "<announce> already connected: 127.0.0.1 as <user1>, 127.0.0.1 as <user2>.\n"
+                    + "ready\n<user1> line 0\n<user2> line 1\nend\n",
+            ], r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("<announce> 127.0.0.1 is connected as <user1>.\n"), r.stdout)
         XCTAssertTrue(r.stdout.contains("<user1> line 0\n<user2> line 1\n<user3> line 2\n"), r.stdout)
     }

@@ -10,8 +10,9 @@ final class ConnectCommandTests: XCTestCase {
         let page = String(repeating: "tincan page line\n", count: 2000)
         try page.write(to: dir.appendingPathComponent("index.txt"), atomically: true, encoding: .utf8)
         let port = freePort()
-        let server = try Tool(["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir.path],
-                              program: "/usr/bin/env")
+        let server = try Tool(
+            ["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir.path],
+            program: "/usr/bin/env")
         defer { server.stop() }
         waitForListener(port: port)
         let r = try Tool.run(["connect", "-v", "127.0.0.1", String(port)], input: "GET /index.txt HTTP/1.0\r\n\r\n")
@@ -43,19 +44,20 @@ final class ConnectCommandTests: XCTestCase {
 
     func testNoShutdownKeepsTheConnectionOpen() throws {
         // The peer reports whether it saw our end of stream within 1.5 s, then closes.
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            for _ in range(2):
-                c, _ = s.accept(); c.settimeout(1.5); data = b''
-                try:
-                    while True:
-                        b = c.recv(100)
-                        if not b: break
-                        data += b
-                    c.sendall(b'saw-eof ' + data)
-                except socket.timeout:
-                    c.sendall(b'no-eof ' + data)
-                c.close()
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                for _ in range(2):
+                    c, _ = s.accept(); c.settimeout(1.5); data = b''
+                    try:
+                        while True:
+                            b = c.recv(100)
+                            if not b: break
+                            data += b
+                        c.sendall(b'saw-eof ' + data)
+                    except socket.timeout:
+                        c.sendall(b'no-eof ' + data)
+                    c.close()
+                """)
         defer { peer.stop() }
         let normal = try Tool.run(["connect", "127.0.0.1", String(peer.port)], input: "x")
         XCTAssertEqual(normal.out, "saw-eof x")
@@ -65,9 +67,10 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testQuitAfterEOFWithASilentPeer() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(30)
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(30)
+                """)
         defer { peer.stop() }
         // stdin ends once the greeting is out: then -q ends the session the peer would keep.
         let tool = try Tool(["connect", "-q", "300ms", "-v", "127.0.0.1", String(peer.port)])
@@ -80,9 +83,10 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testIdleTimeoutExitsWithCode3() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'partial'); time.sleep(30)
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'partial'); time.sleep(30)
+                """)
         defer { peer.stop() }
         let tool = try Tool(["connect", "--idle-timeout", "300ms", "127.0.0.1", String(peer.port)])
         // stdin stays open: only the idle timer can end this.
@@ -94,14 +98,15 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testCRLFAndHexDump() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); data = b''
-            while True:
-                b = c.recv(100)
-                if not b: break
-                data += b
-            c.sendall(repr(data).encode()); c.close()
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); data = b''
+                while True:
+                    b = c.recv(100)
+                    if not b: break
+                    data += b
+                c.sendall(repr(data).encode()); c.close()
+                """)
         defer { peer.stop() }
         let r = try Tool.run(["connect", "--crlf", "--hex", "127.0.0.1", String(peer.port)], input: "EHLO a\nQUIT\r\n")
         XCTAssertEqual(r.status, 0, r.err)
@@ -111,15 +116,17 @@ final class ConnectCommandTests: XCTestCase {
     }
 
     func testForcedProgressReportsOnStderr() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'z' * 300000); c.close()
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'z' * 300000); c.close()
+                """)
         defer { peer.stop() }
         let r = try Tool.run(["connect", "--force-progress", "127.0.0.1", String(peer.port)], input: "")
         // Without --force-progress, --progress stays quiet when stderr is not a terminal.
-        let quietPeer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'z' * 1000); c.close()
-            """)
+        let quietPeer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'z' * 1000); c.close()
+                """)
         defer { quietPeer.stop() }
         let quiet = try Tool.run(["connect", "--progress", "127.0.0.1", String(quietPeer.port)], input: "")
         XCTAssertEqual(quiet.out.count, 1000)
@@ -195,9 +202,10 @@ final class ConnectCommandTests: XCTestCase {
 
 final class SignalTests: XCTestCase {
     func testSIGTERMEndsConnectWith143AndKeepsWhatArrived() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'first part\\n'); time.sleep(30)
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'first part\\n'); time.sleep(30)
+                """)
         defer { peer.stop() }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-sig-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: output) }

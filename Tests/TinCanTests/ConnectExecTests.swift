@@ -16,18 +16,20 @@ final class ConnectExecTests: XCTestCase {
     /// The program sends 4 MiB, then reads the server's digest of them (a python server that
     /// answers once it has them all) and exits.
     func testTheProgramsBytesAllArriveAndTheAnswerReachesIt() throws {
-        let peer = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); h = hashlib.sha256(); n = 0
-            while n < 4194304:
-                b = c.recv(65536)
-                if not b: break
-                h.update(b); n += len(b)
-            c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.recv(1); c.close()
-            """)
+        let peer = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); h = hashlib.sha256(); n = 0
+                while n < 4194304:
+                    b = c.recv(65536)
+                    if not b: break
+                    h.update(b); n += len(b)
+                c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.recv(1); c.close()
+                """)
         defer { peer.stop() }
         let answer = temporaryFile("answer")
-        let r = try Tool.run(["connect", "-v", "--sh-exec", "head -c 4194304 /dev/zero; head -n 1 > \(answer)", "127.0.0.1", String(peer.port)],
-                             timeout: .seconds(60))
+        let r = try Tool.run(
+            ["connect", "-v", "--sh-exec", "head -c 4194304 /dev/zero; head -n 1 > \(answer)", "127.0.0.1", String(peer.port)],
+            timeout: .seconds(60))
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "", "stdout is not used: the program has the connection")
         let zeros = try Tool(["-c", "head -c 4194304 /dev/zero | sha256sum | cut -c1-64"], program: "/bin/sh")
@@ -53,17 +55,24 @@ final class ConnectExecTests: XCTestCase {
 
     func testOverTLSAndAFailingProgramFails() throws {
         let port = freePort()
-        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
-                               "-key", certs.path("server.key"), "-rev", "-quiet"], program: "/usr/bin/openssl")
+        let server = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                "-key", certs.path("server.key"), "-rev", "-quiet",
+            ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
         let said = temporaryFile("said")
-        let ok = try Tool.run(["connect", "--tls", "--ca", certs.path("ca.pem"), "--sh-exec", "echo hello; read r; echo \"$r\" > \(said)",
-                               "localhost", String(port)])
+        let ok = try Tool.run([
+            "connect", "--tls", "--ca", certs.path("ca.pem"), "--sh-exec", "echo hello; read r; echo \"$r\" > \(said)",
+            "localhost", String(port),
+        ])
         XCTAssertEqual(ok.status, 0, ok.err)
         XCTAssertEqual(fileText(said), "olleh\n")
-        let failing = try Tool.run(["connect", "--tls", "--ca", certs.path("ca.pem"), "--sh-exec", "echo ping; read r; exit 3",
-                                    "localhost", String(port)])
+        let failing = try Tool.run([
+            "connect", "--tls", "--ca", certs.path("ca.pem"), "--sh-exec", "echo ping; read r; exit 3",
+            "localhost", String(port),
+        ])
         XCTAssertEqual(failing.status, 1, failing.err)
         XCTAssertTrue(failing.err.contains("/bin/sh for localhost:\(port) exited with status 3"), failing.err)
     }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// man/ and completions/ are generated from the option table: they must be current, render
 /// without warnings, and parse in their shells.
@@ -33,14 +34,16 @@ final class DocsTests: XCTestCase {
             // ASCII only (glyphs as \(em, \[uXXXX]): groff reads the page the same in every locale.
             let foreign = text.unicodeScalars.filter { !$0.isASCII }
             XCTAssertTrue(foreign.isEmpty, "\(name) holds non-ASCII characters: \(String(String.UnicodeScalarView(foreign.prefix(5))))")
-            let groff = try Tool(["-ww", "-man", "-Tutf8", "-z", root.appendingPathComponent("man/\(name)").path], program: "/usr/bin/groff",
-                                 environment: ["LC_ALL": "C", "PATH": "/usr/bin:/bin"])
+            let groff = try Tool(
+                ["-ww", "-man", "-Tutf8", "-z", root.appendingPathComponent("man/\(name)").path], program: "/usr/bin/groff",
+                environment: ["LC_ALL": "C", "PATH": "/usr/bin:/bin"])
             groff.closeInput()
             XCTAssertEqual(groff.wait(), 0, name)
             XCTAssertEqual(groff.stderrText, "", "\(name): groff -ww warns")
             let path = root.appendingPathComponent("man/\(name)").path
-            let tool = try Tool(["--warnings", "-l", path], program: "/usr/bin/man",
-                                environment: ["MANWIDTH": "80", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin", "MANPAGER": "cat"])
+            let tool = try Tool(
+                ["--warnings", "-l", path], program: "/usr/bin/man",
+                environment: ["MANWIDTH": "80", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin", "MANPAGER": "cat"])
             tool.closeInput()
             XCTAssertEqual(tool.wait(), 0, name)
             XCTAssertEqual(tool.stderrText, "", "\(name) warnings")

@@ -20,8 +20,10 @@ final class EndOfStreamTests: XCTestCase {
     /// The scenario every test here shares: `quiet` half-closed at once (its stdin is empty) and
     /// writes what it receives to `got`; `talker` (run with -vv) sends a line, sees that end of
     /// stream, pauses like a script and sends another. Both lines arrive and both exit 0.
-    private func assertTalkerOutlivesTheHalfClose(talker: Tool, quiet: Tool, got: String, _ label: String,
-                                                  file: StaticString = #filePath, line: UInt = #line) {
+    private func assertTalkerOutlivesTheHalfClose(
+        talker: Tool, quiet: Tool, got: String, _ label: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         talker.send("first\n")
         waitUntil("\(label): the end of stream at the talker", file: file, line: line) { talker.stderrText.contains("the peer ended its stream") }
         waitUntil("\(label): the first line", file: file, line: line) { fileText(got) == "first\n" }
@@ -96,9 +98,10 @@ final class EndOfStreamTests: XCTestCase {
 
     /// A peer that closed its socket entirely cannot take what stdin sends later: exit 1, said so.
     func testSendingToAPeerThatClosedCompletelyIsAFailure() throws {
-        let server = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
-            """)
+        let server = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
+                """)
         defer { server.stop() }
         let client = try Tool(["connect", "-vv", "127.0.0.1", String(server.port)])
         defer { client.stop() }
@@ -112,9 +115,10 @@ final class EndOfStreamTests: XCTestCase {
 
     /// ... but if stdin ends without more to send, the session simply ends well.
     func testAPeerThatClosesFirstThenStdinEndingIsSuccess() throws {
-        let server = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
-            """)
+        let server = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'220 banner\\r\\n'); c.close(); time.sleep(30)
+                """)
         defer { server.stop() }
         let client = try Tool(["connect", "-vv", "127.0.0.1", String(server.port)])
         defer { client.stop() }
@@ -126,10 +130,11 @@ final class EndOfStreamTests: XCTestCase {
 
     /// A server sending `bytes` then closing, for the stdout tests.
     private func sender(_ bytes: Int) throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            while True:
-                c, _ = s.accept(); c.sendall(b'x' * \(bytes)); c.close()
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept(); c.sendall(b'x' * \(bytes)); c.close()
+                """)
     }
 
     func testAFullDiskOnStdoutIsNamedAndFails() throws {
@@ -137,8 +142,9 @@ final class EndOfStreamTests: XCTestCase {
         defer { server.stop() }
         // Spliced (a plain socket) and copied (--hex shows the data on the way, on stderr).
         for extra in [[], ["--hex"]] {
-            let tool = try Tool(["-c", #"exec "$0" "$@" < /dev/null > /dev/full"#, Tool.tincan, "connect"] + extra
-                                + ["127.0.0.1", String(server.port)], program: "/bin/sh")
+            let tool = try Tool(
+                ["-c", #"exec "$0" "$@" < /dev/null > /dev/full"#, Tool.tincan, "connect"] + extra
+                    + ["127.0.0.1", String(server.port)], program: "/bin/sh")
             XCTAssertEqual(tool.wait(), 1, "\(extra)")
             let last = tool.stderrText.split(separator: "\n").last ?? ""
             XCTAssertTrue(last.contains("writing to stdout failed: no space left on device"), "\(extra): \(last)")
@@ -170,8 +176,11 @@ final class EndOfStreamTests: XCTestCase {
         let server = try sender(10_000_000)
         defer { server.stop() }
         let status = temporaryFile("status")
-        let r = try Tool(["-c", #"{ "$0" connect 127.0.0.1 "$1" < /dev/null; echo $? > "$2"; } | head -c 5 > /dev/null"#,
-                          Tool.tincan, String(server.port), status], program: "/bin/sh")
+        let r = try Tool(
+            [
+                "-c", #"{ "$0" connect 127.0.0.1 "$1" < /dev/null; echo $? > "$2"; } | head -c 5 > /dev/null"#,
+                Tool.tincan, String(server.port), status,
+            ], program: "/bin/sh")
         XCTAssertEqual(r.wait(), 0)
         XCTAssertEqual(fileText(status), "1\n")
         XCTAssertTrue(r.stderrText.contains("writing to stdout failed: its reader closed it"), r.stderrText)
@@ -179,9 +188,10 @@ final class EndOfStreamTests: XCTestCase {
 
     /// `-w` as nc has it: after stdin ended, a silent server ends the session (exit 0).
     func testWaitEndsASilentSessionAfterStdinEnded() throws {
-        let server = try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(60)
-            """)
+        let server = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'hello\\n'); time.sleep(60)
+                """)
         defer { server.stop() }
         let r = try Tool.run(["connect", "-v", "-w", "300ms", "127.0.0.1", String(server.port)], timeout: .seconds(20))
         XCTAssertEqual(r.status, 0, r.err)

@@ -6,7 +6,8 @@ import XCTest
 /// and nothing already received is lost from stdout.
 final class FaultTests: XCTestCase {
     func testAResetMidTransferKeepsWhatArrivedAndExitsWith1() throws {
-        let server = try PythonPeer("""
+        let server = try PythonPeer(
+            """
             import socket, struct, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print(s.getsockname()[1], flush=True)
@@ -27,7 +28,8 @@ final class FaultTests: XCTestCase {
     }
 
     func testAServerThatClosesDuringTheTLSHandshakeIsAClearFailure() throws {
-        let server = try PythonPeer("""
+        let server = try PythonPeer(
+            """
             import socket, sys
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); print(s.getsockname()[1], flush=True)
@@ -43,7 +45,8 @@ final class FaultTests: XCTestCase {
     }
 
     func testHalfAStartTLSReplyThenSilenceEndsWithinTheTimeout() throws {
-        let server = try PythonPeer("""
+        let server = try PythonPeer(
+            """
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(5); print(s.getsockname()[1], flush=True)
@@ -63,7 +66,8 @@ final class FaultTests: XCTestCase {
     }
 
     func testAPeerThatStopsReadingEndsWithTheIdleTimeout() throws {
-        let server = try PythonPeer("""
+        let server = try PythonPeer(
+            """
             import socket, sys, time
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -49,12 +49,14 @@ final class ForwardCommandTests: XCTestCase {
     }
 
     func testBulkThroughTheRelayKeepsEveryByte() throws {
-        let sinkPort = freePort(), relayPort = freePort()
+        let sinkPort = freePort()
+        let relayPort = freePort()
         let listener = try Tool(["listen", "127.0.0.1", String(relayPort), "--forward", "127.0.0.1:\(sinkPort)"])
         defer { listener.stop() }
         // 256 MiB: connect → relay → listen | sha256sum, compared with what was sent.
-        try assertBulkTransfer(chunks: 4, port: sinkPort, listen: ["listen", "127.0.0.1", String(sinkPort)],
-                               send: ["connect", "127.0.0.1", String(relayPort)], waitFor: relayPort)
+        try assertBulkTransfer(
+            chunks: 4, port: sinkPort, listen: ["listen", "127.0.0.1", String(sinkPort)],
+            send: ["connect", "127.0.0.1", String(relayPort)], waitFor: relayPort)
         XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
@@ -83,17 +85,21 @@ final class ForwardCommandTests: XCTestCase {
     func testAnUpstreamThatNeverAnswersIsGivenUpAfterConnectTimeout() throws {
         // A listener whose accept queue is full drops new SYNs: the upstream's connect stays
         // under way (the worker's wait, not the accepting thread's) until --connect-timeout.
-        let full = try Tool(["python3", "-u", "-c", """
-            import socket, time
-            s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
-            port = s.getsockname()[1]
-            fill = []
-            for _ in range(4):
-                c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
-            time.sleep(0.2)
-            print(port, flush=True)
-            time.sleep(120)
-            """], program: "/usr/bin/env")
+        let full = try Tool(
+            [
+                "python3", "-u", "-c",
+                """
+                import socket, time
+                s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+                port = s.getsockname()[1]
+                fill = []
+                for _ in range(4):
+                    c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
+                time.sleep(0.2)
+                print(port, flush=True)
+                time.sleep(120)
+                """,
+            ], program: "/usr/bin/env")
         defer { full.stop() }
         waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
         let upstreamPort = full.stdoutText.split(separator: "\n")[0]
@@ -184,21 +190,22 @@ final class ForwardCommandTests: XCTestCase {
     /// queues (epoll set, timer heap): every byte arrives, plain and over TLS, exit 0.
     func testAnUpstreamThatAnswersLongAfterTheClientsEndIsHeardWhole() throws {
         let certs = TLSFixtures.shared
-        let upstream = try PythonPeer(PythonPeers.listenPrelude + """
-            import threading
-            def serve(c):
-                got = b''
+        let upstream = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import threading
+                def serve(c):
+                    got = b''
+                    while True:
+                        b = c.recv(65536)
+                        if not b: break
+                        got += b
+                    time.sleep(2.5)
+                    c.sendall(b'late reply to ' + got + b'x' * 100000 + b'\\n')
+                    c.close()
                 while True:
-                    b = c.recv(65536)
-                    if not b: break
-                    got += b
-                time.sleep(2.5)
-                c.sendall(b'late reply to ' + got + b'x' * 100000 + b'\\n')
-                c.close()
-            while True:
-                c, _ = s.accept()
-                threading.Thread(target=serve, args=(c,), daemon=True).start()
-            """)
+                    c, _ = s.accept()
+                    threading.Thread(target=serve, args=(c,), daemon=True).start()
+                """)
         defer { upstream.stop() }
         let want = "late reply to hello\n" + String(repeating: "x", count: 100_000) + "\n"
         for tls in [false, true] {

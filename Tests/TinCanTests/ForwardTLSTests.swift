@@ -16,8 +16,11 @@ final class ForwardTLSTests: XCTestCase {
     /// `openssl s_server -rev` (each line back reversed) on a free port.
     private func reversingServer(_ extra: [String] = []) throws -> (Tool, UInt16) {
         let port = freePort()
-        let tool = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
-                             "-key", certs.path("server.key"), "-rev", "-quiet"] + extra, program: "/usr/bin/openssl")
+        let tool = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                "-key", certs.path("server.key"), "-rev", "-quiet",
+            ] + extra, program: "/usr/bin/openssl")
         waitForListener(port: port)
         return (tool, port)
     }
@@ -42,9 +45,14 @@ final class ForwardTLSTests: XCTestCase {
     func testCurlHTTPSThroughTLSTerminationAndMutualTLS() throws {
         let page = String(repeating: "terminated here\n", count: 10_000)
         let (server, upstreamPort, dir) = try httpServer(page: page)
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
-        let (listener, port) = try relay(["-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                          "--forward", "127.0.0.1:\(upstreamPort)"])
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        let (listener, port) = try relay([
+            "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+            "--forward", "127.0.0.1:\(upstreamPort)",
+        ])
         defer { listener.stop() }
         for _ in 0..<3 {
             let c = try curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(port)/page.txt"])
@@ -59,11 +67,15 @@ final class ForwardTLSTests: XCTestCase {
         XCTAssertFalse(plain.stdoutText.contains("terminated here"))
 
         // Mutual TLS: only a client with a certificate from the CA is relayed.
-        let (mutual, mutualPort) = try relay(["-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                              "--require-client-cert", "--ca", certs.path("ca.pem"), "--forward", "127.0.0.1:\(upstreamPort)"])
+        let (mutual, mutualPort) = try relay([
+            "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+            "--require-client-cert", "--ca", certs.path("ca.pem"), "--forward", "127.0.0.1:\(upstreamPort)",
+        ])
         defer { mutual.stop() }
-        let withCert = try curl(["--cacert", certs.path("ca.pem"), "--cert", certs.path("client.pem"), "--key", certs.path("client.key"),
-                                 "https://localhost:\(mutualPort)/page.txt"])
+        let withCert = try curl([
+            "--cacert", certs.path("ca.pem"), "--cert", certs.path("client.pem"), "--key", certs.path("client.key"),
+            "https://localhost:\(mutualPort)/page.txt",
+        ])
         XCTAssertEqual(withCert.process.terminationStatus, 0, withCert.stderrText + mutual.stderrText)
         XCTAssertTrue(withCert.stdoutText == page)
         let without = try curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(mutualPort)/page.txt"])
@@ -89,8 +101,9 @@ final class ForwardTLSTests: XCTestCase {
         let refused = try Tool.run(["connect", "127.0.0.1", String(badPort)], input: "secret\n")
         XCTAssertEqual(refused.out, "", "no byte went to an unverified upstream, none came back")
         XCTAssertEqual(bad.wait(), 4, bad.stderrText)
-        XCTAssertTrue(bad.stderrText.contains("certificate verification failed") && bad.stderrText.contains("--forward-ca FILE")
-                      && bad.stderrText.contains("--forward-insecure"), bad.stderrText)
+        XCTAssertTrue(
+            bad.stderrText.contains("certificate verification failed") && bad.stderrText.contains("--forward-ca FILE")
+                && bad.stderrText.contains("--forward-insecure"), bad.stderrText)
 
         // --forward-insecure skips the chain, but a wrong --forward-pin still refuses.
         let (insecure, insecurePort) = try relay(["--forward", "localhost:\(upstreamPort)", "--forward-tls", "--forward-insecure"])
@@ -114,12 +127,14 @@ final class ForwardTLSTests: XCTestCase {
         XCTAssertEqual(r.out, "sdne htob\n")
 
         // 64 MiB: plain connect → relay → TLS to a tincan TLS sink | sha256sum.
-        let sinkPort = freePort(), relayPort = freePort()
+        let sinkPort = freePort()
+        let relayPort = freePort()
         let relay = try Tool(["listen", "127.0.0.1", String(relayPort), "--forward", "localhost:\(sinkPort)", "--forward-tls", "--forward-ca", certs.path("ca.pem")])
         defer { relay.stop() }
-        try assertBulkTransfer(chunks: 1, port: sinkPort,
-                               listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "127.0.0.1", String(sinkPort)],
-                               send: ["connect", "127.0.0.1", String(relayPort)], waitFor: relayPort)
+        try assertBulkTransfer(
+            chunks: 1, port: sinkPort,
+            listen: ["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "127.0.0.1", String(sinkPort)],
+            send: ["connect", "127.0.0.1", String(relayPort)], waitFor: relayPort)
         XCTAssertEqual(relay.wait(), 0, relay.stderrText)
     }
 }

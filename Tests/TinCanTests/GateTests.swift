@@ -1,7 +1,8 @@
 import Glibc
 import SocketCore
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// The listener's gate hands every connection to one handler; reading the handler must not
 /// cost more each time (it did: the closure was re-wrapped on every read, so `listen -k`

@@ -8,9 +8,10 @@ final class InstallTests: XCTestCase {
     private let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     private func script(_ arguments: [String], destdir: String, prefix: String) throws -> (status: Int32, out: String, err: String) {
-        let r = try Tool.run([root.appendingPathComponent("scripts/install").path] + arguments, timeout: .seconds(60),
-                             environment: ["DESTDIR": destdir, "PREFIX": prefix, "TINCAN_BIN": Tool.tincan, "PATH": "/usr/local/bin:/usr/bin:/bin"],
-                             program: "/bin/bash")
+        let r = try Tool.run(
+            [root.appendingPathComponent("scripts/install").path] + arguments, timeout: .seconds(60),
+            environment: ["DESTDIR": destdir, "PREFIX": prefix, "TINCAN_BIN": Tool.tincan, "PATH": "/usr/local/bin:/usr/bin:/bin"],
+            program: "/bin/bash")
         return (r.status, r.out, r.err)
     }
 
@@ -27,8 +28,11 @@ final class InstallTests: XCTestCase {
         XCTAssertEqual(installed.status, 0, installed.err)
         let pages = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("man").path).filter { $0.hasSuffix(".1") }
         XCTAssertEqual(pages.count, 7, "tincan.1 and one page per command: \(pages)")
-        let files = ["bin/tincan", "share/bash-completion/completions/tincan", "share/zsh/site-functions/_tincan",
-                     "share/fish/vendor_completions.d/tincan.fish"] + pages.map { "share/man/man1/\($0)" }
+        let files =
+            [
+                "bin/tincan", "share/bash-completion/completions/tincan", "share/zsh/site-functions/_tincan",
+                "share/fish/vendor_completions.d/tincan.fish",
+            ] + pages.map { "share/man/man1/\($0)" }
         for file in files {
             XCTAssertTrue(FileManager.default.fileExists(atPath: base + "/" + file), file)
         }
@@ -46,16 +50,22 @@ final class InstallTests: XCTestCase {
             XCTAssertTrue(rendered.out.contains("TINCAN"), page)
             XCTAssertEqual(rendered.err, "", "\(page) renders without warnings")
         }
-        for (shell, file) in [("/bin/bash", "share/bash-completion/completions/tincan"), ("/usr/bin/zsh", "share/zsh/site-functions/_tincan"),
-                              ("/usr/bin/fish", "share/fish/vendor_completions.d/tincan.fish")] {
+        for (shell, file) in [
+            ("/bin/bash", "share/bash-completion/completions/tincan"), ("/usr/bin/zsh", "share/zsh/site-functions/_tincan"),
+            ("/usr/bin/fish", "share/fish/vendor_completions.d/tincan.fish"),
+        ] {
             let parsed = try Tool.run(["-n", base + "/" + file], program: shell)
             XCTAssertEqual(parsed.status, 0, "\(shell) -n \(file): \(parsed.err)")
         }
         // bash completion works from the installed file: the commands complete.
-        let completed = try Tool.run(["-c", """
-            source \(base)/share/bash-completion/completions/tincan
-            COMP_WORDS=(tincan u); COMP_CWORD=1; _tincan; printf '%s\\n' "${COMPREPLY[@]}"
-            """], program: "/bin/bash")
+        let completed = try Tool.run(
+            [
+                "-c",
+                """
+                source \(base)/share/bash-completion/completions/tincan
+                COMP_WORDS=(tincan u); COMP_CWORD=1; _tincan; printf '%s\\n' "${COMPREPLY[@]}"
+                """,
+            ], program: "/bin/bash")
         XCTAssertEqual(completed.out.split(separator: "\n").sorted(), ["udp-recv", "udp-send"], completed.err)
 
         let removed = try script(["--uninstall"], destdir: destdir, prefix: prefix)

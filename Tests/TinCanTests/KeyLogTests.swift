@@ -18,11 +18,15 @@ final class KeyLogTests: XCTestCase {
     }
 
     func testTheClientLogsTheSecretsTheServerLogsAndAppendsFromTheEnvironment() throws {
-        let ours = temporary("client.log"), theirs = temporary("server.log")
+        let ours = temporary("client.log")
+        let theirs = temporary("server.log")
         defer { [ours, theirs].forEach { try? FileManager.default.removeItem(atPath: $0) } }
         let port = freePort()
-        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
-                               "-rev", "-quiet", "-keylogfile", theirs], program: "/usr/bin/openssl")
+        let server = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
+                "-rev", "-quiet", "-keylogfile", theirs,
+            ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
         let r = try Tool.run(["tls", "--keylog", ours, "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "hello\n")
@@ -38,8 +42,9 @@ final class KeyLogTests: XCTestCase {
         XCTAssertEqual(mode & 0o777, 0o600, "only its owner may read the secrets")
 
         // SSLKEYLOGFILE, as curl reads it: a second session appended to the same file.
-        let again = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "again\n",
-                                 environment: ProcessInfo.processInfo.environment.merging(["SSLKEYLOGFILE": ours]) { $1 })
+        let again = try Tool.run(
+            ["tls", "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "again\n",
+            environment: ProcessInfo.processInfo.environment.merging(["SSLKEYLOGFILE": ours]) { $1 })
         XCTAssertEqual(again.status, 0, again.err)
         XCTAssertEqual(secrets(ours).count, logged.count * 2, "appended, not replaced")
 
@@ -49,12 +54,15 @@ final class KeyLogTests: XCTestCase {
     }
 
     func testTheServerSideLogsTheSecretsOfItsClients() throws {
-        let ours = temporary("listen.log"), theirs = temporary("s_client.log")
+        let ours = temporary("listen.log")
+        let theirs = temporary("s_client.log")
         defer { [ours, theirs].forEach { try? FileManager.default.removeItem(atPath: $0) } }
         // The listener answers only once "ping" is in: s_client -ign_eof quits at the server's
         // close_notify, and one that came first could end it before it sent its line.
-        let (listener, port) = try Tool.listener(["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--keylog", ours,
-                                                  "--expect", "ping", "--send", "pong\\n"])
+        let (listener, port) = try Tool.listener([
+            "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--keylog", ours,
+            "--expect", "ping", "--send", "pong\\n",
+        ])
         defer { listener.stop() }
         listener.closeInput()
         let client = try Tool(["s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-ign_eof", "-keylogfile", theirs], program: "/usr/bin/openssl")

@@ -26,8 +26,9 @@ final class ListenCommandTests: XCTestCase {
 
     func testOneGibibyteConnectToListenWithMatchingSHA256() throws {
         let port = freePort()
-        try assertBulkTransfer(chunks: 16, port: port, listen: ["listen", "127.0.0.1", String(port)],
-                               send: ["connect", "127.0.0.1", String(port)])
+        try assertBulkTransfer(
+            chunks: 16, port: port, listen: ["listen", "127.0.0.1", String(port)],
+            send: ["connect", "127.0.0.1", String(port)])
     }
 
     func testKeepOpenExecServesFiftyConcurrentClients() throws {
@@ -105,23 +106,23 @@ final class ListenCommandTests: XCTestCase {
     /// argv: FILE, then HOST PORT or --unix PATH. 4 MiB (also written to FILE) from one
     /// connection, then 100 short connections, each waiting for the hub's close before the next.
     private static let bulkThenShort = #"""
-    import os, socket, sys
-    def connect():
-        if sys.argv[2] == "--unix":
-            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[3])
-        else:
-            s = socket.create_connection((sys.argv[2], int(sys.argv[3])))
-        s.settimeout(20)
-        return s
-    def send(data):
-        s = connect(); s.sendall(data); s.shutdown(socket.SHUT_WR)
-        assert s.recv(1) == b"", "the hub sent something"
-        s.close()
-    bulk = os.urandom(4 << 20)
-    open(sys.argv[1], "wb").write(bulk)
-    send(bulk)
-    for i in range(100): send(b"short %02d\n" % i)
-    """#
+        import os, socket, sys
+        def connect():
+            if sys.argv[2] == "--unix":
+                s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[3])
+            else:
+                s = socket.create_connection((sys.argv[2], int(sys.argv[3])))
+            s.settimeout(20)
+            return s
+        def send(data):
+            s = connect(); s.sendall(data); s.shutdown(socket.SHUT_WR)
+            assert s.recv(1) == b"", "the hub sent something"
+            s.close()
+        bulk = os.urandom(4 << 20)
+        open(sys.argv[1], "wb").write(bulk)
+        send(bulk)
+        for i in range(100): send(b"short %02d\n" % i)
+        """#
 
     func testExecAndShExecForOneConnection() throws {
         let port = freePort()
@@ -145,10 +146,11 @@ final class ListenCommandTests: XCTestCase {
         let listener = try startListener(["-k", "--sh-exec", "grep -E '^Sig(Blk|Ign)' /proc/self/status"], port: port)
         defer { listener.stop() }
         let out = try Tool.output(["connect", "127.0.0.1", String(port)], input: "")
-        let masks = Dictionary(uniqueKeysWithValues: out.split(separator: "\n").map {
-            let parts = $0.split(separator: "\t")
-            return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
-        })
+        let masks = Dictionary(
+            uniqueKeysWithValues: out.split(separator: "\n").map {
+                let parts = $0.split(separator: "\t")
+                return (String(parts[0]), UInt64(parts[1], radix: 16) ?? .max)
+            })
         XCTAssertEqual(masks["SigBlk:"], 0, out)
         // Signals 1-31 at their defaults (32 and up are glibc's own).
         XCTAssertEqual((masks["SigIgn:"] ?? .max) & 0x7FFF_FFFF, 0, out)
@@ -162,8 +164,9 @@ final class ListenCommandTests: XCTestCase {
         XCTAssertEqual(r.out, "", "a denied peer gets nothing back")
         // Closed at once, its bytes unread: the client's line never arrived, and it says so.
         XCTAssertEqual(r.status, 1, r.err)
-        XCTAssertTrue(["reset by peer", "did not take everything sent", "closed the connection while we were sending"]
-                        .contains { r.err.contains($0) }, r.err)
+        XCTAssertTrue(
+            ["reset by peer", "did not take everything sent", "closed the connection while we were sending"]
+                .contains { r.err.contains($0) }, r.err)
         listener.signal(SIGINT)
         XCTAssertEqual(listener.wait(), 128 + SIGINT)
         XCTAssertTrue(listener.stderrText.contains("refused connection from 127.0.0.1:"), listener.stderrText)

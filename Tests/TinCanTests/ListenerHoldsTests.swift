@@ -10,15 +10,19 @@ final class ListenerHoldsTests: XCTestCase {
 
     /// A python TLS client that connects and holds its session (reads nothing, sends nothing).
     private func holder(_ port: UInt16, count: Int) throws -> Tool {
-        let tool = try Tool(["python3", "-c", """
-            import socket, ssl, sys, time
-            ctx = ssl.create_default_context(cafile=sys.argv[2])
-            held = []
-            for _ in range(int(sys.argv[3])):
-                held.append(ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))), server_hostname='localhost'))
-            print('held', flush=True)
-            time.sleep(120)
-            """, String(port), certs.path("ca.pem"), String(count)], program: "/usr/bin/env")
+        let tool = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, ssl, sys, time
+                ctx = ssl.create_default_context(cafile=sys.argv[2])
+                held = []
+                for _ in range(int(sys.argv[3])):
+                    held.append(ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))), server_hostname='localhost'))
+                print('held', flush=True)
+                time.sleep(120)
+                """, String(port), certs.path("ca.pem"), String(count),
+            ], program: "/usr/bin/env")
         waitUntil("the sessions held", timeout: .seconds(60)) { tool.stdoutText.contains("held") || !tool.process.isRunning }
         return tool
     }
@@ -32,8 +36,11 @@ final class ListenerHoldsTests: XCTestCase {
         let held = try holder(port, count: 20)
         defer { held.stop() }
         waitUntil("20 programs") { childProcesses(of: hub.process.processIdentifier).count >= 20 }
-        let r = try Tool.run(["tls", "-q", "0", "--ca", certs.path("ca.pem"), "--servername", "localhost", "--send", "hello\\n",
-                              "--expect", "^hello$", "--expect-timeout", "3s", "127.0.0.1", String(port)], input: "")
+        let r = try Tool.run(
+            [
+                "tls", "-q", "0", "--ca", certs.path("ca.pem"), "--servername", "localhost", "--send", "hello\\n",
+                "--expect", "^hello$", "--expect-timeout", "3s", "127.0.0.1", String(port),
+            ], input: "")
         XCTAssertEqual(r.status, 0, "the newcomer was not answered within 3 s: \(r.err)")
         let programs = childProcesses(of: hub.process.processIdentifier).map(\.pid)
         XCTAssertGreaterThanOrEqual(programs.count, 20)
@@ -111,23 +118,27 @@ final class ListenerHoldsTests: XCTestCase {
     func testABrokerClientThatNeverReadsIsDropped() throws {
         let (hub, port) = try Tool.listener(["--broker", "--send-timeout", "1s"])
         defer { hub.stop() }
-        let r = try Tool.run(["python3", "-c", """
-            import socket, sys, threading, time
-            port = int(sys.argv[1])
-            stuck = socket.socket(); stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            stuck.connect(('127.0.0.1', port))
-            reader = socket.create_connection(('127.0.0.1', port)); reader.settimeout(30)
-            writer = socket.create_connection(('127.0.0.1', port))
-            time.sleep(0.3)
-            size = 16 << 20
-            threading.Thread(target=lambda: writer.sendall(b'x' * size), daemon=True).start()
-            got = 0
-            while got < size:
-                b = reader.recv(1 << 20)
-                if not b: break
-                got += len(b)
-            print(got)
-            """, String(port)], timeout: .seconds(60), program: "/usr/bin/env")
+        let r = try Tool.run(
+            [
+                "python3", "-c",
+                """
+                import socket, sys, threading, time
+                port = int(sys.argv[1])
+                stuck = socket.socket(); stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                stuck.connect(('127.0.0.1', port))
+                reader = socket.create_connection(('127.0.0.1', port)); reader.settimeout(30)
+                writer = socket.create_connection(('127.0.0.1', port))
+                time.sleep(0.3)
+                size = 16 << 20
+                threading.Thread(target=lambda: writer.sendall(b'x' * size), daemon=True).start()
+                got = 0
+                while got < size:
+                    b = reader.recv(1 << 20)
+                    if not b: break
+                    got += len(b)
+                print(got)
+                """, String(port),
+            ], timeout: .seconds(60), program: "/usr/bin/env")
         XCTAssertEqual(r.out, "\(16 << 20)\n", r.err)
         waitUntil("the line naming it") { hub.stderrText.contains("took nothing sent to it for 1s (--send-timeout): dropped it") }
     }
@@ -168,11 +179,15 @@ final class ListenerHoldsTests: XCTestCase {
             port = hub.stderrText.split(separator: "\n").first { $0.contains("listening on") }.flatMap { $0.split(separator: ":").last }.flatMap { UInt16($0) } ?? 0
             return port != 0
         }
-        let r = try Tool.run(["python3", "-c", """
-            import socket, sys, time
-            held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(60)]
-            time.sleep(1.5)
-            """, String(port)], program: "/usr/bin/env")
+        let r = try Tool.run(
+            [
+                "python3", "-c",
+                """
+                import socket, sys, time
+                held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(60)]
+                time.sleep(1.5)
+                """, String(port),
+            ], program: "/usr/bin/env")
         XCTAssertEqual(r.status, 0, r.err)
         let lines = hub.stderrText.split(separator: "\n").filter { $0.contains("cannot accept more connections now") }
         XCTAssertEqual(lines.count, 1, hub.stderrText)
@@ -184,13 +199,19 @@ final class ListenerHoldsTests: XCTestCase {
     func testFailedHandshakesAreCountedAndSummedUp() throws {
         for verbose in [true, false] {
             let options = ["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--handshake-timeout", "300ms", "--exec", "/bin/cat"]
-            let (hub, port) = verbose ? try Tool.listener(options)
+            let (hub, port) =
+                verbose
+                ? try Tool.listener(options)
                 : try Tool.server(program: Tool.tincan) { port in ["listen"] + options + ["127.0.0.1", String(port)] }
-            let r = try Tool.run(["python3", "-c", """
-                import socket, sys
-                held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(5)]
-                for s in held: s.settimeout(10); s.recv(1)
-                """, String(port)], program: "/usr/bin/env")
+            let r = try Tool.run(
+                [
+                    "python3", "-c",
+                    """
+                    import socket, sys
+                    held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(5)]
+                    for s in held: s.settimeout(10); s.recv(1)
+                    """, String(port),
+                ], program: "/usr/bin/env")
             XCTAssertEqual(r.status, 0, r.err)
             hub.signal(SIGTERM)
             _ = hub.wait(timeout: .seconds(5))

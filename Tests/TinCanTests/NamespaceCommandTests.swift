@@ -6,7 +6,8 @@ import XCTest
 /// 2001:db8::1 is a blackhole, names come from the namespace's own /etc/hosts, and no DNS
 /// query or packet can leave the namespace.
 final class NamespaceCommandTests: XCTestCase {
-    static let setup = Namespace.testNetwork(extra: ["198.18.0.5"])
+    static let setup =
+        Namespace.testNetwork(extra: ["198.18.0.5"])
         + "\nip neigh add 198.18.0.99 lladdr 02:00:00:00:00:01 dev va nud permanent"
     static let hosts = """
         127.0.0.1 localhost
@@ -59,12 +60,14 @@ final class NamespaceCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "over v4\n")
         let lines = r.err.split(separator: "\n").map { String($0.replacingOccurrences(of: #" \(\d+(\.\d+)? ms\)"#, with: "", options: .regularExpression)) }
-        XCTAssertEqual(Array(lines.prefix(4)), [
-            "tincan: trying [2001:db8::1]:\(port)",
-            "tincan: trying 198.18.0.1:\(port)",
-            "tincan: 198.18.0.1:\(port) connected",
-            "tincan: [2001:db8::1]:\(port) abandoned",
-        ], r.err)
+        XCTAssertEqual(
+            Array(lines.prefix(4)),
+            [
+                "tincan: trying [2001:db8::1]:\(port)",
+                "tincan: trying 198.18.0.1:\(port)",
+                "tincan: 198.18.0.1:\(port) connected",
+                "tincan: [2001:db8::1]:\(port) abandoned",
+            ], r.err)
         XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(240), "IPv4 waited for the attempt delay")
     }
 
@@ -129,8 +132,9 @@ final class NamespaceCommandTests: XCTestCase {
         defer { server.stop() }
         let r = try Tool.run(["connect", "-z", "-v", "-w", "300ms", "198.18.0.99", "80,\(port)"])
         XCTAssertEqual(r.status, 1, r.err)
-        XCTAssertEqual(r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
-                       ["198.18.0.99 80 filtered", "198.18.0.99 \(port) filtered"])
+        XCTAssertEqual(
+            r.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+            ["198.18.0.99 80 filtered", "198.18.0.99 \(port) filtered"])
         XCTAssertEqual(r.err, "tincan: no open port among 2 on 198.18.0.99\n")
         let open = try Tool.run(["connect", "-z", "-w", "300ms", "198.18.0.1", String(port)])
         XCTAssertEqual(open.status, 0, open.err)

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import TestSupport
+import XCTest
 
 /// OpenSSL is loaded when TLS is first used, not when tincan starts (COpenSSL/loader.c).
 final class OpenSSLLoadingTests: XCTestCase {

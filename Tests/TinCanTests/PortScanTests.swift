@@ -22,8 +22,9 @@ final class PortScanTests: XCTestCase {
         let r = try Tool(["-n", "sh", "-c", script, Tool.tincan], program: "/usr/bin/unshare")
         r.closeInput()
         XCTAssertEqual(r.wait(timeout: .seconds(120)), 0, r.stderrText)
-        XCTAssertEqual(r.stdoutText.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
-                       Array(repeating: "127.0.0.1 40404 open", count: 3), r.stdoutText)
+        XCTAssertEqual(
+            r.stdoutText.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+            Array(repeating: "127.0.0.1 40404 open", count: 3), r.stdoutText)
     }
 
     /// A probe from the port it probes (-s) connects to itself: closed, not open. -s is the
@@ -64,8 +65,9 @@ final class PortScanTests: XCTestCase {
         defer { squid.stop() }
         let s = try Tool.run(["connect", "-z", "-v", "--proxy", "http://bob:secret@127.0.0.1:\(squid.ports[0])", "127.0.0.1", "\(closed),\(open.port)"], input: "")
         XCTAssertEqual(s.status, 0, s.err)
-        XCTAssertEqual(s.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
-                       ["127.0.0.1 \(closed) closed", "127.0.0.1 \(open.port) open"], s.out)
+        XCTAssertEqual(
+            s.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+            ["127.0.0.1 \(closed) closed", "127.0.0.1 \(open.port) open"], s.out)
     }
 
     /// --json port events carry the address probed, with its port.

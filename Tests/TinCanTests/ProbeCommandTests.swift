@@ -9,7 +9,8 @@ final class ProbeCommandTests: XCTestCase {
     /// A python3 SMTP-like server: a 220 greeting, a multi-line 250 reply to EHLO (or `ehloReply`),
     /// 221 to QUIT, then it closes.
     private func smtpServer(ehloReply: String = "250-probe.test hello\\r\\n250-SIZE 1000\\r\\n250 OK\\r\\n") throws -> PythonPeer {
-        try PythonPeer("""
+        try PythonPeer(
+            """
             import socket, sys
             server = socket.socket()
             server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -34,8 +35,10 @@ final class ProbeCommandTests: XCTestCase {
     func testSMTPDialogueRunsInOrderAndEverythingReceivedReachesStdout() throws {
         let server = try smtpServer()
         defer { server.stop() }
-        let r = try Tool.run(["connect", "-v", "127.0.0.1", String(server.port), "--expect", "^220", "--send", "EHLO probe\\r\\n",
-                              "--expect", "^250 ", "--send", "QUIT\\r\\n", "--expect", "^221"])
+        let r = try Tool.run([
+            "connect", "-v", "127.0.0.1", String(server.port), "--expect", "^220", "--send", "EHLO probe\\r\\n",
+            "--expect", "^250 ", "--send", "QUIT\\r\\n", "--expect", "^221",
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "220 probe.test ESMTP\r\n250-probe.test hello\r\n250-SIZE 1000\r\n250 OK\r\n221 bye\r\n")
         for line in ["matched --expect '^220'", "sent 12 bytes (--send 'EHLO probe\\r\\n')", "matched --expect '^250 '", "matched --expect '^221'"] {
@@ -46,15 +49,21 @@ final class ProbeCommandTests: XCTestCase {
     func testAFailedExpectationExitsWith6AndQuotesWhatArrived() throws {
         let server = try smtpServer(ehloReply: "554 go away\\r\\n")
         defer { server.stop() }
-        let r = try Tool.run(["connect", "--expect", "^220", "--send", "EHLO probe\\r\\n", "--expect", "^250 ",
-                              "--expect-timeout", "1500ms", "127.0.0.1", String(server.port)])
+        let r = try Tool.run([
+            "connect", "--expect", "^220", "--send", "EHLO probe\\r\\n", "--expect", "^250 ",
+            "--expect-timeout", "1500ms", "127.0.0.1", String(server.port),
+        ])
         XCTAssertEqual(r.status, 6)
-        XCTAssertEqual(r.err, "tincan: --expect '^250 ' failed: nothing matched within 1500ms (--expect-timeout); received since the last match: \" probe.test ESMTP\\r\\n554 go away\\r\\n\"\n")
+        XCTAssertEqual(
+            r.err,
+            "tincan: --expect '^250 ' failed: nothing matched within 1500ms (--expect-timeout); received since the last match: \" probe.test ESMTP\\r\\n554 go away\\r\\n\"\n")
         XCTAssertEqual(r.out, "220 probe.test ESMTP\r\n554 go away\r\n", "what arrived is on stdout too")
 
         let closed = try Tool.run(["connect", "--send", "QUIT\\r\\n", "--expect", "^250", "127.0.0.1", String(server.port)])
         XCTAssertEqual(closed.status, 6)
-        XCTAssertTrue(closed.err.hasPrefix("tincan: --expect '^250' failed: the peer closed the connection first; received since the last match: \"220 probe.test ESMTP\\r\\n221 bye\\r\\n\""), closed.err)
+        XCTAssertTrue(
+            closed.err.hasPrefix(
+                "tincan: --expect '^250' failed: the peer closed the connection first; received since the last match: \"220 probe.test ESMTP\\r\\n221 bye\\r\\n\""), closed.err)
     }
 
     func testBadScriptArgumentsAreUsageErrors() throws {
@@ -65,7 +74,10 @@ final class ProbeCommandTests: XCTestCase {
             (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send and --expect talk to one connection: not with -k, --exec or --sh-exec"),
             (["udp-send", "--send", "a", "-m", "b", "127.0.0.1", "9"], "tincan: udp-send: --send and --expect replace stdin: not with --message"),
             (["connect", "-z", "127.0.0.1", "80-20"], "tincan: connect: bad port range '80-20': it runs backwards; write 20-80"),
-            (["connect", "-z", "127.0.0.1", "22,nosuchservice"], "tincan: connect: bad port list '22,nosuchservice': 'nosuchservice' is not a port (1-65535), a range such as 8000-8100 or a service name"),
+            (
+                ["connect", "-z", "127.0.0.1", "22,nosuchservice"],
+                "tincan: connect: bad port list '22,nosuchservice': 'nosuchservice' is not a port (1-65535), a range such as 8000-8100 or a service name"
+            ),
             (["connect", "--parallel", "5", "127.0.0.1", "9"], "tincan: connect: --parallel needs -z"),
         ] {
             let r = try Tool.run(arguments)
@@ -76,12 +88,17 @@ final class ProbeCommandTests: XCTestCase {
 
     func testTLSScriptWithJSONEventsAndTiming() throws {
         let port = freePort()
-        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
-                               "-key", certs.path("server.key"), "-www", "-quiet"], program: "/usr/bin/openssl")
+        let server = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                "-key", certs.path("server.key"), "-www", "-quiet",
+            ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
-        let r = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--json", "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
-                              "--expect", "^HTTP/1.0 200", "localhost", String(port)])
+        let r = try Tool.run([
+            "tls", "--ca", certs.path("ca.pem"), "--json", "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
+            "--expect", "^HTTP/1.0 200", "localhost", String(port),
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.hasPrefix("HTTP/1.0 200 ok"), r.out)
         // s_server's page arrived whole (its last line), so the count below is the real size.
@@ -107,11 +124,16 @@ final class ProbeCommandTests: XCTestCase {
         }
 
         // --timing on its own: one line of prose at the end.
-        let timed = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
-                                  "localhost", String(port)], input: "")
+        let timed = try Tool.run(
+            [
+                "tls", "--ca", certs.path("ca.pem"), "--timing", "--send", "GET / HTTP/1.0\\r\\n\\r\\n",
+                "localhost", String(port),
+            ], input: "")
         XCTAssertEqual(timed.status, 0, timed.err)
         let timing = try XCTUnwrap(timed.err.split(separator: "\n").last)
-        XCTAssertNotNil(timing.wholeMatch(of: #/tincan: timing: dns [0-9.]+ ms, connect [0-9.]+ ms, tls [0-9.]+ ms, first byte [0-9.]+ ms, total [0-9.]+ (ms|s), sent 18 B, received \d+ B/#), String(timing))
+        XCTAssertNotNil(
+            timing.wholeMatch(of: #/tincan: timing: dns [0-9.]+ ms, connect [0-9.]+ ms, tls [0-9.]+ ms, first byte [0-9.]+ ms, total [0-9.]+ (ms|s), sent 18 B, received \d+ B/#),
+            String(timing))
     }
 
     /// Each line of `text` as a JSON object; fails on any line that is not one.
@@ -172,16 +194,20 @@ final class ProbeCommandTests: XCTestCase {
         defer { listener.stop() }
         listener.closeInput()
         waitForListener(port: port)
-        let client = try Tool(["python3", "-c", """
-            import socket, sys
-            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-            f = s.makefile("rb")
-            assert f.readline() == b"name?\\n"
-            s.sendall(b"name: bob\\n")
-            assert f.readline() == b"ok\\n"
-            s.close()
-            print("client ok")
-            """, String(port)], program: "/usr/bin/env")
+        let client = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+                f = s.makefile("rb")
+                assert f.readline() == b"name?\\n"
+                s.sendall(b"name: bob\\n")
+                assert f.readline() == b"ok\\n"
+                s.close()
+                print("client ok")
+                """, String(port),
+            ], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(client.wait(), 0, client.stderrText)
         XCTAssertEqual(client.stdoutText, "client ok\n")
@@ -190,10 +216,11 @@ final class ProbeCommandTests: XCTestCase {
     }
 
     func testUDPSendExpectsAMatchingReply() throws {
-        let (server, port) = try pythonUDPServer(reply: """
-            s.sendto(b"noise", peer)
-            s.sendto(b"pong " + data, peer)
-            """)
+        let (server, port) = try pythonUDPServer(
+            reply: """
+                s.sendto(b"noise", peer)
+                s.sendto(b"pong " + data, peer)
+                """)
         defer { server.stop() }
         let ok = try Tool.run(["udp-send", "--send", "ping", "--expect", "^pong ping$", "--send", "again", "--expect", "again", "127.0.0.1", String(port)])
         XCTAssertEqual(ok.status, 0, ok.err)
@@ -207,7 +234,8 @@ final class ProbeCommandTests: XCTestCase {
     }
 
     func testPortProbesReportOpenAndClosedInOrder() throws {
-        let open = try PythonPeer("""
+        let open = try PythonPeer(
+            """
             import socket, sys
             s = socket.socket()
             s.bind(("127.0.0.1", int(sys.argv[1])))
@@ -243,8 +271,9 @@ final class ProbeCommandTests: XCTestCase {
         // As nc -z: without -v only the open ports, and several port arguments, names among them.
         let quiet = try Tool.run(["connect", "-z", "127.0.0.1", range, String(open.port), "ssh"])
         XCTAssertEqual(quiet.status, 0, quiet.err)
-        XCTAssertEqual(quiet.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
-                       ["127.0.0.1 \(open.port) open"])
+        XCTAssertEqual(
+            quiet.out.split(separator: "\n").map { $0.split(separator: " ").prefix(3).joined(separator: " ") },
+            ["127.0.0.1 \(open.port) open"])
         let one = try Tool.run(["connect", "-z", "127.0.0.1:\(open.port)"])
         XCTAssertEqual(one.status, 0, one.err)
         XCTAssertTrue(one.out.hasPrefix("127.0.0.1 \(open.port) open "), one.out)
@@ -255,16 +284,18 @@ final class ProbeCommandTests: XCTestCase {
 final class ExpectBoundsTests: XCTestCase {
     /// A server that sends `count` bytes of `byte`, then `tail`, and keeps the connection open.
     private func flood(_ count: Int, _ byte: String, tail: String = "") throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            c, _ = s.accept(); c.sendall(b'\(byte)' * \(count) + b'\(tail)'); time.sleep(60)
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.sendall(b'\(byte)' * \(count) + b'\(tail)'); time.sleep(60)
+                """)
     }
 
     func testALongLineThatNeverMatchesEndsAtTheExpectTimeout() throws {
         let server = try flood(100_000, "A")
         defer { server.stop() }
-        let r = try Tool.run(["connect", "--expect", "A+B", "--expect-timeout", "1s", "127.0.0.1", String(server.port)],
-                             timeout: .seconds(20))
+        let r = try Tool.run(
+            ["connect", "--expect", "A+B", "--expect-timeout", "1s", "127.0.0.1", String(server.port)],
+            timeout: .seconds(20))
         XCTAssertEqual(r.status, 6, r.err)
         XCTAssertEqual(r.out.count, 100_000, "everything received went to stdout")
         XCTAssertTrue(r.err.hasPrefix("tincan: --expect 'A+B' failed: nothing matched within 1s (--expect-timeout); received since the last match: ...\"AAAA"), r.err)
@@ -284,10 +315,14 @@ final class ExpectBoundsTests: XCTestCase {
         let listener = try Tool(["listen", "--expect", "(A|A)*B", "--expect-timeout", "1s", "127.0.0.1", String(port)])
         defer { listener.stop() }
         waitForListener(port: port)
-        let client = try Tool(["python3", "-c", """
-            import socket, sys, time
-            c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.sendall(b'A' * 100000); time.sleep(30)
-            """, String(port)], program: "/usr/bin/env")
+        let client = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys, time
+                c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.sendall(b'A' * 100000); time.sleep(30)
+                """, String(port),
+            ], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(listener.wait(timeout: .seconds(20)), 6, listener.stderrText)
         XCTAssertEqual(listener.stdout.count, 100_000)

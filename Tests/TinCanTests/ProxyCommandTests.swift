@@ -9,14 +9,15 @@ final class ProxyCommandTests: XCTestCase {
 
     /// A target that answers "echo: LINE\n" to each line, for any number of connections.
     private func echoTarget() throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            import threading
-            def serve(c):
-                for line in c.makefile('rb'): c.sendall(b'echo: ' + line)
-                c.close()
-            while True:
-                c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import threading
+                def serve(c):
+                    for line in c.makefile('rb'): c.sendall(b'echo: ' + line)
+                    c.close()
+                while True:
+                    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+                """)
     }
 
     /// The process environment without any proxy variables, plus `extra`.
@@ -26,8 +27,10 @@ final class ProxyCommandTests: XCTestCase {
         return env.merging(extra) { $1 }
     }
 
-    private func run(_ arguments: [String], input: String? = "hello\n", env: [String: String] = [:],
-                     file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
+    private func run(
+        _ arguments: [String], input: String? = "hello\n", env: [String: String] = [:],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (status: Int32, out: String, err: String) {
         try Tool.run(arguments, input: input, timeout: .seconds(20), environment: environment(env), file: file, line: line)
     }
 
@@ -61,8 +64,9 @@ final class ProxyCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "echo: hello\n")
         // The password from the environment, so it is not in argv.
-        r = try run(["connect", "--proxy-user", "alice", "--proxy", "socks5h://127.0.0.1:\(locked.port)", "127.0.0.1", t],
-                    env: ["TINCAN_PROXY_PASSWORD": "s3:cret"])
+        r = try run(
+            ["connect", "--proxy-user", "alice", "--proxy", "socks5h://127.0.0.1:\(locked.port)", "127.0.0.1", t],
+            env: ["TINCAN_PROXY_PASSWORD": "s3:cret"])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "echo: hello\n")
 
@@ -103,8 +107,10 @@ final class ProxyCommandTests: XCTestCase {
         defer { socks.stop() }
         let http = try RealProxy.tinyproxy()
         defer { http.stop() }
-        let r = try run(["connect", "--json", "--proxy", "socks5h://127.0.0.1:\(socks.port)", "--proxy", "http://127.0.0.1:\(http.port)",
-                         "127.0.0.1", String(target.port)])
+        let r = try run([
+            "connect", "--json", "--proxy", "socks5h://127.0.0.1:\(socks.port)", "--proxy", "http://127.0.0.1:\(http.port)",
+            "127.0.0.1", String(target.port),
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "echo: hello\n")
         let events = r.err.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -157,8 +163,9 @@ final class ProxyCommandTests: XCTestCase {
         XCTAssertEqual(recorded(record4), [4, 1, 0x10, 0x92, 127, 0, 0, 1, 0], "SOCKS4: the address resolved here")
         r = try run(["connect", "--proxy", "socks4a://someone@127.0.0.1:\(socks4.port)", "name.test", "4242"], input: nil)
         XCTAssertEqual(r.status, 0, r.err)
-        XCTAssertEqual(recorded(record4), [4, 1, 0x10, 0x92, 0, 0, 0, 1] + Array("someone".utf8) + [0] + Array("name.test".utf8) + [0],
-                       "SOCKS4a: the name, for the proxy to resolve")
+        XCTAssertEqual(
+            recorded(record4), [4, 1, 0x10, 0x92, 0, 0, 0, 1] + Array("someone".utf8) + [0] + Array("name.test".utf8) + [0],
+            "SOCKS4a: the name, for the proxy to resolve")
         let socks = try RealProxy.microsocks()
         defer { socks.stop() }
         r = try run(["connect", "-x", "127.0.0.1:\(socks.port)", "127.0.0.1", String(target.port)])
@@ -223,31 +230,43 @@ final class ProxyCommandTests: XCTestCase {
 
     func testTLSThroughAProxyVerifiesTheTarget() throws {
         let port = freePort()
-        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
-                               "-naccept", "3", "-quiet"], program: "/usr/bin/openssl")
+        let server = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
+                "-naccept", "3", "-quiet",
+            ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
         let socks = try RealProxy.microsocks()
         defer { socks.stop() }
         // socks5:// resolves localhost here; SNI and verification are the target's name.
-        var r = try run(["tls", "--ca", certs.path("ca.pem"), "--proxy", "socks5://127.0.0.1:\(socks.port)", "-w", "10s", "localhost", String(port)],
-                        input: "over tls through socks\n")
+        var r = try run(
+            ["tls", "--ca", certs.path("ca.pem"), "--proxy", "socks5://127.0.0.1:\(socks.port)", "-w", "10s", "localhost", String(port)],
+            input: "over tls through socks\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.err.contains("certificate verified for localhost"), r.err)
         XCTAssertTrue(server.stdoutText.contains("over tls through socks"), server.stdoutText)
-        r = try run(["connect", "--tls", "--ca", certs.path("ca.pem"), "--servername", "other.test",
-                     "--proxy", "socks5h://127.0.0.1:\(socks.port)", "-w", "10s", "127.0.0.1", String(port)], input: nil)
+        r = try run(
+            [
+                "connect", "--tls", "--ca", certs.path("ca.pem"), "--servername", "other.test",
+                "--proxy", "socks5h://127.0.0.1:\(socks.port)", "-w", "10s", "127.0.0.1", String(port),
+            ], input: nil)
         XCTAssertEqual(r.status, 4, "a name the target's certificate lacks fails through the proxy too: \(r.err)")
     }
 
     func testSTARTTLSThroughTinyproxy() throws {
-        let (server, port) = try Tool.server(["python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", "smtp", "ok",
-                                              certs.path("server.pem"), certs.path("server.key")])
+        let (server, port) = try Tool.server([
+            "python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", "smtp", "ok",
+            certs.path("server.pem"), certs.path("server.key"),
+        ])
         defer { server.stop() }
         let http = try RealProxy.tinyproxy()
         defer { http.stop() }
-        let r = try run(["tls", "--starttls", "smtp", "--ca", certs.path("ca.pem"), "--servername", "localhost",
-                         "--proxy", "http://127.0.0.1:\(http.port)", "-w", "10s", "127.0.0.1", String(port)], input: "secret after tls\n")
+        let r = try run(
+            [
+                "tls", "--starttls", "smtp", "--ca", certs.path("ca.pem"), "--servername", "localhost",
+                "--proxy", "http://127.0.0.1:\(http.port)", "-w", "10s", "127.0.0.1", String(port),
+            ], input: "secret after tls\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "SECRET AFTER TLS\n", r.err)
     }

@@ -41,7 +41,10 @@ final class ProxyProtocolTests: XCTestCase {
 
     func testHAProxyLearnsTheClientFromVersionOneAndTwoOverIPv4AndIPv6() throws {
         let (server, upstreamPort, dir) = try haproxy()
-        defer { server.stop(); try? FileManager.default.removeItem(atPath: dir) }
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: dir)
+        }
         // Without the header haproxy refuses the connection: the header is what it reads.
         let direct = try Tool(["-s", "--max-time", "5", "http://127.0.0.1:\(upstreamPort)/"], program: "/usr/bin/curl")
         direct.closeInput()
@@ -63,14 +66,15 @@ final class ProxyProtocolTests: XCTestCase {
     }
 
     /// Records what an upstream connection brings: everything to its end, as hex, on stdout.
-    private static let recorder = PythonPeers.listenPrelude + """
-        c, _ = s.accept(); data = b''
-        while True:
-            b = c.recv(65536)
-            if not b: break
-            data += b
-        print(data.hex(), flush=True); c.close()
-        """
+    private static let recorder =
+        PythonPeers.listenPrelude + """
+            c, _ = s.accept(); data = b''
+            while True:
+                b = c.recv(65536)
+                if not b: break
+                data += b
+            print(data.hex(), flush=True); c.close()
+            """
 
     func testTheHeaderComesBeforeAnyByteAndAUnixClientIsUnknown() throws {
         for version in ["v1", "v2"] {
@@ -78,17 +82,21 @@ final class ProxyProtocolTests: XCTestCase {
             defer { recorder.stop() }
             waitUntil("the recorder's port") { recorder.stdoutText.contains("\n") }
             let upstreamPort = recorder.stdoutText.split(separator: "\n")[0]
-            let port = freePort(), clientPort = freePort()
+            let port = freePort()
+            let clientPort = freePort()
             let relay = try Tool(["listen", "127.0.0.1", String(port), "--forward", "127.0.0.1:\(upstreamPort)", "--proxy-protocol", version])
             defer { relay.stop() }
             waitForListener(port: port)
             XCTAssertEqual(try Tool.run(["connect", "-s", "127.0.0.1:\(clientPort)", "127.0.0.1", String(port)], input: "data\n").status, 0)
             waitUntil("the recording") { recorder.stdoutText.split(separator: "\n").count == 2 }
             let recorded = String(recorder.stdoutText.split(separator: "\n")[1])
-            let header: [UInt8] = version == "v1"
+            let header: [UInt8] =
+                version == "v1"
                 ? Array("PROXY TCP4 127.0.0.1 127.0.0.1 \(clientPort) \(port)\r\n".utf8)
-                : [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0x00, 0x0C, 127, 0, 0, 1, 127, 0, 0, 1,
-                   UInt8(clientPort >> 8), UInt8(clientPort & 0xFF), UInt8(port >> 8), UInt8(port & 0xFF)]
+                : [
+                    0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0x00, 0x0C, 127, 0, 0, 1, 127, 0, 0, 1,
+                    UInt8(clientPort >> 8), UInt8(clientPort & 0xFF), UInt8(port >> 8), UInt8(port & 0xFF),
+                ]
             XCTAssertEqual(recorded, (header + Array("data\n".utf8)).map { String(format: "%02x", $0) }.joined(), version)
         }
         // A client on a Unix socket has no address to give: PROXY UNKNOWN.
@@ -98,7 +106,10 @@ final class ProxyProtocolTests: XCTestCase {
         let upstreamPort = recorder.stdoutText.split(separator: "\n")[0]
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-pp-\(getpid()).sock").path
         let relay = try Tool(["listen", "--unix", path, "--forward", "127.0.0.1:\(upstreamPort)", "--proxy-protocol", "v1"])
-        defer { relay.stop(); try? FileManager.default.removeItem(atPath: path) }
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: path)
+        }
         waitUntil("the socket file") { FileManager.default.fileExists(atPath: path) }
         XCTAssertEqual(try Tool.run(["connect", "--unix", path], input: "u\n").status, 0)
         waitUntil("the recording") { recorder.stdoutText.split(separator: "\n").count == 2 }

@@ -13,34 +13,40 @@ final class PtyExecTests: XCTestCase {
     /// (a half-close would hang the terminal up), and prints what arrived.
     private func pythonClient(port: UInt16, steps: [(waitFor: String, send: [UInt8])] = [], runs: Int = 1, tls: Bool = false) throws -> Tool {
         let plan = steps.map { "\($0.waitFor.utf8.map { String(format: "%02x", $0) }.joined()):\($0.send.map { String(format: "%02x", $0) }.joined())" }
-        return try Tool(["python3", "-c", """
-            import socket, ssl, sys
-            port, runs, tls = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
-            steps = [tuple(bytes.fromhex(x) for x in step.split(":")) for step in sys.argv[4:]]
-            for _ in range(runs):
-                s = socket.create_connection(("127.0.0.1", port), timeout=20)
-                if tls:
-                    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-                    s = ctx.wrap_socket(s)
-                got = b""
-                for wait, data in steps:
-                    while wait not in got:
+        return try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, ssl, sys
+                port, runs, tls = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
+                steps = [tuple(bytes.fromhex(x) for x in step.split(":")) for step in sys.argv[4:]]
+                for _ in range(runs):
+                    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+                    if tls:
+                        ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+                        s = ctx.wrap_socket(s)
+                    got = b""
+                    for wait, data in steps:
+                        while wait not in got:
+                            b = s.recv(65536)
+                            if not b: break
+                            got += b
+                        s.sendall(data)
+                    while True:
                         b = s.recv(65536)
                         if not b: break
                         got += b
-                    s.sendall(data)
-                while True:
-                    b = s.recv(65536)
-                    if not b: break
-                    got += b
-                sys.stdout.write(got.decode("utf-8", "replace") + "\\n--end--\\n"); sys.stdout.flush()
-                s.close()
-            """, String(port), String(runs), tls ? "1" : "0"] + plan, program: "/usr/bin/env")
+                    sys.stdout.write(got.decode("utf-8", "replace") + "\\n--end--\\n"); sys.stdout.flush()
+                    s.close()
+                """, String(port), String(runs), tls ? "1" : "0",
+            ] + plan, program: "/usr/bin/env")
     }
 
     func testTheProgramHasATerminalItsSizeTermAndItsExitStatus() throws {
-        let (listener, port) = try Tool.listener(["--pty", "--pty-size", "132x43", "--pty-term", "vt220",
-                                                  "--sh-exec", "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 2 && echo all-terminals; exit 3"])
+        let (listener, port) = try Tool.listener([
+            "--pty", "--pty-size", "132x43", "--pty-term", "vt220",
+            "--sh-exec", "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 2 && echo all-terminals; exit 3",
+        ])
         defer { listener.stop() }
         let client = try pythonClient(port: port)
         XCTAssertEqual(client.wait(), 0, client.stderrText)
@@ -101,8 +107,10 @@ final class PtyExecTests: XCTestCase {
 
     /// TLS and -k: 20 sessions at once, each on a terminal of its own.
     func testTwentyTLSSessionsAtOnceEachOnItsOwnTerminal() throws {
-        let (listener, port) = try Tool.listener(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                                  "--pty", "--sh-exec", "sleep 0.5; tty"])
+        let (listener, port) = try Tool.listener([
+            "-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+            "--pty", "--sh-exec", "sleep 0.5; tty",
+        ])
         defer { listener.stop() }
         let clients = try (0..<20).map { _ in try pythonClient(port: port, tls: true) }
         var terminals = Set<String>()
@@ -116,7 +124,9 @@ final class PtyExecTests: XCTestCase {
     }
 
     func testConnectRunsTheProgramOnATerminalToo() throws {
-        let (server, port) = try Tool.server(["python3", "-c", """
+        let (server, port) = try Tool.server([
+            "python3", "-c",
+            """
             import socket
             s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1); print(s.getsockname()[1], flush=True)
             c, _ = s.accept(); got = b""
@@ -125,7 +135,8 @@ final class PtyExecTests: XCTestCase {
                 if not b: break
                 got += b
             print(got.decode(), flush=True)
-            """])
+            """,
+        ])
         defer { server.stop() }
         let r = try Tool.run(["connect", "--pty", "--sh-exec", "tty; stty size", "127.0.0.1", String(port)])
         XCTAssertEqual(r.status, 0, r.err)

@@ -57,7 +57,8 @@ final class RawTerminalTests: XCTestCase {
     /// after are written to files.
     private func startClient(_ tmux: Tmux, port: UInt16, extra: String = "") throws {
         let d = tmux.dir
-        try tmux.start("""
+        try tmux.start(
+            """
             stty -g > \(d)/before; sh -c 'echo $$ > \(d)/pid; exec \(Tool.tincan) connect --raw \(extra) 127.0.0.1 \(port)'; \
             echo $? > \(d)/status; stty -g > \(d)/after; sleep 60
             """)

@@ -14,8 +14,10 @@ final class RealServerTests: XCTestCase {
         guard getuid() == 0 else { throw Namespace.unavailable("the real daemons start as root") }
     }
 
-    private func tincan(_ arguments: [String], input: String, timeout: Duration = .seconds(30),
-                        file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
+    private func tincan(
+        _ arguments: [String], input: String, timeout: Duration = .seconds(30),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (status: Int32, out: String, err: String) {
         try Tool.run(arguments, input: input, timeout: timeout, file: file, line: line)
     }
 
@@ -29,15 +31,17 @@ final class RealServerTests: XCTestCase {
     func testIMAPRepliesAfterTheFailedLoginDelayAllArrive() throws {
         let dovecot = try RealDaemon.dovecot(user: "bob", password: "secret")
         defer { dovecot.stop() }
-        let r = try tincan(["tls", "--starttls", "imap"] + trust + ["127.0.0.1", String(dovecot.ports[0])],
-                           input: "a1 LOGIN bob wrong\r\na2 LOGOUT\r\n")
+        let r = try tincan(
+            ["tls", "--starttls", "imap"] + trust + ["127.0.0.1", String(dovecot.ports[0])],
+            input: "a1 LOGIN bob wrong\r\na2 LOGOUT\r\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains("a1 NO [AUTHENTICATIONFAILED]"), r.out)
         XCTAssertTrue(r.out.contains("* BYE Logging out"), r.out)
         XCTAssertTrue(r.out.contains("a2 OK Logout completed."), r.out)
         // -q governs the hold: held until it ends the session, and the server closes first.
-        let q = try tincan(["tls", "-q", "20s", "--starttls", "imap"] + trust + ["127.0.0.1", String(dovecot.ports[0])],
-                           input: "a1 LOGIN bob wrong\r\na2 LOGOUT\r\n")
+        let q = try tincan(
+            ["tls", "-q", "20s", "--starttls", "imap"] + trust + ["127.0.0.1", String(dovecot.ports[0])],
+            input: "a1 LOGIN bob wrong\r\na2 LOGOUT\r\n")
         XCTAssertEqual(q.status, 0, q.err)
         XCTAssertTrue(q.out.contains("a2 OK Logout completed."), q.out)
     }
@@ -46,8 +50,9 @@ final class RealServerTests: XCTestCase {
     func testPOP3LoggingOutArrivesAfterAWrongPassword() throws {
         let dovecot = try RealDaemon.dovecot(user: "bob", password: "secret")
         defer { dovecot.stop() }
-        let r = try tincan(["tls", "--starttls", "pop3"] + trust + ["127.0.0.1", String(dovecot.ports[1])],
-                           input: "USER bob\r\nPASS wrong\r\nQUIT\r\n")
+        let r = try tincan(
+            ["tls", "--starttls", "pop3"] + trust + ["127.0.0.1", String(dovecot.ports[1])],
+            input: "USER bob\r\nPASS wrong\r\nQUIT\r\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains("-ERR [AUTH] Authentication failed."), r.out)
         XCTAssertTrue(r.out.contains("+OK Logging out"), r.out)
@@ -60,8 +65,9 @@ final class RealServerTests: XCTestCase {
     func testHTTPSThroughAReverseProxyToASlowUpstream() throws {
         let nginx = try RealDaemon.nginx()
         defer { nginx.stop() }
-        let r = try tincan(["tls", "--alpn", "http/1.1"] + trust + ["127.0.0.1", String(nginx.ports[1])],
-                           input: "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        let r = try tincan(
+            ["tls", "--alpn", "http/1.1"] + trust + ["127.0.0.1", String(nginx.ports[1])],
+            input: "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.hasPrefix("HTTP/1.1 200 OK\r\n"), r.out)
         XCTAssertTrue(r.out.contains("slow reply\n"), r.out)
@@ -92,8 +98,9 @@ final class RealServerTests: XCTestCase {
     func testWaitHoldsOurEndOfStreamAsLongAsItSays() throws {
         let nginx = try RealDaemon.nginx(delay: 6)
         defer { nginx.stop() }
-        let r = try tincan(["tls", "-w", "10s"] + trust + ["127.0.0.1", String(nginx.ports[1])],
-                           input: "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        let r = try tincan(
+            ["tls", "-w", "10s"] + trust + ["127.0.0.1", String(nginx.ports[1])],
+            input: "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.hasSuffix("slow reply\n"), r.out)
     }

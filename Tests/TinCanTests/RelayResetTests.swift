@@ -9,35 +9,37 @@ final class RelayResetTests: XCTestCase {
 
     /// An upstream that sends 5 MiB, then resets the connection (SO_LINGER 0).
     private func resettingUpstream() throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            import struct
-            while True:
-                c, _ = s.accept()
-                try:
-                    c.sendall(b'x' * (5 << 20))
-                except OSError:
-                    pass
-                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
-                c.close()
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import struct
+                while True:
+                    c, _ = s.accept()
+                    try:
+                        c.sendall(b'x' * (5 << 20))
+                    except OSError:
+                        pass
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                    c.close()
+                """)
     }
 
     /// An upstream that records how each connection's stream ended: "reset", or "end N".
     private func recordingUpstream(_ record: String) throws -> PythonPeer {
-        try PythonPeer("record = '\(record)'\n" + PythonPeers.listenPrelude + """
-            while True:
-                c, _ = s.accept(); n = 0
-                try:
-                    while True:
-                        b = c.recv(65536)
-                        if not b: break
-                        n += len(b)
-                    outcome = f'end {n}'
-                except ConnectionResetError:
-                    outcome = 'reset'
-                open(record, 'w').write(outcome)
-                c.close()
-            """)
+        try PythonPeer(
+            "record = '\(record)'\n" + PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept(); n = 0
+                    try:
+                        while True:
+                            b = c.recv(65536)
+                            if not b: break
+                            n += len(b)
+                        outcome = f'end {n}'
+                    except ConnectionResetError:
+                        outcome = 'reset'
+                    open(record, 'w').write(outcome)
+                    c.close()
+                """)
     }
 
     func testAnUpstreamResetReachesAPlainClientAsAReset() throws {
@@ -56,8 +58,10 @@ final class RelayResetTests: XCTestCase {
     func testAnUpstreamResetReachesATLSClientAsAResetNotACloseNotify() throws {
         let upstream = try resettingUpstream()
         defer { upstream.stop() }
-        let (relay, port) = try Tool.listener(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                               "--forward", "127.0.0.1:\(upstream.port)"])
+        let (relay, port) = try Tool.listener([
+            "-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+            "--forward", "127.0.0.1:\(upstream.port)",
+        ])
         defer { relay.stop() }
         for run in 1...5 {
             let r = try Tool.run(["tls", "-v", "--no-shutdown", "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)], input: "")
@@ -78,17 +82,21 @@ final class RelayResetTests: XCTestCase {
             let extra = tls ? ["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")] : []
             let (relay, port) = try Tool.listener(["-k"] + extra + ["--forward", "127.0.0.1:\(upstream.port)"])
             defer { relay.stop() }
-            let client = try Tool(["python3", "-c", """
-                import os, socket, ssl, struct, sys, time
-                c = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
-                if sys.argv[2] == 'tls':
-                    ctx = ssl.create_default_context(cafile=sys.argv[3])
-                    c = ctx.wrap_socket(c, server_hostname='localhost')
-                c.sendall(b'y' * 100000)
-                time.sleep(0.3)
-                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
-                os.close(c.detach())  # no close_notify: the descriptor closes, and the linger makes it RST
-                """, String(port), tls ? "tls" : "plain", certs.path("ca.pem")], program: "/usr/bin/env")
+            let client = try Tool(
+                [
+                    "python3", "-c",
+                    """
+                    import os, socket, ssl, struct, sys, time
+                    c = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+                    if sys.argv[2] == 'tls':
+                        ctx = ssl.create_default_context(cafile=sys.argv[3])
+                        c = ctx.wrap_socket(c, server_hostname='localhost')
+                    c.sendall(b'y' * 100000)
+                    time.sleep(0.3)
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                    os.close(c.detach())  # no close_notify: the descriptor closes, and the linger makes it RST
+                    """, String(port), tls ? "tls" : "plain", certs.path("ca.pem"),
+                ], program: "/usr/bin/env")
             client.closeInput()
             XCTAssertEqual(client.wait(), 0, client.stderrText)
             waitUntil("the upstream's record") { !fileText(record).isEmpty }
@@ -102,65 +110,72 @@ final class RelayResetTests: XCTestCase {
     func testAClientGoneRightAfterItsHandshakeCostsNoUpstream() throws {
         let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-gone-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: record) }
-        let upstream = try PythonPeer("record = '\(record)'\n" + PythonPeers.listenPrelude + """
-            while True:
-                c, _ = s.accept(); b = b''
-                try:
-                    while True:
-                        x = c.recv(65536)
-                        if not x: break
-                        b += x
-                    outcome = 'end'
-                except ConnectionResetError:
-                    outcome = 'reset'
-                open(record, 'a').write(f'{b.decode()} {outcome}\\n')
-                c.close()
-            """)
+        let upstream = try PythonPeer(
+            "record = '\(record)'\n" + PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept(); b = b''
+                    try:
+                        while True:
+                            x = c.recv(65536)
+                            if not x: break
+                            b += x
+                        outcome = 'end'
+                    except ConnectionResetError:
+                        outcome = 'reset'
+                    open(record, 'a').write(f'{b.decode()} {outcome}\\n')
+                    c.close()
+                """)
         defer { upstream.stop() }
-        let (relay, port) = try Tool.listener(["-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                               "--forward", "127.0.0.1:\(upstream.port)"])
+        let (relay, port) = try Tool.listener([
+            "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+            "--forward", "127.0.0.1:\(upstream.port)",
+        ])
         defer { relay.stop() }
         for sending in ["", "", "hello"] {
-            let client = try Tool(["python3", "-c", """
-                import glob, os, signal, socket, ssl, struct, sys, time
-                port, cafile, pid, data = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4].encode()
-                def stopped():
-                    # Every thread of the relay is in the stopped state: none can read meanwhile.
-                    states = []
-                    for path in glob.glob(f'/proc/{pid}/task/*/stat'):
+            let client = try Tool(
+                [
+                    "python3", "-c",
+                    """
+                    import glob, os, signal, socket, ssl, struct, sys, time
+                    port, cafile, pid, data = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4].encode()
+                    def stopped():
+                        # Every thread of the relay is in the stopped state: none can read meanwhile.
+                        states = []
+                        for path in glob.glob(f'/proc/{pid}/task/*/stat'):
+                            try:
+                                states.append(open(path).read().rsplit(')', 1)[1].split()[0])
+                            except OSError:
+                                pass
+                        return bool(states) and all(state in 'tT' for state in states)
+                    c = socket.create_connection(('127.0.0.1', port))
+                    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                    t = ssl.create_default_context(cafile=cafile).wrap_bio(incoming, outgoing, server_hostname='localhost')
+                    while True:
                         try:
-                            states.append(open(path).read().rsplit(')', 1)[1].split()[0])
-                        except OSError:
-                            pass
-                    return bool(states) and all(state in 'tT' for state in states)
-                c = socket.create_connection(('127.0.0.1', port))
-                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-                t = ssl.create_default_context(cafile=cafile).wrap_bio(incoming, outgoing, server_hostname='localhost')
-                while True:
+                            t.do_handshake()
+                            break
+                        except ssl.SSLWantReadError:
+                            c.sendall(outgoing.read())
+                            b = c.recv(65536)
+                            if not b:
+                                sys.exit('the relay closed during the handshake')
+                            incoming.write(b)
+                    if data:
+                        t.write(data)
+                    os.kill(pid, signal.SIGSTOP)  # the Finished, the data and the RST all arrive before the relay looks
                     try:
-                        t.do_handshake()
-                        break
-                    except ssl.SSLWantReadError:
+                        deadline = time.monotonic() + 10
+                        while not stopped():
+                            if time.monotonic() > deadline:
+                                sys.exit('the relay did not stop')
+                            time.sleep(0.001)
                         c.sendall(outgoing.read())
-                        b = c.recv(65536)
-                        if not b:
-                            sys.exit('the relay closed during the handshake')
-                        incoming.write(b)
-                if data:
-                    t.write(data)
-                os.kill(pid, signal.SIGSTOP)  # the Finished, the data and the RST all arrive before the relay looks
-                try:
-                    deadline = time.monotonic() + 10
-                    while not stopped():
-                        if time.monotonic() > deadline:
-                            sys.exit('the relay did not stop')
-                        time.sleep(0.001)
-                    c.sendall(outgoing.read())
-                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
-                    c.close()
-                finally:
-                    os.kill(pid, signal.SIGCONT)
-                """, String(port), certs.path("ca.pem"), String(relay.process.processIdentifier), sending], program: "/usr/bin/env")
+                        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                        c.close()
+                    finally:
+                        os.kill(pid, signal.SIGCONT)
+                    """, String(port), certs.path("ca.pem"), String(relay.process.processIdentifier), sending,
+                ], program: "/usr/bin/env")
             client.closeInput()
             XCTAssertEqual(client.wait(), 0, client.stderrText)
         }

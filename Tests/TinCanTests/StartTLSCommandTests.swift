@@ -8,13 +8,16 @@ final class StartTLSCommandTests: XCTestCase {
     static let protocols = ["smtp", "lmtp", "pop3", "imap", "ftp", "xmpp", "nntp", "sieve", "ldap", "postgres", "mysql", "irc"]
 
     private func peer(_ proto: String, mode: String) throws -> (Tool, UInt16) {
-        try Tool.server(["python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", proto, mode,
-                         certs.path("server.pem"), certs.path("server.key")])
+        try Tool.server([
+            "python3", "-c", StartTLSPeers.server, "0", "127.0.0.1", proto, mode,
+            certs.path("server.pem"), certs.path("server.key"),
+        ])
     }
 
     private func run(_ proto: String, port: UInt16) throws -> (status: Int32, out: String, err: String) {
-        try Tool.run(["tls", "--starttls", proto, "--ca", certs.path("ca.pem"), "-w", "10s", "localhost", String(port)],
-                     input: "secret after tls\n")
+        try Tool.run(
+            ["tls", "--starttls", proto, "--ca", certs.path("ca.pem"), "-w", "10s", "localhost", String(port)],
+            input: "secret after tls\n")
     }
 
     func testEveryProtocolUpgrades() throws {

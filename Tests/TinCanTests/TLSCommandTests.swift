@@ -9,8 +9,10 @@ final class TLSCommandTests: XCTestCase {
     /// `openssl s_server -rev` (answers each line reversed) with one of the fixture certificates.
     private func server(_ cert: String = "server", extra: [String] = []) throws -> (Tool, UInt16) {
         try Tool.server(program: "/usr/bin/openssl") { port in
-            ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
-             "-key", certs.path("\(cert).key"), "-rev", "-quiet"] + extra
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("\(cert).pem"),
+                "-key", certs.path("\(cert).key"), "-rev", "-quiet",
+            ] + extra
         }
     }
 
@@ -37,24 +39,35 @@ final class TLSCommandTests: XCTestCase {
         let want = "the server requires a client certificate: give yours with --cert FILE"
         let servers: [(String, () throws -> (Tool, UInt16))] = [
             ("openssl s_server -Verify 1", { try self.server(extra: ["-Verify", "1", "-CAfile", self.certs.path("ca.pem")]) }),
-            ("socat verify=1", {
-                try Tool.server(program: "/usr/bin/socat") { port in
-                    ["OPENSSL-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,cert=\(self.certs.path("server.pem")),key=\(self.certs.path("server.key")),cafile=\(self.certs.path("ca.pem")),verify=1",
-                     "EXEC:/bin/cat"]
+            (
+                "socat verify=1",
+                {
+                    try Tool.server(program: "/usr/bin/socat") { port in
+                        [
+                            "OPENSSL-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork,cert=\(self.certs.path("server.pem")),key=\(self.certs.path("server.key")),cafile=\(self.certs.path("ca.pem")),verify=1",
+                            "EXEC:/bin/cat",
+                        ]
+                    }
                 }
-            }),
-            ("tincan listen --require-client-cert", {
-                let (tool, port) = try Tool.listener(["-k", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"),
-                                                      "--require-client-cert", "--ca", self.certs.path("ca.pem"), "--exec", "/bin/cat"])
-                return (tool, port)
-            }),
+            ),
+            (
+                "tincan listen --require-client-cert",
+                {
+                    let (tool, port) = try Tool.listener([
+                        "-k", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"),
+                        "--require-client-cert", "--ca", self.certs.path("ca.pem"), "--exec", "/bin/cat",
+                    ])
+                    return (tool, port)
+                }
+            ),
         ]
         for (name, start) in servers {
             let (server, port) = try start()
             defer { server.stop() }
             for version in ["1.3", "1.3", "1.3", "1.2"] {
-                let r = try Tool.run(["tls", "--tls-max", version, "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)],
-                                     input: "hello\n")
+                let r = try Tool.run(
+                    ["tls", "--tls-max", version, "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)],
+                    input: "hello\n")
                 XCTAssertEqual(r.status, 4, "\(name), TLS \(version): \(r.err)")
                 XCTAssertTrue(r.err.contains(want), "\(name), TLS \(version): \(r.err)")
                 XCTAssertEqual(r.out, "", name)
@@ -62,8 +75,11 @@ final class TLSCommandTests: XCTestCase {
             // --insecure is no reason to blame the server's certificate.
             let insecure = try Tool.run(["tls", "--tls-max", "1.2", "--insecure", "127.0.0.1", String(port)], input: "")
             XCTAssertTrue(insecure.err.contains(want), "\(name): \(insecure.err)")
-            let good = try Tool.run(["tls", "--half-close", "--cert", certs.path("client.pem"), "--key", certs.path("client.key"), "--ca", certs.path("ca.pem"),
-                                     "--servername", "localhost", "127.0.0.1", String(port)], input: "hello\n")
+            let good = try Tool.run(
+                [
+                    "tls", "--half-close", "--cert", certs.path("client.pem"), "--key", certs.path("client.key"), "--ca", certs.path("ca.pem"),
+                    "--servername", "localhost", "127.0.0.1", String(port),
+                ], input: "hello\n")
             XCTAssertEqual(good.status, 0, "\(name): \(good.err)")
             XCTAssertTrue(good.out == "hello\n" || good.out == "olleh\n", "\(name): \(good.out)")
         }
@@ -88,20 +104,28 @@ final class TLSCommandTests: XCTestCase {
         defer { selfSigned.stop() }
         let a = try Tool.run(["tls", "localhost", String(p1)], input: "")
         XCTAssertEqual(a.status, 4)
-        XCTAssertEqual(a.err, "tincan: TLS with localhost:\(p1): certificate verification failed: self-signed certificate (trust its issuer with --ca FILE, or skip the check with --insecure)\n")
+        XCTAssertEqual(
+            a.err,
+            "tincan: TLS with localhost:\(p1): certificate verification failed: self-signed certificate (trust its issuer with --ca FILE, or skip the check with --insecure)\n")
         XCTAssertEqual(a.out, "", "nothing goes over an unverified connection")
 
         let (good, p2) = try server()
         defer { good.stop() }
         let b = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--servername", "wrong.example", "127.0.0.1", String(p2)], input: "")
         XCTAssertEqual(b.status, 4)
-        XCTAssertEqual(b.err, "tincan: TLS with 127.0.0.1:\(p2): certificate verification failed: hostname mismatch: the certificate is for DNS:localhost, IP:127.0.0.1, IP:::1 (use one of its names as HOST or with --servername NAME, or skip the check with --insecure)\n")
+        XCTAssertEqual(
+            b.err,
+            "tincan: TLS with 127.0.0.1:\(p2): certificate verification failed: hostname mismatch: the certificate is for DNS:localhost, IP:127.0.0.1, IP:::1 (use one of its names as HOST or with --servername NAME, or skip the check with --insecure)\n"
+        )
 
         let (expired, p3) = try server("expired")
         defer { expired.stop() }
         let c = try Tool.run(["connect", "--tls", "--ca", certs.path("ca.pem"), "localhost", String(p3)], input: "")
         XCTAssertEqual(c.status, 4)
-        XCTAssertEqual(c.err, "tincan: TLS with localhost:\(p3): certificate verification failed: certificate has expired (check the server's certificate dates and this machine's clock, or skip the check with --insecure)\n")
+        XCTAssertEqual(
+            c.err,
+            "tincan: TLS with localhost:\(p3): certificate verification failed: certificate has expired (check the server's certificate dates and this machine's clock, or skip the check with --insecure)\n"
+        )
     }
 
     func testInsecureAndPins() throws {
@@ -195,16 +219,23 @@ final class TLSCommandTests: XCTestCase {
         let port = freePort()
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-mtls-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let listener = try Tool.tincan(["listen", "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-                                        "--require-client-cert", "--ca", certs.path("ca.pem"), "127.0.0.1", String(port)], stdoutTo: output)
+        let listener = try Tool.tincan(
+            [
+                "listen", "-k", "-v", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
+                "--require-client-cert", "--ca", certs.path("ca.pem"), "127.0.0.1", String(port),
+            ], stdoutTo: output)
         defer { listener.stop() }
         waitForListener(port: port)
         let refused = try client(port: port, extra: ["-CAfile", certs.path("ca.pem")], input: "no cert\n")
         refused.wait()
         // The listener turned it away at the handshake (its line never reaches stdout: below).
         waitUntil("the refusal on the listener's stderr") { listener.stderrText.contains("certificate") }
-        let accepted = try client(port: port, extra: ["-CAfile", certs.path("ca.pem"), "-cert", certs.path("client.pem"),
-                                                      "-key", certs.path("client.key")], input: "with cert\n")
+        let accepted = try client(
+            port: port,
+            extra: [
+                "-CAfile", certs.path("ca.pem"), "-cert", certs.path("client.pem"),
+                "-key", certs.path("client.key"),
+            ], input: "with cert\n")
         // The broker forwards the client's line to stdout once the handshake passed.
         waitUntil("the client's line") { fileText(output) == "with cert\n" }
         listener.signal(SIGTERM)
@@ -216,7 +247,8 @@ final class TLSCommandTests: XCTestCase {
 
     func testQuarterGibibyteThroughListenTLSAndTLS() throws {
         let port = freePort()
-        try assertBulkTransfer(chunks: 4, port: port, listen: ["listen", "--tls", "127.0.0.1", String(port)],
-                               send: ["tls", "--insecure", "127.0.0.1", String(port)])
+        try assertBulkTransfer(
+            chunks: 4, port: port, listen: ["listen", "--tls", "127.0.0.1", String(port)],
+            send: ["tls", "--insecure", "127.0.0.1", String(port)])
     }
 }

@@ -8,8 +8,11 @@ final class TLSControlsTests: XCTestCase {
 
     private func server(_ extra: [String] = []) throws -> (Tool, UInt16) {
         let port = freePort()
-        let tool = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
-                             "-rev", "-quiet"] + extra, program: "/usr/bin/openssl")
+        let tool = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"),
+                "-rev", "-quiet",
+            ] + extra, program: "/usr/bin/openssl")
         waitForListener(port: port)
         return (tool, port)
     }
@@ -52,8 +55,10 @@ final class TLSControlsTests: XCTestCase {
 
     func testTheListenersSideAndTheUsageRules() throws {
         let port = freePort()
-        let listener = try Tool(["listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--tls-max", "1.2",
-                                 "127.0.0.1", String(port)])
+        let listener = try Tool([
+            "listen", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--tls-max", "1.2",
+            "127.0.0.1", String(port),
+        ])
         defer { listener.stop() }
         waitForListener(port: port)
         listener.closeInput()

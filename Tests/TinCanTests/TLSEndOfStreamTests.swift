@@ -12,26 +12,27 @@ final class TLSEndOfStreamTests: XCTestCase {
     /// would still be unread, so the close would reset the connection and the reset would drop the
     /// 221 from our receive queue.
     private func quitServer() throws -> PythonPeer {
-        try PythonPeer(PythonPeers.listenPrelude + """
-            import ssl
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
-            while True:
-                c, _ = s.accept()
-                t = None
-                try:
-                    t = ctx.wrap_socket(c, server_side=True)
-                    t.sendall(b'220 ready\\r\\n')
-                    got = b''
-                    while b'QUIT\\r\\n' not in got:
-                        d = t.recv(4096)
-                        if not d: break
-                        got += d
-                    t.sendall(b'221 bye\\r\\n')
-                except (ssl.SSLError, OSError):
-                    pass
-                (t or c).close()  # the wrapped socket owns the descriptor
-            """)
+        try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import ssl
+                ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                ctx.load_cert_chain('\(certs.path("server.pem"))', '\(certs.path("server.key"))')
+                while True:
+                    c, _ = s.accept()
+                    t = None
+                    try:
+                        t = ctx.wrap_socket(c, server_side=True)
+                        t.sendall(b'220 ready\\r\\n')
+                        got = b''
+                        while b'QUIT\\r\\n' not in got:
+                            d = t.recv(4096)
+                            if not d: break
+                            got += d
+                        t.sendall(b'221 bye\\r\\n')
+                    except (ssl.SSLError, OSError):
+                        pass
+                    (t or c).close()  # the wrapped socket owns the descriptor
+                """)
     }
 
     func testTheServersLastReplySurvivesOurEndOfInputTenTimesOutOfTen() throws {
@@ -81,13 +82,17 @@ final class TLSEndOfStreamTests: XCTestCase {
             // client never reads, and the kernel would reset the killed client's connection.)
             // A python TLS client: a 1 KiB record every 5 ms, until it is killed. Its socket never
             // fills, so each record leaves whole: the kill ends the stream between two records.
-            let client = try Tool(["python3", "-c", """
-                import socket, ssl, sys, time
-                ctx = ssl.create_default_context(cafile=sys.argv[2])
-                c = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))), server_hostname='localhost')
-                while True:
-                    c.sendall(b'z' * 1024); time.sleep(0.005)
-                """, String(port), certs.path("ca.pem")], program: "/usr/bin/env")
+            let client = try Tool(
+                [
+                    "python3", "-c",
+                    """
+                    import socket, ssl, sys, time
+                    ctx = ssl.create_default_context(cafile=sys.argv[2])
+                    c = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))), server_hostname='localhost')
+                    while True:
+                        c.sendall(b'z' * 1024); time.sleep(0.005)
+                    """, String(port), certs.path("ca.pem"),
+                ], program: "/usr/bin/env")
             waitUntil("data at the server") { server.stderrText.contains("connection from") }
             usleep(200_000)
             client.signal(SIGKILL)
@@ -113,8 +118,11 @@ final class TLSEndOfStreamTests: XCTestCase {
     func testSendingToADeadPeerSaysWhy() throws {
         let (server, port) = try Tool.listener(["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")])
         server.closeInput()
-        let sender = try Tool(["-c", "head -c 4000000000 /dev/zero | \"$0\" tls --ca \"$1\" --servername localhost 127.0.0.1 \"$2\"",
-                               Tool.tincan, certs.path("ca.pem"), String(port)], program: "/bin/sh")
+        let sender = try Tool(
+            [
+                "-c", "head -c 4000000000 /dev/zero | \"$0\" tls --ca \"$1\" --servername localhost 127.0.0.1 \"$2\"",
+                Tool.tincan, certs.path("ca.pem"), String(port),
+            ], program: "/bin/sh")
         sender.closeInput()
         // Killed mid-stream, while the sender's writes wait for room.
         waitUntil("8 MB at the server") { server.stdout.count > 8 << 20 }
@@ -138,8 +146,11 @@ final class TLSEndOfStreamTests: XCTestCase {
     /// `openssl s_server -rev` answers, and the session ends when it sees our close_notify.
     func testHalfCloseSendsCloseNotifyAtTheEndOfInput() throws {
         let port = freePort()
-        let server = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
-                               "-key", certs.path("server.key"), "-rev", "-quiet", "-naccept", "1"], program: "/usr/bin/openssl")
+        let server = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                "-key", certs.path("server.key"), "-rev", "-quiet", "-naccept", "1",
+            ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
         let r = try Tool.run(["tls", "-vv", "--half-close", "--ca", certs.path("ca.pem"), "127.0.0.1", String(port)], input: "hello\n")

@@ -17,12 +17,16 @@ final class TerminalSafetyTests: XCTestCase {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-evil-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let make = try Tool(["-c", """
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
-              -subj "/CN=evil$(printf '\\033')[2J$(printf '\\a')" \
-              -addext "subjectAltName=DNS:x$(printf '\\033')]0;pwned$(printf '\\a').test" \
-              -keyout "$0/evil.key" -out "$0/evil.pem" 2>/dev/null
-            """, dir], program: "/bin/sh")
+        let make = try Tool(
+            [
+                "-c",
+                """
+                openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+                  -subj "/CN=evil$(printf '\\033')[2J$(printf '\\a')" \
+                  -addext "subjectAltName=DNS:x$(printf '\\033')]0;pwned$(printf '\\a').test" \
+                  -keyout "$0/evil.key" -out "$0/evil.pem" 2>/dev/null
+                """, dir,
+            ], program: "/bin/sh")
         make.closeInput()
         XCTAssertEqual(make.wait(), 0, make.stderrText)
         let (server, port) = try Tool.server(program: "/usr/bin/openssl") { port in
@@ -41,10 +45,11 @@ final class TerminalSafetyTests: XCTestCase {
     /// A STARTTLS server whose greeting clears the screen: quoted escaped, at the refusal and in
     /// the -vv transcript.
     func testAServersQuotedLineIsEscaped() throws {
-        let server = try PythonPeer(PythonPeers.listenPrelude + """
-            while True:
-                c, _ = s.accept(); c.sendall(b'220 mx \\x1b[2J\\x07 hello\\r\\n250 fine\\r\\n'); c.recv(100); c.close()
-            """)
+        let server = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept(); c.sendall(b'220 mx \\x1b[2J\\x07 hello\\r\\n250 fine\\r\\n'); c.recv(100); c.close()
+                """)
         defer { server.stop() }
         let r = try Tool.run(["tls", "-vv", "--starttls", "pop3", "127.0.0.1", String(server.port)], input: "")
         XCTAssertEqual(r.status, 5, r.err)
@@ -55,10 +60,11 @@ final class TerminalSafetyTests: XCTestCase {
 
     /// An HTTP proxy whose status line holds ESC: exit 8, the line quoted without it.
     func testAProxysStatusLineIsEscaped() throws {
-        let proxy = try PythonPeer(PythonPeers.listenPrelude + """
-            while True:
-                c, _ = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.1 403 \\x1b]0;owned\\x07 no\\r\\n\\r\\n'); c.close()
-            """)
+        let proxy = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.1 403 \\x1b]0;owned\\x07 no\\r\\n\\r\\n'); c.close()
+                """)
         defer { proxy.stop() }
         let r = try Tool.run(["connect", "--proxy", "http://127.0.0.1:\(proxy.port)", "127.0.0.1", "9"], input: "")
         XCTAssertEqual(r.status, 8, r.err)

@@ -31,8 +31,10 @@ final class TrafficClassCommandTests: XCTestCase {
     /// Waits until the connections on `port` show these TOS values for the ends whose local
     /// port is `port` (the server side) and is not (the client side).
     private func waitForTOS(port: UInt16, server: Int?, client: Int?, file: StaticString = #filePath, line: UInt = #line) {
-        waitUntil("TOS server \(server.map { String($0, radix: 16) } ?? "-") client \(client.map { String($0, radix: 16) } ?? "-") on port \(port): \(tcpTOS(port: port))",
-                  file: file, line: line) {
+        waitUntil(
+            "TOS server \(server.map { String($0, radix: 16) } ?? "-") client \(client.map { String($0, radix: 16) } ?? "-") on port \(port): \(tcpTOS(port: port))",
+            file: file, line: line
+        ) {
             let sockets = tcpTOS(port: port)
             let servers = sockets.filter { $0.key.split(separator: " ")[0].hasSuffix(":\(port)") }.map(\.value)
             let clients = sockets.filter { !$0.key.split(separator: " ")[0].hasSuffix(":\(port)") }.map(\.value)
@@ -63,8 +65,11 @@ final class TrafficClassCommandTests: XCTestCase {
     /// tls --dscp against openssl s_server; listen --forward --dscp marks the upstream too.
     func testTLSAndTheForwardedUpstreamAreMarked() throws {
         let port = freePort()
-        let tlsServer = try Tool(["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
-                                  "-key", certs.path("server.key"), "-rev", "-quiet"], program: "/usr/bin/openssl")
+        let tlsServer = try Tool(
+            [
+                "s_server", "-accept", "127.0.0.1:\(port)", "-cert", certs.path("server.pem"),
+                "-key", certs.path("server.key"), "-rev", "-quiet",
+            ], program: "/usr/bin/openssl")
         defer { tlsServer.stop() }
         waitForListener(port: port)
         let tls = try Tool(["tls", "--ca", certs.path("ca.pem"), "--dscp", "10", "127.0.0.1", String(port)])
@@ -132,17 +137,21 @@ final class TrafficClassCommandTests: XCTestCase {
         let receiver = try Tool(["join-group", "--interface", "127.0.0.1", "--echo", "--dscp", "34", "-n", "1", "-t", "20s", group, String(port)])
         defer { receiver.stop() }
         waitForUDPReceiver(port: port)
-        let sender = try Tool(["python3", "-c", """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
-            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-            s.bind(("127.0.0.1", 0))
-            s.settimeout(15)
-            s.sendto(b"to the group", (sys.argv[1], int(sys.argv[2])))
-            data, ancillary, flags, peer = s.recvmsg(100, 64)
-            print(data.decode(), [value[0] for level, kind, value in ancillary if kind == socket.IP_TOS])
-            """, group, String(port)], program: "/usr/bin/env")
+        let sender = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+                s.bind(("127.0.0.1", 0))
+                s.settimeout(15)
+                s.sendto(b"to the group", (sys.argv[1], int(sys.argv[2])))
+                data, ancillary, flags, peer = s.recvmsg(100, 64)
+                print(data.decode(), [value[0] for level, kind, value in ancillary if kind == socket.IP_TOS])
+                """, group, String(port),
+            ], program: "/usr/bin/env")
         defer { sender.stop() }
         XCTAssertEqual(sender.wait(), 0, sender.stderrText + receiver.stderrText)
         XCTAssertEqual(sender.stdoutText, "to the group [136]\n")  // DSCP 34 = 0x88
@@ -163,7 +172,8 @@ final class TrafficClassCommandTests: XCTestCase {
         client.closeInput()
         server.closeInput()
         XCTAssertEqual(client.wait(), 0, client.stderrText)
-        XCTAssertTrue(client.stderrText.contains("tincan: DSCP 46 (TOS 0xb8) not applied: setsockopt(IP_TOS): Operation not supported (--dscp 46); going on without it"), client.stderrText)
+        XCTAssertTrue(
+            client.stderrText.contains("tincan: DSCP 46 (TOS 0xb8) not applied: setsockopt(IP_TOS): Operation not supported (--dscp 46); going on without it"), client.stderrText)
         XCTAssertEqual(server.wait(), 0, server.stderrText)
 
         let dgram = "@tincan-tos-dgram-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

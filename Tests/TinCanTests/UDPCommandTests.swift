@@ -52,8 +52,10 @@ final class UDPCommandTests: XCTestCase {
         let port = freeUDPPort()
         let recv = try receiver(["-6", "-f", "json", "-n", "6", "-t", "10s"], port: port)
         defer { recv.stop() }
-        for (arguments, input) in [(["--chunk", "4"], "abcdefghij"), (["--whole"], "x\ny\n"),
-                                   (["-m", "tab\\there", "-m", "nul\\x00\\\\"], "ignored")] {
+        for (arguments, input) in [
+            (["--chunk", "4"], "abcdefghij"), (["--whole"], "x\ny\n"),
+            (["-m", "tab\\there", "-m", "nul\\x00\\\\"], "ignored"),
+        ] {
             let r = try Tool.run(["udp-send"] + arguments + ["::1", String(port)], input: input)
             XCTAssertEqual(r.status, 0, "\(arguments): \(r.err)")
         }
@@ -93,17 +95,21 @@ final class UDPCommandTests: XCTestCase {
         let port = freeUDPPort()
         let recv = try receiver(["--echo", "-n", "50", "-t", "20s"], port: port)
         defer { recv.stop() }
-        let client = try Tool(["python3", "-c", """
-            import socket, sys
-            s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-            s.settimeout(10)
-            for i in range(50):
-                payload = bytes([i]) * (i * 1000 + 1)
-                s.sendto(payload, ("::1", int(sys.argv[1])))
-                data, peer = s.recvfrom(65535)
-                assert data == payload, (i, len(data))
-            print("ok")
-            """, String(port)], program: "/usr/bin/env")
+        let client = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+                s.settimeout(10)
+                for i in range(50):
+                    payload = bytes([i]) * (i * 1000 + 1)
+                    s.sendto(payload, ("::1", int(sys.argv[1])))
+                    data, peer = s.recvfrom(65535)
+                    assert data == payload, (i, len(data))
+                print("ok")
+                """, String(port),
+            ], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(client.wait(), 0, client.stderrText)
         XCTAssertEqual(client.stdoutText, "ok\n")
@@ -118,17 +124,21 @@ final class UDPCommandTests: XCTestCase {
         let port = freeUDPPort()
         let recv = try receiver(["-4", "--echo", "-n", "2", "-t", "20s"], port: port)
         defer { recv.stop() }
-        let client = try Tool(["python3", "-c", """
-            import socket, sys
-            for target in ("127.0.0.2", "127.0.0.1"):
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-                s.bind(("127.0.0.1", 0))
-                s.connect((target, int(sys.argv[1])))
-                s.settimeout(10)
-                s.send(target.encode())
-                data, peer = s.recvfrom(100)
-                print(data.decode(), peer[0])
-            """, String(port)], program: "/usr/bin/env")
+        let client = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                for target in ("127.0.0.2", "127.0.0.1"):
+                    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                    s.bind(("127.0.0.1", 0))
+                    s.connect((target, int(sys.argv[1])))
+                    s.settimeout(10)
+                    s.send(target.encode())
+                    data, peer = s.recvfrom(100)
+                    print(data.decode(), peer[0])
+                """, String(port),
+            ], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(client.wait(), 0, client.stderrText + recv.stderrText)
         XCTAssertEqual(client.stdoutText, "127.0.0.2 127.0.0.2\n127.0.0.1 127.0.0.1\n")

@@ -54,8 +54,10 @@ final class UDPNamespaceCommandTests: XCTestCase {
                 print(data.decode(), peer[0])
             """
         let expected = "198.18.0.3 198.18.0.3\n2001:db8::3 2001:db8::3\n"
-        for (name, arguments) in [("udp-recv --echo", ["udp-recv", "--echo", "-t", "20s"]),
-                                  ("listen -u -k --exec cat", ["listen", "-u", "-k", "--exec", "/bin/cat"])] {
+        for (name, arguments) in [
+            ("udp-recv --echo", ["udp-recv", "--echo", "-t", "20s"]),
+            ("listen -u -k --exec cat", ["listen", "-u", "-k", "--exec", "/bin/cat"]),
+        ] {
             let port: UInt16 = 46_100
             let server = try Tool(arguments + [String(port)])
             defer { server.stop() }
@@ -99,8 +101,9 @@ final class UDPNamespaceCommandTests: XCTestCase {
         let port: UInt16 = 46_001
         let first = try joinGroup(["--interface", "lo", "-n", "2", "-t", "20s", "239.1.2.3,239.1.2.4"], port: port, group: "239.1.2.4")
         defer { first.stop() }
-        let second = try joinGroup(["--interface", "lo", "-n", "1", "-t", "20s", "-f", "json", "239.1.2.3"], port: port,
-                                   group: "239.1.2.3", users: 2)
+        let second = try joinGroup(
+            ["--interface", "lo", "-n", "1", "-t", "20s", "-f", "json", "239.1.2.3"], port: port,
+            group: "239.1.2.3", users: 2)
         defer { second.stop() }
         // Unicast to the shared port is not group traffic: join-group does not show it.
         XCTAssertEqual(try Tool.run(["udp-send", "-m", "unicast", "127.0.0.1", String(port)]).status, 0)
@@ -120,8 +123,9 @@ final class UDPNamespaceCommandTests: XCTestCase {
 
     func sourceSpecificJoinHearsOnlyItsSource() throws {
         let port: UInt16 = 46_002
-        let receiver = try joinGroup(["--interface", "lo", "--source", "127.0.0.1", "-n", "1", "-t", "20s", "232.1.2.3"],
-                                     port: port, group: "232.1.2.3")
+        let receiver = try joinGroup(
+            ["--interface", "lo", "--source", "127.0.0.1", "-n", "1", "-t", "20s", "232.1.2.3"],
+            port: port, group: "232.1.2.3")
         defer { receiver.stop() }
         for (source, text) in [("127.0.0.2", "stranger"), ("127.0.0.1", "trusted")] {
             let r = try Tool.run(["udp-send", "--interface", "lo", "-s", source, "-m", text, "232.1.2.3", String(port)])
@@ -166,14 +170,18 @@ final class UDPNamespaceCommandTests: XCTestCase {
         let receiver = try Tool.tincan(["udp-recv", "-4", "-t", "2s", "127.0.0.1", String(port)], stdoutTo: output)
         defer { receiver.stop() }
         waitForUDPReceiver(port: port)
-        let sender = try Tool(["python3", "-c", """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            payload = b"x" * 64
-            target = ("127.0.0.1", int(sys.argv[1]))
-            for i in range(200000):
-                s.sendto(payload, target)
-            """, String(port)], program: "/usr/bin/env")
+        let sender = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                payload = b"x" * 64
+                target = ("127.0.0.1", int(sys.argv[1]))
+                for i in range(200000):
+                    s.sendto(payload, target)
+                """, String(port),
+            ], program: "/usr/bin/env")
         defer { sender.stop() }
         XCTAssertEqual(sender.wait(timeout: .seconds(120)), 0, sender.stderrText)
         // All sent: the socket's own drop counter is final now (read it before tincan exits).
@@ -181,7 +189,9 @@ final class UDPNamespaceCommandTests: XCTestCase {
         XCTAssertEqual(receiver.wait(timeout: .seconds(60)), 0, receiver.stderrText)
         let after = udpCounters()
         let printed = ((try? FileManager.default.attributesOfItem(atPath: output)[.size] as? Int) ?? 0) / 64
-        print("UDP burst: sent 200000, receive buffer overflowed for \(dropped), tincan printed \(printed) (\(Double(printed) / 2000)%); namespace counters: InDatagrams +\(after["InDatagrams", default: 0] - before["InDatagrams", default: 0]), RcvbufErrors +\(after["RcvbufErrors", default: 0] - before["RcvbufErrors", default: 0])")
+        print(
+            "UDP burst: sent 200000, receive buffer overflowed for \(dropped), tincan printed \(printed) (\(Double(printed) / 2000)%); namespace counters: InDatagrams +\(after["InDatagrams", default: 0] - before["InDatagrams", default: 0]), RcvbufErrors +\(after["RcvbufErrors", default: 0] - before["RcvbufErrors", default: 0])"
+        )
         XCTAssertEqual(printed + dropped, 200_000, "every datagram the kernel did not drop reached stdout")
         XCTAssertGreaterThan(printed, 0)
     }

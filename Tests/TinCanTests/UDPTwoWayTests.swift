@@ -27,7 +27,8 @@ final class UDPTwoWayTests: XCTestCase {
         defer { nc.stop() }
         nc.send("hello from nc\n")
         waitUntil("nc's line on stdout") { listener.stdoutText.contains("hello from nc\n") }
-        let intruder = try python("""
+        let intruder = try python(
+            """
             import socket, sys
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.sendto(b'intruder\\n', ('127.0.0.1', int(sys.argv[1])))
@@ -53,7 +54,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-4", "-q", "0"], port: port)
         defer { listener.stop() }
-        let client = try python("""
+        let client = try python(
+            """
             import socket, sys
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.bind(('127.0.0.1', 0))
@@ -82,7 +84,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-v", "--idle-timeout", "500ms", "127.0.0.1"], port: port)
         defer { listener.stop() }
-        let burst = try python("""
+        let burst = try python(
+            """
             import socket, sys
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             for i in range(2000):
@@ -103,7 +106,8 @@ final class UDPTwoWayTests: XCTestCase {
             let receiver = try Tool(["-c", "exec \"$0\" \"$@\" >&-", Tool.tincan] + command + ["127.0.0.1", String(port)], program: "/bin/bash")
             defer { receiver.stop() }
             waitForUDPReceiver(port: port)
-            let sender = try python("""
+            let sender = try python(
+                """
                 import socket, sys
                 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'lost\\n', ('127.0.0.1', int(sys.argv[1])))
                 """, [String(port)])
@@ -121,7 +125,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-k", "-f", "json", "-q", "0", "127.0.0.1"], port: port)
         defer { listener.stop() }
-        let clients = try python("""
+        let clients = try python(
+            """
             import socket, sys
             port = int(sys.argv[1])
             cs = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
@@ -155,7 +160,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-4", "-k", "-v", "--exec", "/bin/cat", "--idle-timeout", "1s"], port: port)
         defer { listener.stop() }
-        let peers = try python("""
+        let peers = try python(
+            """
             import socket, sys
             port = int(sys.argv[1])
             targets = ['127.0.0.1', '127.0.0.1', '127.0.0.2']
@@ -192,7 +198,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-k", "--sh-exec", "while read l; do printf 'got %s' \"$l\"; printf '!'; done", "127.0.0.1"], port: port)
         defer { listener.stop() }
-        let client = try python("""
+        let client = try python(
+            """
             import socket, sys
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.settimeout(10)
@@ -210,7 +217,8 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let listener = try listen(["-k", "-v", "--max-conns", "1", "--idle-timeout", "400ms", "--exec", "/bin/cat", "127.0.0.1"], port: port)
         defer { listener.stop() }
-        let peers = try python("""
+        let peers = try python(
+            """
             import socket, sys
             port = int(sys.argv[1])
             a, b = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))

@@ -1,5 +1,6 @@
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// listen --chat's per-client framing: whole lines prefixed, control characters escaped, open
 /// lines bounded and flushed.

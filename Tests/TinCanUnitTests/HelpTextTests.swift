@@ -1,5 +1,6 @@
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// `--help` fits a screen (the most used options under their group headings, four examples,
 /// only the command's exit codes), and `--help-all` has everything.

@@ -1,6 +1,7 @@
-@testable import TinCanCLI
 import SocketCore
 import XCTest
+
+@testable import TinCanCLI
 
 final class ParserTests: XCTestCase {
     private func parse(_ line: String) throws -> ParsedArguments {
@@ -86,16 +87,19 @@ final class ParserTests: XCTestCase {
     }
 
     func testMistakesSayWhatAndWhereAndWhatToTry() {
-        XCTAssertEqual(error("connect --verbos h 1"),
-                       "tincan: connect: unknown option '--verbos'; did you mean '--verbose'? (see 'tincan connect --help')")
+        XCTAssertEqual(
+            error("connect --verbos h 1"),
+            "tincan: connect: unknown option '--verbos'; did you mean '--verbose'? (see 'tincan connect --help')")
         XCTAssertEqual(error("conect h 1"), "tincan: unknown command 'conect'; did you mean 'connect'? (see 'tincan --help')")
         XCTAssertEqual(error("connect -y h 1"), "tincan: connect: unknown option '-y' (see 'tincan connect --help')")
-        XCTAssertEqual(error("connect --keep-open h 1"),
-                       "tincan: connect: unknown option '--keep-open'; --keep-open is an option of 'tincan listen' (see 'tincan connect --help')")
+        XCTAssertEqual(
+            error("connect --keep-open h 1"),
+            "tincan: connect: unknown option '--keep-open'; --keep-open is an option of 'tincan listen' (see 'tincan connect --help')")
         XCTAssertEqual(error("connect -w"), "tincan: connect: option -w needs a value (DURATION) (see 'tincan connect --help')")
         XCTAssertEqual(error("connect --crlf=yes h 1"), "tincan: connect: option --crlf takes no value (see 'tincan connect --help')")
-        XCTAssertEqual(error("listen -m 0 9000"),
-                       "tincan: listen: --max-conns needs a whole number from 1 to 100000, not '0' (see 'tincan listen --help')")
+        XCTAssertEqual(
+            error("listen -m 0 9000"),
+            "tincan: listen: --max-conns needs a whole number from 1 to 100000, not '0' (see 'tincan listen --help')")
         XCTAssertTrue(error("listen --deny 10.0.0.0/33 9000").contains("prefix length must be 0-32"))
         XCTAssertTrue(error("--bogus").contains("options come after the command"))
         XCTAssertTrue(error("").contains("a command is needed"))
@@ -137,8 +141,10 @@ final class NetcatHabitsTests: XCTestCase {
             var shown = 0
             for name in commands {
                 let spec = OptionTable.command(named: name)!
-                let known = habit.option.hasPrefix("--") ? spec.option(long: String(habit.option.dropFirst(2))) != nil
-                                                         : spec.option(short: habit.option.last!) != nil
+                let known =
+                    habit.option.hasPrefix("--")
+                    ? spec.option(long: String(habit.option.dropFirst(2))) != nil
+                    : spec.option(short: habit.option.last!) != nil
                 if known {
                     if habit.commands != nil { XCTFail("\(habit.option) is an option of \(name): its row is never seen there") }
                     continue

@@ -1,6 +1,7 @@
-@testable import TinCanCLI
 import Foundation
 import XCTest
+
+@testable import TinCanCLI
 
 /// The `--expect` matcher: Perl's leftmost-first matches in linear time, fed in chunks.
 final class PatternTests: XCTestCase {
@@ -166,7 +167,8 @@ final class PatternTests: XCTestCase {
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", "-c", script]
-        let input = Pipe(), output = Pipe()
+        let input = Pipe()
+        let output = Pipe()
         python.standardInput = input
         python.standardOutput = output
         try python.run()

@@ -1,6 +1,7 @@
-@testable import TinCanCLI
 import SocketCore
 import XCTest
+
+@testable import TinCanCLI
 
 /// Which proxy a connection takes, from the options and an injected environment.
 final class ProxyChoiceTests: XCTestCase {
@@ -54,8 +55,9 @@ final class ProxyChoiceTests: XCTestCase {
         (choice, _) = try choose("connect --proxy-user alice --proxy socks5://a example.org 80", ["TINCAN_PROXY_PASSWORD": "fromenv"])
         XCTAssertEqual(choice?.hops.first?.credentials, ProxyCredentials(user: "alice", password: "fromenv"))
         (choice, _) = try choose("connect --proxy-user carol:x --proxy socks5://bob@a --proxy http://dave@b example.org 80", ["TINCAN_PROXY_PASSWORD": "pw"])
-        XCTAssertEqual(choice?.hops.map(\.credentials), [ProxyCredentials(user: "bob", password: "pw"), ProxyCredentials(user: "dave", password: "pw")],
-                       "a URL's own user wins; a user without a password takes the environment's")
+        XCTAssertEqual(
+            choice?.hops.map(\.credentials), [ProxyCredentials(user: "bob", password: "pw"), ProxyCredentials(user: "dave", password: "pw")],
+            "a URL's own user wins; a user without a password takes the environment's")
         XCTAssertThrowsError(try choose("connect --proxy socks5://\(String(repeating: "u", count: 256))@a example.org 80")) { error in
             XCTAssertTrue("\(error)".contains("it must be 1-255"), "\(error)")
         }

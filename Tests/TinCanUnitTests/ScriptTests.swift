@@ -1,5 +1,6 @@
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// The pure parts of probing: port lists, expectations, quoting.
 final class ScriptTests: XCTestCase {

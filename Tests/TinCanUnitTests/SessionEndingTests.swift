@@ -1,5 +1,6 @@
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// The end-of-stream rules, driven with an injected clock: every row of SessionEnding's table.
 final class SessionEndingTests: XCTestCase {
@@ -120,8 +121,9 @@ final class SessionEndingTests: XCTestCase {
 
         var failed = SessionEnding(policy)
         _ = failed.handle(.inputEnded, at: .zero, activity: none)
-        XCTAssertEqual(failed.handle(.failed("connection reset by peer"), at: ms(10), activity: none),
-                       .init(finish: .failed("connection reset by peer")))
+        XCTAssertEqual(
+            failed.handle(.failed("connection reset by peer"), at: ms(10), activity: none),
+            .init(finish: .failed("connection reset by peer")))
         var closed = SessionEnding(policy)
         XCTAssertEqual(closed.handle(.outputClosed, at: ms(10), activity: none), .init(finish: .outputClosed))
     }

@@ -1,6 +1,7 @@
 import SocketCore
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// The window size framing between a `--raw` client and a `--pty` server, the keyboard's escape,
 /// and the terminal options' rules: pure, without a terminal.
@@ -19,7 +20,8 @@ final class TerminalFramingTests: XCTestCase {
 
     func testAFramedStreamGivesTheUsersBytesAndEachSizeWhereverItIsSplit() {
         let size = WindowSize(columns: 255, rows: 300)
-        let stream = WindowSizeFraming.opening + WindowSizeFraming.message(size) + Array("ls\r".utf8) + [255, 255]
+        let stream =
+            WindowSizeFraming.opening + WindowSizeFraming.message(size) + Array("ls\r".utf8) + [255, 255]
             + WindowSizeFraming.message(WindowSize(columns: 100, rows: 30)) + [255, 251, 1] + Array("x".utf8)
         // Every split into two pieces gives the same bytes and the same sizes.
         for cut in 0...stream.count {
@@ -99,11 +101,13 @@ final class TerminalFramingTests: XCTestCase {
         XCTAssertEqual(pty.term, "vt100")
         XCTAssertEqual(try PtySettings.parse(parse("connect --pty -c cat h 1"))?.size, PtySettings.defaultSize)
         XCTAssertNil(try PtySettings.parse(parse("listen 9000")))
-        for (line, says) in [("listen --pty 9000", "give the program"), ("listen --pty-size 80x24 --exec /bin/sh 9000", "add --pty"),
-                             ("listen --pty --pty-size 80 --exec /bin/sh 9000", "COLUMNSxROWS"),
-                             ("listen --pty --pty-size 0x24 --exec /bin/sh 9000", "COLUMNSxROWS"),
-                             ("listen --pty --pty-term a;b --exec /bin/sh 9000", "terminal type"),
-                             ("listen -u --pty --exec /bin/sh 9000", "not with -u")] {
+        for (line, says) in [
+            ("listen --pty 9000", "give the program"), ("listen --pty-size 80x24 --exec /bin/sh 9000", "add --pty"),
+            ("listen --pty --pty-size 80 --exec /bin/sh 9000", "COLUMNSxROWS"),
+            ("listen --pty --pty-size 0x24 --exec /bin/sh 9000", "COLUMNSxROWS"),
+            ("listen --pty --pty-term a;b --exec /bin/sh 9000", "terminal type"),
+            ("listen -u --pty --exec /bin/sh 9000", "not with -u"),
+        ] {
             XCTAssertTrue(usageError(line) { try PtySettings.parse($0) }?.contains(says) ?? false, "\(line): \(usageError(line) { try PtySettings.parse($0) } ?? "accepted")")
         }
         let raw = try XCTUnwrap(RawSettings.parse(parse("connect --raw --escape ^] --no-window-size h 1")))
@@ -111,8 +115,10 @@ final class TerminalFramingTests: XCTestCase {
         XCTAssertFalse(raw.sendsWindowSize)
         XCTAssertEqual(try RawSettings.parse(parse("tls --raw h 1"))?.escape, UInt8(ascii: "~"))
         XCTAssertNil(try RawSettings.parse(parse("connect --raw --escape none h 1"))?.escape)
-        for (line, says) in [("connect --escape ! h 1", "add --raw"), ("connect --raw --exec /bin/cat h 1", "not with --exec"),
-                             ("connect --raw --escape ab h 1", "one printable character"), ("connect --raw --crlf h 1", "not with --crlf")] {
+        for (line, says) in [
+            ("connect --escape ! h 1", "add --raw"), ("connect --raw --exec /bin/cat h 1", "not with --exec"),
+            ("connect --raw --escape ab h 1", "one printable character"), ("connect --raw --crlf h 1", "not with --crlf"),
+        ] {
             XCTAssertTrue(usageError(line) { try RawSettings.parse($0) }?.contains(says) ?? false, "\(line): \(usageError(line) { try RawSettings.parse($0) } ?? "accepted")")
         }
     }

@@ -1,6 +1,7 @@
-@testable import TinCanCLI
 import Glibc
 import XCTest
+
+@testable import TinCanCLI
 
 /// The relay's side of a hand-over: bytes read ahead come first, and keep the relay from
 /// splicing past them.

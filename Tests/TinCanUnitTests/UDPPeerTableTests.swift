@@ -1,6 +1,7 @@
 import SocketCore
-@testable import TinCanCLI
 import XCTest
+
+@testable import TinCanCLI
 
 /// The UDP listener's peer rules, driven by an injected clock: the one peer, many peers under a
 /// cap, idleness, and where replies leave from.
@@ -12,9 +13,21 @@ final class UDPPeerTableTests: XCTestCase {
     func testTheFirstSenderIsTheOnePeerAndOthersAreRefusedEvenAfterItLeaves() {
         var table = UDPPeerTable<Int>.onePeer()
         var made = 0
-        XCTAssertEqual(table.heard(address(1), local: address(9, "127.0.0.2"), at: at(0)) { made += 1; return made }, .new)
-        XCTAssertEqual(table.heard(address(2), local: nil, at: at(1)) { made += 1; return made }, .refused)
-        XCTAssertEqual(table.heard(address(1), local: nil, at: at(2)) { made += 1; return made }, .known)
+        XCTAssertEqual(
+            table.heard(address(1), local: address(9, "127.0.0.2"), at: at(0)) {
+                made += 1
+                return made
+            }, .new)
+        XCTAssertEqual(
+            table.heard(address(2), local: nil, at: at(1)) {
+                made += 1
+                return made
+            }, .refused)
+        XCTAssertEqual(
+            table.heard(address(1), local: nil, at: at(2)) {
+                made += 1
+                return made
+            }, .known)
         XCTAssertEqual(made, 1, "a value is made only for a peer taken")
         XCTAssertEqual(table.peers[address(1)]?.local, address(9, "127.0.0.2"), "a datagram without a destination keeps the one known")
         XCTAssertEqual(table.expire(at: at(1_000)).count, 0, "the one peer does not go idle: --idle-timeout ends the session instead")

@@ -11,11 +11,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let reply = bytes.dropFirst()
     let target: ProxyTarget = selector & 0x10 == 0 ? .name("fuzz.test") : .address(.loopbackIPv4(port: 0))
     let credentials = selector & 0x20 == 0 ? nil : ProxyCredentials(user: "fuzz", password: "pw")
-    var dialogue: any ProxyDialogue = switch selector % 3 {
-    case 0: SOCKS4Dialogue(target: target, port: 80, userID: "fuzz")
-    case 1: SOCKS5Dialogue(target: target, port: 80, credentials: credentials)
-    default: HTTPConnectDialogue(target: target, port: 80, credentials: credentials)
-    }
+    var dialogue: any ProxyDialogue =
+        switch selector % 3 {
+        case 0: SOCKS4Dialogue(target: target, port: 80, userID: "fuzz")
+        case 1: SOCKS5Dialogue(target: target, port: 80, credentials: credentials)
+        default: HTTPConnectDialogue(target: target, port: 80, credentials: credentials)
+        }
     var offset = reply.startIndex
     var steps = dialogue.start()
     var rounds = 0
@@ -52,8 +53,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let url = String(decoding: bytes, as: UTF8.self)
     if let endpoint = try? ProxyEndpoint(url: url) {
         let again = try? ProxyEndpoint(url: endpoint.description)
-        precondition(again?.scheme == endpoint.scheme && again?.host == endpoint.host && again?.port == endpoint.port,
-                     "\(endpoint) does not parse back to itself")
+        precondition(
+            again?.scheme == endpoint.scheme && again?.host == endpoint.host && again?.port == endpoint.port,
+            "\(endpoint) does not parse back to itself")
     }
     return 0
 }

@@ -23,8 +23,10 @@ public struct BlockingConnector: Sendable {
     public var trafficClass: TrafficClass?
 
     /// A connector with these knobs, binding, device and traffic class (each optional).
-    public init(configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil,
-                trafficClass: TrafficClass? = nil) {
+    public init(
+        configuration: HappyEyeballs.Configuration = .init(), interface: String? = nil, device: String? = nil,
+        trafficClass: TrafficClass? = nil
+    ) {
         self.configuration = configuration
         self.interface = interface
         self.device = device
@@ -49,8 +51,9 @@ public struct BlockingConnector: Sendable {
         let configuration = try binding.narrow(configuration, interface: interface)
         let outcome = withoutActuallyEscaping(onEvent) { onEvent in
             withoutActuallyEscaping(onLookup) { onLookup in
-                var run = BlockingRun(host: host, port: port, binding: binding, configuration: configuration,
-                                      onEvent: onEvent, onLookup: onLookup)
+                var run = BlockingRun(
+                    host: host, port: port, binding: binding, configuration: configuration,
+                    onEvent: onEvent, onLookup: onLookup)
                 return run.connect(timeout: timeout)
             }
         }
@@ -85,8 +88,10 @@ private struct BlockingRun {
     var inputs: [HappyEyeballs.Input] = []
     var outcome: Connector.Outcome?
 
-    init(host: String, port: UInt16, binding: Connector.Binding, configuration: HappyEyeballs.Configuration,
-         onEvent: @escaping (ConnectAttemptEvent) -> Void, onLookup: @escaping (LookupEvent) -> Void) {
+    init(
+        host: String, port: UInt16, binding: Connector.Binding, configuration: HappyEyeballs.Configuration,
+        onEvent: @escaping (ConnectAttemptEvent) -> Void, onLookup: @escaping (LookupEvent) -> Void
+    ) {
         self.host = host
         self.port = port
         self.binding = binding

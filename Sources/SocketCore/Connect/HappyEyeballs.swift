@@ -112,7 +112,7 @@ public struct HappyEyeballs: Sendable {
             return families.map { .resolve($0) }
 
         case (.resolving, .resolved(let family, let result)),
-             (.resolutionDelay, .resolved(let family, let result)):
+            (.resolutionDelay, .resolved(let family, let result)):
             record(family, result)
             if resolutionComplete || (family == preferred && !(answers[family] ?? []).isEmpty) {
                 let cancel: [Action] = phase == .resolutionDelay ? [.cancelResolutionDelay] : []

@@ -75,10 +75,11 @@ public struct PendingConnects {
     /// flight and there is no deadline.
     public mutating func wait(until deadline: ContinuousClock.Instant?) -> [Finished] {
         if entries.isEmpty && deadline == nil { return [] }
-        let milliseconds: Int32 = deadline.map { due in
-            let left = (due - .now).milliseconds.rounded(.up)
-            return Int32(clamping: Int(max(0, min(left, 3_600_000))))
-        } ?? -1
+        let milliseconds: Int32 =
+            deadline.map { due in
+                let left = (due - .now).milliseconds.rounded(.up)
+                return Int32(clamping: Int(max(0, min(left, 3_600_000))))
+            } ?? -1
         let ready: Set<Int32>
         do throws(SystemError) {
             ready = Set(try Syscall.waitForWritable(entries.values.map(\.fd), timeoutMilliseconds: milliseconds))

@@ -29,8 +29,9 @@ extension AsyncSocket {
         onHop: @escaping @Sendable (ProxyHopReport) -> Void = { _ in },
         completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void
     ) {
-        let runner = ProxyChainRunner(socket: self, proxies: proxies, host: host, port: port,
-                                      deadline: timeout.map { ContinuousClock.now + $0 }, onHop: onHop, completion: completion)
+        let runner = ProxyChainRunner(
+            socket: self, proxies: proxies, host: host, port: port,
+            deadline: timeout.map { ContinuousClock.now + $0 }, onHop: onHop, completion: completion)
         socketQueue.async { runner.next() }
     }
 
@@ -42,9 +43,10 @@ extension AsyncSocket {
         let reports = Locked<[ProxyHopReport]>([])
         let result: Result<Void, AsyncSocketError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                negotiateProxies(proxies, host: host, port: port, timeout: timeout,
-                                 onHop: { report in reports.withLock { $0.append(report) } },
-                                 completion: { continuation.resume(returning: $0) })
+                negotiateProxies(
+                    proxies, host: host, port: port, timeout: timeout,
+                    onHop: { report in reports.withLock { $0.append(report) } },
+                    completion: { continuation.resume(returning: $0) })
             }
         } onCancel: {
             disconnect()
@@ -70,9 +72,11 @@ private final class ProxyChainRunner: @unchecked Sendable {
     private var dialogue: (any ProxyDialogue)?
     private var hopStarted = ContinuousClock.now
 
-    init(socket: AsyncSocket, proxies: [ProxyEndpoint], host: String, port: UInt16, deadline: ContinuousClock.Instant?,
-         onHop: @escaping @Sendable (ProxyHopReport) -> Void,
-         completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void) {
+    init(
+        socket: AsyncSocket, proxies: [ProxyEndpoint], host: String, port: UInt16, deadline: ContinuousClock.Instant?,
+        onHop: @escaping @Sendable (ProxyHopReport) -> Void,
+        completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void
+    ) {
         self.socket = socket
         self.proxies = proxies
         self.host = host
@@ -196,8 +200,10 @@ private final class ProxyChainRunner: @unchecked Sendable {
 
     private func report(_ failure: ProxyFailure?) {
         let (name, port) = destination(of: hop)
-        onHop(ProxyHopReport(proxy: current, target: Endpoint(host: name, port: port).description,
-                             took: .now - hopStarted, failure: failure))
+        onHop(
+            ProxyHopReport(
+                proxy: current, target: Endpoint(host: name, port: port).description,
+                took: .now - hopStarted, failure: failure))
     }
 
     private func finish(_ result: Result<Void, AsyncSocketError>) {

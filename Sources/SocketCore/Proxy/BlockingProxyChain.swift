@@ -28,8 +28,10 @@ public struct BlockingProxyChain: Sendable {
     /// (connected to the first; blocking or not), all within `timeout` (no limit when nil).
     /// `onHop` hears each hop as it ends. Throws ``AsyncSocketError/proxy(_:_:)`` for a hop that
     /// failed (the caller closes `fd`), or `.system` for the socket's own errors.
-    public func negotiate(on fd: Int32, host: String, port: UInt16, timeout: Duration? = nil,
-                          onHop: (ProxyHopReport) -> Void = { _ in }) throws(AsyncSocketError) {
+    public func negotiate(
+        on fd: Int32, host: String, port: UInt16, timeout: Duration? = nil,
+        onHop: (ProxyHopReport) -> Void = { _ in }
+    ) throws(AsyncSocketError) {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ProxyDialogueLimits.lineLength, alignment: 1)
         defer { buffer.deallocate() }
@@ -38,11 +40,14 @@ public struct BlockingProxyChain: Sendable {
             let started = ContinuousClock.now
             let (name, destinationPort) = ProxyHop.destination(proxies, index, host: host, port: port)
             func report(_ failure: ProxyFailure?) {
-                onHop(ProxyHopReport(proxy: hop, target: Endpoint(host: name, port: destinationPort).description,
-                                     took: .now - started, failure: failure))
+                onHop(
+                    ProxyHopReport(
+                        proxy: hop, target: Endpoint(host: name, port: destinationPort).description,
+                        took: .now - started, failure: failure))
             }
             do throws(ProxyFailure) {
-                let target = hop.scheme.resolvesTargetLocally
+                let target =
+                    hop.scheme.resolvesTargetLocally
                     ? try resolve(name, for: hop) : ProxyHop.sentTarget(name, port: destinationPort)
                 var io = DialogueIO(fd: fd, hop: hop, deadline: deadline, buffer: buffer)
                 try io.run(hop.dialogue(to: target, port: destinationPort))
@@ -96,10 +101,11 @@ private struct DialogueIO {
 
     /// Waits until `fd` is ready, within the deadline.
     private func wait(forWriting: Bool) throws(ProxyFailure) {
-        let milliseconds: Int32 = deadline.map { limit in
-            let left = limit - .now
-            return left <= .zero ? 0 : Int32(clamping: max(1, Int((left / .milliseconds(1)).rounded(.up))))
-        } ?? -1
+        let milliseconds: Int32 =
+            deadline.map { limit in
+                let left = limit - .now
+                return left <= .zero ? 0 : Int32(clamping: max(1, Int((left / .milliseconds(1)).rounded(.up))))
+            } ?? -1
         let ready: Bool
         do throws(SystemError) { ready = try Syscall.wait(for: fd, forWriting: forWriting, timeoutMilliseconds: milliseconds) } catch {
             throw ProxyFailure(.protocolError, error.description)

@@ -59,7 +59,9 @@ public struct HTTPConnectDialogue: ProxyDialogue {
         case .headers:
             if line.isEmpty { return headersEnded() }
             headerLines += 1
-            guard headerLines <= ProxyDialogueLimits.headerLines else { return fail(.protocolError, "the HTTP proxy's reply has over \(ProxyDialogueLimits.headerLines) header lines") }
+            guard headerLines <= ProxyDialogueLimits.headerLines else {
+                return fail(.protocolError, "the HTTP proxy's reply has over \(ProxyDialogueLimits.headerLines) header lines")
+            }
             if let colon = line.firstIndex(of: ":") {
                 let name = line[..<colon].lowercased()
                 let value = line[line.index(after: colon)...].trimmingSpaces.lowercased()

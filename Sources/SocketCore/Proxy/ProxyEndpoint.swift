@@ -117,7 +117,7 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 let digits = String(byte, radix: 16, uppercase: true)

@@ -25,7 +25,8 @@ enum ProxyHop {
     static func lookupFailed(_ hop: ProxyEndpoint, name: String, reasons: [String]) -> ProxyFailure {
         let why = reasons.isEmpty ? "no usable address" : reasons.joined(separator: "; ")
         let instead = hop.scheme == .socks4 ? "socks4a" : "socks5h"
-        return ProxyFailure(.targetUnreachable, "looking up \(name) here failed (\(hop.scheme.rawValue):// resolves the target locally; \(instead):// lets the proxy do it): \(why)")
+        return ProxyFailure(
+            .targetUnreachable, "looking up \(name) here failed (\(hop.scheme.rawValue):// resolves the target locally; \(instead):// lets the proxy do it): \(why)")
     }
 
     private static func protocolName(_ hop: ProxyEndpoint) -> String {

@@ -23,7 +23,8 @@ public struct SOCKS5Dialogue: ProxyDialogue {
     /// RFC 1929: each of user name and password is 1-255 bytes (the password may be empty here,
     /// as some proxies accept).
     public static func credentialsProblem(_ credentials: ProxyCredentials) -> String? {
-        let user = credentials.user.utf8.count, password = credentials.password.utf8.count
+        let user = credentials.user.utf8.count
+        let password = credentials.password.utf8.count
         if user == 0 || user > 255 { return "the SOCKS5 user name is \(user) bytes; it must be 1-255" }
         if password > 255 { return "the SOCKS5 password is \(password) bytes; it must be at most 255" }
         return nil
@@ -46,12 +47,15 @@ public struct SOCKS5Dialogue: ProxyDialogue {
             case 0: return request()
             case 2 where credentials != nil:
                 state = .authentication
-                let user = Array(credentials!.user.utf8), password = Array(credentials!.password.utf8)
+                let user = Array(credentials!.user.utf8)
+                let password = Array(credentials!.password.utf8)
                 return [.send([1, UInt8(user.count)] + user + [UInt8(password.count)] + password), .read(2)]
             case 0xFF:
-                return fail(.authentication, credentials == nil
-                    ? "the SOCKS5 proxy accepts none of our methods: it wants a user name and password"
-                    : "the SOCKS5 proxy accepts none of our methods (no authentication, user name/password)")
+                return fail(
+                    .authentication,
+                    credentials == nil
+                        ? "the SOCKS5 proxy accepts none of our methods: it wants a user name and password"
+                        : "the SOCKS5 proxy accepts none of our methods (no authentication, user name/password)")
             case let method:
                 return fail(.protocolError, "the SOCKS5 proxy chose method \(hexQuote([method])), which we did not offer")
             }

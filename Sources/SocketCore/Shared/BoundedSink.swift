@@ -1,4 +1,3 @@
-
 /// Items a socket produced, waiting for the async face's single iterator: accepted connections,
 /// received datagrams. Bounded: when `limit` are waiting the producer stops (``isFull``), and
 /// `onRoom` runs when the iterator takes one from a full sink, so it can start again.
@@ -23,7 +22,11 @@ final class BoundedSink<Element: Sendable>: Sendable {
         }
     }
 
-    private enum Now { case item(Element, wasFull: Bool), end((any Error)?), wait }
+    private enum Now {
+        case item(Element, wasFull: Bool)
+        case end((any Error)?)
+        case wait
+    }
 
     private let state = Locked(State())
     private let limit: Int

@@ -55,8 +55,11 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
                     || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
             }
             if nameLike, let port = Resolver.servicePort(text, udp: udp) { return port }
-            throw AddressError(input: input, reason: nameLike ? "no \(udp ? "UDP" : "TCP") service named '\(text)' in /etc/services"
-                                                              : "port '\(text)' is not a number or a service name")
+            throw AddressError(
+                input: input,
+                reason: nameLike
+                    ? "no \(udp ? "UDP" : "TCP") service named '\(text)' in /etc/services"
+                    : "port '\(text)' is not a number or a service name")
         }
         guard let value = Int(text.prefix(6)), value <= 65535 else {
             throw AddressError(input: input, reason: "port \(text) is out of range (0-65535)")

@@ -92,7 +92,8 @@ public enum Resolver {
         var node = list
         while let info = node?.pointee {
             if let address = info.ai_addr.flatMap({ SocketAddress(sockaddr: $0, length: Int(info.ai_addrlen)) }),
-               !answers.contains(address.withPort(port)) {
+                !answers.contains(address.withPort(port))
+            {
                 answers.append(address.withPort(port))
             }
             node = info.ai_next

@@ -61,8 +61,10 @@ extension SocketAddress {
         case AF_INET6 where length >= MemoryLayout<sockaddr_in6>.size:
             let sin6 = pointer.loadUnaligned(as: sockaddr_in6.self)
             let (high, low) = withUnsafeBytes(of: sin6.sin6_addr) { a in
-                (UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                 UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                (
+                    UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                    UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+                )
             }
             storage = .ipv6(
                 high: high, low: low, port: UInt16(bigEndian: sin6.sin6_port),
@@ -87,9 +89,11 @@ extension SocketAddress {
 
     /// An address from raw C `sockaddr` bytes.
     public init?(sockaddrBytes bytes: [UInt8]) {
-        guard let parsed = bytes.withUnsafeBytes({ raw in
-            raw.baseAddress.flatMap { SocketAddress(sockaddr: $0, length: raw.count) }
-        }) else { return nil }
+        guard
+            let parsed = bytes.withUnsafeBytes({ raw in
+                raw.baseAddress.flatMap { SocketAddress(sockaddr: $0, length: raw.count) }
+            })
+        else { return nil }
         self = parsed
     }
 
@@ -118,8 +122,10 @@ extension SocketAddress {
         var address = in6_addr()
         guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
         return withUnsafeBytes(of: address) { a in
-            (UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-             UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            (
+                UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: a.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
     }
 

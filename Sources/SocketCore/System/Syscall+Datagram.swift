@@ -30,8 +30,9 @@ extension Syscall {
             destinationBytes.withUnsafeBytes { to in
                 Result { () throws(SystemError) -> Int? in
                     try retryingUnlessWouldBlock("sendmsg", destination?.description ?? "the connected peer") {
-                        csystem_send_from(fd, buffer.baseAddress, UInt(buffer.count), to.count == 0 ? nil : to.baseAddress, UInt32(to.count),
-                                          from.baseAddress, UInt32(from.count))
+                        csystem_send_from(
+                            fd, buffer.baseAddress, UInt(buffer.count), to.count == 0 ? nil : to.baseAddress, UInt32(to.count),
+                            from.baseAddress, UInt32(from.count))
                     }
                 }
             }
@@ -81,7 +82,9 @@ extension Syscall {
         _ fd: Int32, join: Bool, group: SocketAddress, interface index: UInt32, source: SocketAddress?
     ) throws(SystemError) {
         let what = (join ? "join " : "leave ") + group.host + (source.map { " from \($0.host)" } ?? "")
-        let option = source == nil ? (join ? "MCAST_JOIN_GROUP" : "MCAST_LEAVE_GROUP")
+        let option =
+            source == nil
+            ? (join ? "MCAST_JOIN_GROUP" : "MCAST_LEAVE_GROUP")
             : (join ? "MCAST_JOIN_SOURCE_GROUP" : "MCAST_LEAVE_SOURCE_GROUP")
         let groupBytes = group.sockaddrBytes
         let sourceBytes = source?.sockaddrBytes

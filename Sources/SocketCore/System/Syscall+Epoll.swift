@@ -4,7 +4,9 @@ import Glibc
 extension Syscall {
     /// What ``epollControl(_:_:_:readable:writable:token:)`` does with a descriptor.
     enum EpollOperation: Int32 {
-        case add = 0, modify = 1, delete = 2
+        case add = 0
+        case modify = 1
+        case delete = 2
     }
 
     /// A new epoll set (close-on-exec).
@@ -14,8 +16,10 @@ extension Syscall {
 
     /// Adds, changes or removes `fd` in the set `epfd`: readiness to read (and the peer's end)
     /// and to write, each reported with `token`.
-    static func epollControl(_ epfd: Int32, _ operation: EpollOperation, _ fd: Int32,
-                             readable: Bool, writable: Bool, token: UInt64) throws(SystemError) {
+    static func epollControl(
+        _ epfd: Int32, _ operation: EpollOperation, _ fd: Int32,
+        readable: Bool, writable: Bool, token: UInt64
+    ) throws(SystemError) {
         try retrying("epoll_ctl", "descriptor \(fd)") {
             csystem_epoll_control(epfd, operation.rawValue, fd, readable ? 1 : 0, writable ? 1 : 0, token)
         }
@@ -23,8 +27,10 @@ extension Syscall {
 
     /// The events of `epfd`, waiting until there is one: each one's token and flags (bit 0 read,
     /// bit 1 write, bit 2 error or hang-up), at most `capacity` (64).
-    static func epollWait(_ epfd: Int32, tokens: UnsafeMutablePointer<UInt64>, flags: UnsafeMutablePointer<UInt32>,
-                          capacity: Int32) throws(SystemError) -> Int {
+    static func epollWait(
+        _ epfd: Int32, tokens: UnsafeMutablePointer<UInt64>, flags: UnsafeMutablePointer<UInt32>,
+        capacity: Int32
+    ) throws(SystemError) -> Int {
         Int(try retrying("epoll_wait") { csystem_epoll_ready(epfd, tokens, flags, capacity, -1) })
     }
 }

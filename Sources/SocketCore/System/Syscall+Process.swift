@@ -179,8 +179,10 @@ extension Syscall {
         }
     }
 
-    private static func spawn(_ arguments: [String], setsid: Bool, environment: [String]?,
-                              files: (inout posix_spawn_file_actions_t) -> Void) throws(SystemError) -> pid_t {
+    private static func spawn(
+        _ arguments: [String], setsid: Bool, environment: [String]?,
+        files: (inout posix_spawn_file_actions_t) -> Void
+    ) throws(SystemError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -204,7 +206,8 @@ extension Syscall {
         var envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup($0) } + [nil] }
         defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = envp == nil
+        let status =
+            envp == nil
             ? posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
             : posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, &envp!)
         guard status == 0 else { throw SystemError(errno: status, call: "posix_spawn", context: arguments[0]) }

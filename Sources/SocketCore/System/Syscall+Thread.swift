@@ -23,10 +23,12 @@ extension Syscall {
         // 512 KiB: the relays' buffers are on the heap; a small stack keeps thousands cheap.
         pthread_attr_setstacksize(&attributes, 512 * 1024)
         var thread = pthread_t()
-        let result = pthread_create(&thread, &attributes, { raw in
-            Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, &attributes,
+            { raw in
+                Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+                return nil
+            }, box)
         if result != 0 {
             Unmanaged<Box>.fromOpaque(box).release()
             throw SystemError(errno: result, call: "pthread_create")

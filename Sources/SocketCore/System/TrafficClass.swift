@@ -1,3 +1,5 @@
+import Glibc
+
 /// The byte an IP packet carries for its class of service: the TOS byte of IPv4 (`IP_TOS`) or
 /// the Traffic Class of IPv6 (`IPV6_TCLASS`). Its upper six bits are the DSCP (RFC 2474), the
 /// lower two the ECN field (RFC 3168), which the kernel manages itself on TCP.
@@ -59,15 +61,14 @@ public struct TrafficClassRefusal: Error, Sendable, Equatable, CustomStringConve
     }
 }
 
-import Glibc
-
 extension Syscall {
     /// Sets `trafficClass` on `fd` for its address family (IPV6_TCLASS on IPv6, IP_TOS
     /// otherwise, which a Unix socket refuses) and reads it back: nil when it took, else why
     /// not. Never throws: the caller goes on either way.
     public static func applyTrafficClass(_ trafficClass: TrafficClass, to fd: Int32) -> TrafficClassRefusal? {
         let domain = (try? getOption(fd, SOL_SOCKET, SO_DOMAIN, as: Int32.self, name: "SO_DOMAIN")) ?? AF_INET
-        let (level, option, name) = domain == AF_INET6
+        let (level, option, name) =
+            domain == AF_INET6
             ? (Int32(IPPROTO_IPV6), IPV6_TCLASS, "IPV6_TCLASS") : (Int32(IPPROTO_IP), IP_TOS, "IP_TOS")
         do throws(SystemError) {
             try setOption(fd, level, option, Int32(trafficClass.byte), name: name)
@@ -88,7 +89,8 @@ extension Syscall {
     /// The traffic class `fd` sends with, or nil if it has none (not an IP socket).
     public static func trafficClass(of fd: Int32) -> TrafficClass? {
         let domain = (try? getOption(fd, SOL_SOCKET, SO_DOMAIN, as: Int32.self, name: "SO_DOMAIN")) ?? AF_INET
-        let value = domain == AF_INET6
+        let value =
+            domain == AF_INET6
             ? try? getOption(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, as: Int32.self, name: "IPV6_TCLASS")
             : try? getOption(fd, Int32(IPPROTO_IP), IP_TOS, as: Int32.self, name: "IP_TOS")
         return value.map { TrafficClass(tos: UInt8(truncatingIfNeeded: $0)) }

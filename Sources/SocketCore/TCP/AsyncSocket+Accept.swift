@@ -39,7 +39,7 @@ extension AsyncSocket {
                 if let v6 = ipv6 {
                     do throws(SystemError) {
                         fds.append(try AsyncSocket.makeListener(v6))
-                    } catch where interface == nil && !fds.isEmpty && error.errno == EAFNOSUPPORT {
+                    } catch  where interface == nil && !fds.isEmpty && error.errno == EAFNOSUPPORT {
                         // No IPv6 on this machine: the IPv4 wildcard listener is enough.
                     }
                 }
@@ -93,9 +93,10 @@ extension AsyncSocket {
         let group = descriptorsOpen
         listeners = fds.map { fd in
             group.enter()
-            return IOSources(fd: fd, queue: socketQueue, withWriteSource: false,
-                             onReadable: { [weak self] in self?.acceptReady(fd) },
-                             onClose: { group.leave() })
+            return IOSources(
+                fd: fd, queue: socketQueue, withWriteSource: false,
+                onReadable: { [weak self] in self?.acceptReady(fd) },
+                onClose: { group.leave() })
         }
         phase = .accepting
         closeReason = nil
@@ -140,13 +141,16 @@ extension AsyncSocket {
     /// A connected socket for an accepted descriptor: this listener's settings, on the socket
     /// queue its delegate picks, with the listener's delegate and delegate queue unless `owner`
     /// names others (then they hear every event from the first on).
-    func makeAcceptedSocket(fd: Int32, peer: SocketAddress?,
-                            owner: (delegate: any AsyncSocketDelegate, queue: DispatchQueue)? = nil) -> AsyncSocket {
+    func makeAcceptedSocket(
+        fd: Int32, peer: SocketAddress?,
+        owner: (delegate: any AsyncSocketDelegate, queue: DispatchQueue)? = nil
+    ) -> AsyncSocket {
         let peerAddress = peer ?? SocketAddress(storage: .unix(path: []))
         let (listenerDelegate, listenerQueue, inherited) = sync { (delegateStorage, delegateQueueStorage, settings) }
         let queue = listenerDelegate?.newSocketQueueForConnection(from: peerAddress, on: self)
-        let child = AsyncSocket(delegate: owner?.delegate ?? listenerDelegate, delegateQueue: owner?.queue ?? listenerQueue,
-                                socketQueue: queue)
+        let child = AsyncSocket(
+            delegate: owner?.delegate ?? listenerDelegate, delegateQueue: owner?.queue ?? listenerQueue,
+            socketQueue: queue)
         child.sync {
             child.settings = inherited
             child.settings.acceptByWaiting = false

@@ -49,8 +49,10 @@ extension AsyncSocket {
     }
 
     /// One try of a Unix connect; on a full backlog, the next in 10 ms (on the socket queue).
-    private func tryUnixConnect(_ fd: Int32, path: String, address: SocketAddress, started: ContinuousClock.Instant,
-                                deadline: ContinuousClock.Instant?) {
+    private func tryUnixConnect(
+        _ fd: Int32, path: String, address: SocketAddress, started: ContinuousClock.Instant,
+        deadline: ContinuousClock.Instant?
+    ) {
         guard phase == .connecting else { return Syscall.close(fd) }  // disconnected meanwhile
         do throws(SystemError) {
             _ = try Syscall.connect(fd, to: address)
@@ -59,8 +61,10 @@ extension AsyncSocket {
                 if let deadline, ContinuousClock.now >= deadline {
                     Syscall.close(fd)
                     let waited = Int((ContinuousClock.now - started).milliseconds)
-                    return closeWithError(.connectTimeout(ConnectFailure(
-                        target: path, attempts: [.init(address: address, outcome: .timedOut(milliseconds: waited))])))
+                    return closeWithError(
+                        .connectTimeout(
+                            ConnectFailure(
+                                target: path, attempts: [.init(address: address, outcome: .timedOut(milliseconds: waited))])))
                 }
                 socketQueue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in
                     tryUnixConnect(fd, path: path, address: address, started: started, deadline: deadline)
@@ -85,13 +89,15 @@ extension AsyncSocket {
     func startConnect(
         host: String, port: UInt16, interface: String?, timeout: Duration?
     ) throws(AsyncSocketError) {
-        let binding = try Connector.Binding(interface: interface, device: sync { settings.device },
-                                            trafficClass: sync { settings.trafficClass })
+        let binding = try Connector.Binding(
+            interface: interface, device: sync { settings.device },
+            trafficClass: sync { settings.trafficClass })
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
-            let configuration = try binding.narrow(HappyEyeballs.Configuration(
-                attemptDelay: max(settings.alternateAddressDelay, .zero), preferIPv4: settings.ipv4Preferred,
-                ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled), interface: interface)
+            let configuration = try binding.narrow(
+                HappyEyeballs.Configuration(
+                    attemptDelay: max(settings.alternateAddressDelay, .zero), preferIPv4: settings.ipv4Preferred,
+                    ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled), interface: interface)
             phase = .connecting
             flags = []
             closeReason = nil

@@ -71,8 +71,10 @@ extension AsyncSocket {
     /// and disconnect work as on a socket that connected itself. Give it a descriptor no
     /// dispatch source ever watched (one from ``BlockingConnector`` or ``waitForConnection()``):
     /// see ``takeConnection(blocking:)`` for why not a dup of one.
-    public static func adopting(connected fd: Int32, delegate: (any AsyncSocketDelegate)? = nil,
-                                delegateQueue: DispatchQueue? = nil, socketQueue: DispatchQueue? = nil) throws(AsyncSocketError) -> AsyncSocket {
+    public static func adopting(
+        connected fd: Int32, delegate: (any AsyncSocketDelegate)? = nil,
+        delegateQueue: DispatchQueue? = nil, socketQueue: DispatchQueue? = nil
+    ) throws(AsyncSocketError) -> AsyncSocket {
         do throws(SystemError) { try Syscall.setNonBlocking(fd) } catch { throw .system(error) }
         let socket = AsyncSocket(delegate: delegate, delegateQueue: delegateQueue, socketQueue: socketQueue)
         socket.sync {

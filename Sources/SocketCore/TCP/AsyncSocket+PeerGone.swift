@@ -15,7 +15,8 @@ extension AsyncSocket {
         sync {
             if phase == .idle, case .system(let error)? = closeReason { return error.errno == ECONNRESET }
             guard phase == .connected, let fd = connection?.fd, preBuffer.readable.isEmpty,
-                  tlsSession?.holdsUnreadInput != true else { return false }
+                tlsSession?.holdsUnreadInput != true
+            else { return false }
             return Syscall.connectionIsDead(fd)
         }
     }

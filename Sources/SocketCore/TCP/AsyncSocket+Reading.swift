@@ -9,16 +9,18 @@ extension AsyncSocket {
     public func readData(
         timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0, maxLength: Int = 0, tag: Int = 0
     ) {
-        enqueueRead(ReadRequest(kind: .available, maxLength: maxLength, buffer: buffer, offset: offset),
-                    tag: tag, timeout: timeout, completion: nil)
+        enqueueRead(
+            ReadRequest(kind: .available, maxLength: maxLength, buffer: buffer, offset: offset),
+            tag: tag, timeout: timeout, completion: nil)
     }
 
     /// Reads exactly `length` bytes. A length of 0 is ignored.
     public func readData(
         toLength length: Int, timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0, tag: Int = 0
     ) {
-        enqueueRead(ReadRequest(kind: .length(length), buffer: buffer, offset: offset),
-                    tag: tag, timeout: timeout, completion: nil)
+        enqueueRead(
+            ReadRequest(kind: .length(length), buffer: buffer, offset: offset),
+            tag: tag, timeout: timeout, completion: nil)
     }
 
     /// Reads up to and including `separator` (e.g. `[13, 10]` for CRLF). With `maxLength` not 0,
@@ -29,26 +31,33 @@ extension AsyncSocket {
         toSeparator separator: [UInt8], timeout: Duration? = nil, buffer: [UInt8]? = nil, offset: Int = 0,
         maxLength: Int = 0, tag: Int = 0
     ) {
-        enqueueRead(ReadRequest(kind: .separator(separator), maxLength: maxLength, buffer: buffer, offset: offset),
-                    tag: tag, timeout: timeout, completion: nil)
+        enqueueRead(
+            ReadRequest(kind: .separator(separator), maxLength: maxLength, buffer: buffer, offset: offset),
+            tag: tag, timeout: timeout, completion: nil)
     }
 
     /// Reads what is available (at most `maxLength` bytes, if not 0) and calls `completion` on
     /// the socket queue instead of telling the delegate.
-    public func readData(maxLength: Int = 0, timeout: Duration? = nil,
-                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+    public func readData(
+        maxLength: Int = 0, timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void
+    ) {
         enqueueRead(ReadRequest(kind: .available, maxLength: maxLength), tag: 0, timeout: timeout, completion: completion)
     }
 
     /// Reads up to and including `separator` and calls `completion` on the socket queue.
-    public func readData(toSeparator separator: [UInt8], maxLength: Int = 0, timeout: Duration? = nil,
-                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+    public func readData(
+        toSeparator separator: [UInt8], maxLength: Int = 0, timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void
+    ) {
         enqueueRead(ReadRequest(kind: .separator(separator), maxLength: maxLength), tag: 0, timeout: timeout, completion: completion)
     }
 
     /// Reads exactly `length` bytes and calls `completion` on the socket queue.
-    public func readData(toLength length: Int, timeout: Duration? = nil,
-                         completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void) {
+    public func readData(
+        toLength length: Int, timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<ArraySlice<UInt8>, AsyncSocketError>) -> Void
+    ) {
         enqueueRead(ReadRequest(kind: .length(length)), tag: 0, timeout: timeout, completion: completion)
     }
 
@@ -116,7 +125,10 @@ extension AsyncSocket {
             if !preBuffer.isEmpty {
                 let step = currentRead!.request.consume(from: preBuffer.readable)
                 preBuffer.consume(step.taken)
-                if finishRead(step) { progressTag = nil; continue }
+                if finishRead(step) {
+                    progressTag = nil
+                    continue
+                }
                 progressTag = currentRead!.tag
                 progress += step.taken
             }
@@ -149,7 +161,10 @@ extension AsyncSocket {
                     }
                     received = written
                     if let written, written > 0 {
-                        if finishRead(step) { progressTag = nil; continue }
+                        if finishRead(step) {
+                            progressTag = nil
+                            continue
+                        }
                         progressTag = currentRead!.tag
                         progress += written
                     }

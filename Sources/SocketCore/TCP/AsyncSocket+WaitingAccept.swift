@@ -1,4 +1,5 @@
 import Dispatch
+
 /// A connection accepted by ``AsyncSocket/waitForConnection()``: the descriptor (non-blocking,
 /// close-on-exec, now the caller's) and the peer's address as accept(2) gave it (`nil` for an
 /// unnamed Unix peer).
@@ -25,10 +26,12 @@ extension AsyncSocket {
     /// queue. The connection is the caller's: drive it, close it, or ``adopt(_:)`` it.
     public func waitForConnection() throws(AsyncSocketError) -> AcceptedConnection? {
         while true {
-            guard let (fds, wake) = sync({ () -> ([Int32], Int32)? in
-                guard phase == .accepting, settings.acceptByWaiting, let wake = acceptWake else { return nil }
-                return (listeners.map(\.fd), wake.read)
-            }) else { return nil }
+            guard
+                let (fds, wake) = sync({ () -> ([Int32], Int32)? in
+                    guard phase == .accepting, settings.acceptByWaiting, let wake = acceptWake else { return nil }
+                    return (listeners.map(\.fd), wake.read)
+                })
+            else { return nil }
             let ready: [Int32]
             do throws(SystemError) { ready = try Syscall.waitForReadable(fds + [wake]) } catch { throw .system(error) }
             if ready.contains(wake) { return nil }

@@ -33,7 +33,8 @@ extension AsyncSocket {
 
     func enqueueWrite(_ packet: WritePacket) {
         async { [self] in
-            let open = (phase == .connecting || phase == .connected)
+            let open =
+                (phase == .connecting || phase == .connected)
                 && !flags.contains(.forbidReadsWrites) && !flags.contains(.writeShutdown)
             guard open else {
                 packet.completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .writeClosed))

@@ -268,7 +268,8 @@ public final class AsyncSocket: @unchecked Sendable {
     /// Applies the traffic class, if any, to `fd`, reporting a refusal to the delegate.
     func attemptTrafficClass(on fd: Int32) {
         guard let trafficClass = settings.trafficClass,
-              let refusal = Syscall.applyTrafficClass(trafficClass, to: fd) else { return }
+            let refusal = Syscall.applyTrafficClass(trafficClass, to: fd)
+        else { return }
         notify { [self] in $0.socket(self, didNotApplyTrafficClass: refusal) }
     }
 

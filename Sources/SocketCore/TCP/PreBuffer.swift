@@ -27,7 +27,10 @@ struct PreBuffer: ~Copyable {
     mutating func consume(_ n: Int) {
         precondition(n <= count, "consumed more than the pre-buffer holds")
         readIndex += n
-        if readIndex == writeIndex { readIndex = 0; writeIndex = 0 }
+        if readIndex == writeIndex {
+            readIndex = 0
+            writeIndex = 0
+        }
     }
 
     /// Free space at the end, at least `minimum` bytes: compacts, and grows only if it must.

@@ -254,7 +254,8 @@ struct TimerHeap {
     private mutating func siftDown(from start: Int) {
         var parent = start
         while true {
-            let left = 2 * parent + 1, right = left + 1
+            let left = 2 * parent + 1
+            let right = left + 1
             var smallest = parent
             if left < entries.count && entries[left].deadline < entries[smallest].deadline { smallest = left }
             if right < entries.count && entries[right].deadline < entries[smallest].deadline { smallest = right }

@@ -48,9 +48,11 @@ public final class SocketBridge: @unchecked Sendable {
     /// both directions at a half-close).
     /// `onMove`, if given, hears each write as it completes: true for `a` → `b`, and the byte
     /// count (for live statistics; called on `queue`).
-    public init(_ a: AsyncSocket, _ b: AsyncSocket, names: (String, String) = ("the first socket", "the second socket"),
-                holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
-                queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) {
+    public init(
+        _ a: AsyncSocket, _ b: AsyncSocket, names: (String, String) = ("the first socket", "the second socket"),
+        holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
+        queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
+    ) {
         self.queue = queue
         sockets = [a, b]
         self.names = [names.0, names.1]

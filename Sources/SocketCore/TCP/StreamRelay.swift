@@ -1,6 +1,6 @@
-import Synchronization
 import Dispatch
 import Glibc
+import Synchronization
 
 /// Joins two connected stream sockets (TCP or Unix) and moves bytes both ways inside the
 /// kernel — splice(2) into a pipe per direction, then out — on one serial queue with dispatch
@@ -54,9 +54,11 @@ public final class StreamRelay: @unchecked Sendable {
     /// proxies that close both directions at a half-close, microsocks among them).
     /// `onMove`, if given, hears each move as it happens: true for first → second, and the
     /// byte count (for live statistics; called on `queue`).
-    public init(_ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
-                holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
-                queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void) throws(SystemError) {
+    public init(
+        _ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
+        holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
+        queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
+    ) throws(SystemError) {
         let forwardPipe = try PipePool.take()
         let backwardPipe: (read: Int32, write: Int32)
         do throws(SystemError) { backwardPipe = try PipePool.take() } catch {
@@ -69,12 +71,14 @@ public final class StreamRelay: @unchecked Sendable {
         // The handlers find the relay through a box filled below (sources outlive no one: the
         // relay cancels them when it ends).
         let box = WeakRelay()
-        first = IOSources(fd: a, queue: queue,
-                          onReadable: { box.relay?.forward.pump() },
-                          onWritable: { box.relay?.backward.pump() })
-        second = IOSources(fd: b, queue: queue,
-                           onReadable: { box.relay?.backward.pump() },
-                           onWritable: { box.relay?.forward.pump() })
+        first = IOSources(
+            fd: a, queue: queue,
+            onReadable: { box.relay?.forward.pump() },
+            onWritable: { box.relay?.backward.pump() })
+        second = IOSources(
+            fd: b, queue: queue,
+            onReadable: { box.relay?.backward.pump() },
+            onWritable: { box.relay?.forward.pump() })
         forward = Direction(relay: self, from: first, to: second, pipe: forwardPipe, names: names, holdEnd: holdFirstEnd)
         backward = Direction(relay: self, from: second, to: first, pipe: backwardPipe, names: (names.1, names.0), holdEnd: nil)
         box.relay = self
@@ -274,11 +278,13 @@ private enum PipePool {
     }
 
     static func give(_ pipe: (read: Int32, write: Int32), empty: Bool) {
-        let kept = empty && pipes.withLock { pool in
-            guard pool.count < 8 else { return false }
-            pool.append(pipe)
-            return true
-        }
+        let kept =
+            empty
+            && pipes.withLock { pool in
+                guard pool.count < 8 else { return false }
+                pool.append(pipe)
+                return true
+            }
         if !kept {
             Syscall.close(pipe.read)
             Syscall.close(pipe.write)

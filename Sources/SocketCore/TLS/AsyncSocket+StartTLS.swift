@@ -18,8 +18,9 @@ extension AsyncSocket {
         transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)? = nil,
         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void
     ) {
-        let runner = StartTLSRunner(socket: self, dialogue: StartTLSDialogue(kind, host: host),
-                                    settings: settings, timeout: timeout, transcript: transcript, completion: completion)
+        let runner = StartTLSRunner(
+            socket: self, dialogue: StartTLSDialogue(kind, host: host),
+            settings: settings, timeout: timeout, transcript: transcript, completion: completion)
         socketQueue.async { runner.begin() }
     }
 }
@@ -33,9 +34,11 @@ private final class StartTLSRunner: @unchecked Sendable {
     private let transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)?
     private var completion: (@Sendable (Result<TLSInfo, AsyncSocketError>) -> Void)?
 
-    init(socket: AsyncSocket, dialogue: StartTLSDialogue, settings: TLSSettings, timeout: Duration?,
-         transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)?,
-         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void) {
+    init(
+        socket: AsyncSocket, dialogue: StartTLSDialogue, settings: TLSSettings, timeout: Duration?,
+        transcript: (@Sendable (StartTLSDialogue.Exchange) -> Void)?,
+        completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void
+    ) {
         self.socket = socket
         self.dialogue = dialogue
         self.settings = settings

@@ -41,8 +41,10 @@ extension AsyncSocket {
 
     /// Starts TLS and calls `completion` (on the socket queue) with what the handshake agreed
     /// on, or why it failed (the socket is then disconnected).
-    public func startTLS(_ settings: TLSSettings, context: TLSContext? = nil, timeout: Duration? = nil,
-                         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void) {
+    public func startTLS(
+        _ settings: TLSSettings, context: TLSContext? = nil, timeout: Duration? = nil,
+        completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void
+    ) {
         enqueueTLSBarrier(settings, context: context, timeout: timeout) { [self] result in
             completion(result.flatMap { tlsInfoStorage.map { .success($0) } ?? .failure(closeReason ?? .disconnected) })
         }
@@ -56,7 +58,8 @@ extension AsyncSocket {
 
     private func enqueueTLSBarrier(_ settings: TLSSettings, context: TLSContext?, timeout: Duration?, completion: WriteCompletion?) {
         async { [self] in
-            let open = (phase == .connecting || phase == .connected)
+            let open =
+                (phase == .connecting || phase == .connected)
                 && !flags.contains(.forbidReadsWrites) && tlsSession == nil
                 && !readQueue.contains { $0.tls != nil } && !writeQueue.contains { if case .startTLS = $0.kind { true } else { false } }
             guard open else {
@@ -78,8 +81,9 @@ extension AsyncSocket {
     func maybeStartTLS() {
         assertOnQueue()
         guard phase == .connected, tlsSession == nil, readsAtTLSBarrier,
-              let write = currentWrite, case .startTLS(let settings, let prebuilt) = write.kind,
-              let fd = connection?.fd else { return }
+            let write = currentWrite, case .startTLS(let settings, let prebuilt) = write.kind,
+            let fd = connection?.fd
+        else { return }
         do throws(TLSError) {
             let context: TLSContext
             if let prebuilt { context = prebuilt } else { context = try TLSContext(settings) }
@@ -111,7 +115,7 @@ extension AsyncSocket {
                     flags.insert(.secure)
                     tlsInfoStorage = session.info
                     readQueue.removeFirst()  // the read side of the barrier
-                    completeCurrentWrite()   // the write side, with its completion
+                    completeCurrentWrite()  // the write side, with its completion
                     notify { [self] in $0.socketDidSecure(self) }
                     pumpReads()
                     pumpWrites()

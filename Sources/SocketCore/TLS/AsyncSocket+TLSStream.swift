@@ -8,7 +8,8 @@ extension AsyncSocket {
     public func takeTLSStream() throws(AsyncSocketError) -> TLSStream {
         let stream = try sync { () throws(AsyncSocketError) -> TLSStream in
             guard phase == .connected, flags.contains(.secure), let session = tlsSession,
-                  let info = tlsInfoStorage, let fd = connection?.fd else {
+                let info = tlsInfoStorage, let fd = connection?.fd
+            else {
                 // Closed meanwhile (the server's alert right after a TLS 1.3 handshake): say why.
                 if phase == .idle, let closeReason { throw closeReason }
                 throw .badConfig("takeTLSStream needs a connected socket with TLS up")

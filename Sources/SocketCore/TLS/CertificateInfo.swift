@@ -129,8 +129,10 @@ public struct TLSInfo: Sendable, Equatable {
     public let resumed: Bool
 
     /// What a handshake agreed on (made by the socket; public for tests and fakes).
-    public init(protocolVersion: String, cipher: String, alpn: String?, peerChain: [CertificateInfo], verified: Bool,
-                resumed: Bool = false) {
+    public init(
+        protocolVersion: String, cipher: String, alpn: String?, peerChain: [CertificateInfo], verified: Bool,
+        resumed: Bool = false
+    ) {
         self.protocolVersion = protocolVersion
         self.cipher = cipher
         self.alpn = alpn

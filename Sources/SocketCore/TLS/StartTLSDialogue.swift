@@ -144,7 +144,10 @@ public struct StartTLSDialogue: Sendable {
 
     private mutating func ftp(_ line: String) -> [Action] {
         if !seen.contains("greeted") {
-            if line.hasPrefix("220-") || (!line.hasPrefix("220") && !seen.isEmpty) { seen.append("more"); return [.readLine] }
+            if line.hasPrefix("220-") || (!line.hasPrefix("220") && !seen.isEmpty) {
+                seen.append("more")
+                return [.readLine]
+            }
             guard line.hasPrefix("220") else { return [.fail("the server's greeting was not 220: \"\(line)\"")] }
             seen.append("greeted")
             return [.send(Array("AUTH TLS\r\n".utf8)), .readLine]

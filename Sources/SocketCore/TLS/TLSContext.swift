@@ -126,8 +126,9 @@ public final class TLSContext: @unchecked Sendable {
         X509_set_issuer_name(cert, name)
         X509_set_pubkey(cert, key)
         guard X509_sign(cert, key, EVP_sha256()) > 0,
-              SSL_CTX_use_certificate(ctx, cert) == 1,
-              SSL_CTX_use_PrivateKey(ctx, key) == 1 else {
+            SSL_CTX_use_certificate(ctx, cert) == 1,
+            SSL_CTX_use_PrivateKey(ctx, key) == 1
+        else {
             throw .configuration("self-signed certificate failed: \(drainErrors())")
         }
         return CertificateInfo(cert).fingerprintSHA256

@@ -100,8 +100,9 @@ final class TLSSession {
             }
         }
         let verdict = tincan_tls_trust_verify_result(ssl)
-        return PeerTrust(chain: chain, verificationFailure: verdict == X509_V_OK ? nil : failure(verdict),
-                         peerName: context.settings.peerName)
+        return PeerTrust(
+            chain: chain, verificationFailure: verdict == X509_V_OK ? nil : failure(verdict),
+            peerName: context.settings.peerName)
     }
 
     /// The delegate's answer; the next ``handshake()`` goes on with it.
@@ -145,7 +146,8 @@ final class TLSSession {
     /// every byte fed to it (a partial record it took stays in its own buffer). True if swapped.
     private func readFromDescriptorIfFedBytesAreUsed() -> Bool {
         guard let fd = descriptor, let input, BIO_ctrl_pending(input) == 0,
-              let bio = BIO_new_socket(fd, BIO_NOCLOSE) else { return false }
+            let bio = BIO_new_socket(fd, BIO_NOCLOSE)
+        else { return false }
         BIO_up_ref(bio)  // SSL_set0_rbio takes one reference; the wbio slot keeps its own BIO
         SSL_set0_rbio(ssl, bio)  // frees the memory BIO
         BIO_free(bio)
@@ -339,9 +341,10 @@ final class TLSSession {
         }
         let settings = context.settings
         let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure || settings.evaluatesTrustManually
-        return TLSInfo(protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
-                       peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK,
-                       resumed: SSL_session_reused(ssl) == 1)
+        return TLSInfo(
+            protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
+            peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK,
+            resumed: SSL_session_reused(ssl) == 1)
     }
 
     /// OpenSSL's verification error `verify` as a ``VerificationFailure``.
@@ -356,7 +359,7 @@ final class TLSSession {
         case X509_V_ERR_CERT_HAS_EXPIRED: kind = .expired
         case X509_V_ERR_CERT_NOT_YET_VALID: kind = .notYetValid
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT,
-             X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_CERT_UNTRUSTED, X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
             kind = .untrusted
         default: kind = .other
         }
@@ -368,7 +371,8 @@ final class TLSSession {
     /// certificate on its own.)
     private func peerNames() -> String? {
         guard let chain = SSL_get_peer_cert_chain(ssl), tincan_sk_X509_num(chain) > 0,
-              let leaf = tincan_sk_X509_value(chain, 0) else { return nil }
+            let leaf = tincan_sk_X509_value(chain, 0)
+        else { return nil }
         let info = CertificateInfo(leaf)
         return info.alternativeNames.isEmpty ? info.subject : info.alternativeNames.joined(by: ", ")
     }

@@ -8,7 +8,10 @@
 public struct TLSSettings: Sendable, Equatable {
     /// The protocol versions tincan can ask for.
     public enum Version: String, Sendable, Equatable, CaseIterable {
+        // The protocol's own names (TLS 1.2, TLS 1.3), as OpenSSL spells its constants.
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         case tls1_2 = "1.2"
+        // swift-format-ignore: AlwaysUseLowerCamelCase
         case tls1_3 = "1.3"
     }
 

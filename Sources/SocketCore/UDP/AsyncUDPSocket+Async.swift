@@ -6,21 +6,22 @@ extension AsyncUDPSocket {
     /// reading and the kernel buffers. The sequence ends when the socket closes (throwing if
     /// it closed on an error). One iterator at a time.
     public var datagrams: Datagrams {
-        Datagrams(sink: sync { () -> BoundedSink<Datagram> in
-            if let datagramSink { return datagramSink }
-            let sink = BoundedSink<Datagram> { [weak self] in
-                guard let socket = self else { return }
-                socket.queue.async { socket.updateReceiving() }
-            }
-            if channels.isEmpty {
-                sink.finish(UDPSocketError.badConfig("nothing to receive on: bind, connect or send first"))
+        Datagrams(
+            sink: sync { () -> BoundedSink<Datagram> in
+                if let datagramSink { return datagramSink }
+                let sink = BoundedSink<Datagram> { [weak self] in
+                    guard let socket = self else { return }
+                    socket.queue.async { socket.updateReceiving() }
+                }
+                if channels.isEmpty {
+                    sink.finish(UDPSocketError.badConfig("nothing to receive on: bind, connect or send first"))
+                    return sink
+                }
+                datagramSink = sink
+                receiveMode = .continuous
+                updateReceiving()
                 return sink
-            }
-            datagramSink = sink
-            receiveMode = .continuous
-            updateReceiving()
-            return sink
-        })
+            })
     }
 
     /// The datagrams of a socket.

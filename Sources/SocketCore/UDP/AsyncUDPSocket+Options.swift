@@ -66,8 +66,10 @@ extension AsyncUDPSocket {
     }
 
     /// Stores an option for descriptors yet to come and applies it to those open.
-    private func setOption(_ update: (inout Configuration) -> Void,
-                           _ apply: (UDPChannel) throws(SystemError) -> Void) throws(UDPSocketError) {
+    private func setOption(
+        _ update: (inout Configuration) -> Void,
+        _ apply: (UDPChannel) throws(SystemError) -> Void
+    ) throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             update(&config)
             try forEachChannel(apply)

@@ -74,7 +74,8 @@ extension AsyncUDPSocket {
     /// Resumes the read sources when something wants datagrams and has room, suspends them
     /// otherwise (the kernel buffers meanwhile).
     func updateReceiving() {
-        let wanted = receiveMode != .off
+        let wanted =
+            receiveMode != .off
             && datagramSink?.isFull != true
             && !(receiveMode == .once && datagramsInFilter > 0)
         for channel in channels {
@@ -101,10 +102,11 @@ extension AsyncUDPSocket {
         if let existing = channel.slots {
             slots = existing
         } else {
-            slots = DatagramSlots(count: config.receiveBatch,
-                                  capacity: channel.isIPv6
-                                      ? Int(min(config.maxReceiveSizeIPv6, UInt32(AsyncUDPSocket.largestDeliverableDatagram)))
-                                      : Int(config.maxReceiveSizeIPv4))
+            slots = DatagramSlots(
+                count: config.receiveBatch,
+                capacity: channel.isIPv6
+                    ? Int(min(config.maxReceiveSizeIPv6, UInt32(AsyncUDPSocket.largestDeliverableDatagram)))
+                    : Int(config.maxReceiveSizeIPv4))
             channel.slots = slots
         }
         for _ in 0..<AsyncUDPSocket.batchesPerWakeUp {

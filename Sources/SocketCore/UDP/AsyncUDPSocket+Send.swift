@@ -20,8 +20,10 @@ extension AsyncUDPSocket {
 
     /// Queues a datagram (to `address`, or to the connected peer when nil) and calls `completion`
     /// on the socket queue when it was sent or failed, instead of the delegate.
-    public func send(_ data: [UInt8], to address: SocketAddress?, timeout: Duration?,
-                     completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) {
+    public func send(
+        _ data: [UInt8], to address: SocketAddress?, timeout: Duration?,
+        completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void
+    ) {
         let destination: UDPSendPacket.Destination = address.map { .address($0) } ?? .connected
         enqueue(UDPSendPacket(data: data, destination: destination, tag: 0, timeout: timeout, completion: completion))
     }
@@ -32,8 +34,10 @@ extension AsyncUDPSocket {
     /// ``Datagram/destination``), not the routing choice. A `source` of another family, or one
     /// the kernel refuses (not a local unicast address, such as a broadcast address the request
     /// came to), is ignored and the kernel chooses.
-    public func send(_ data: [UInt8], to address: SocketAddress?, from source: SocketAddress?, timeout: Duration?,
-                     completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) {
+    public func send(
+        _ data: [UInt8], to address: SocketAddress?, from source: SocketAddress?, timeout: Duration?,
+        completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void
+    ) {
         let destination: UDPSendPacket.Destination = address.map { .address($0) } ?? .connected
         let packet = UDPSendPacket(data: data, destination: destination, tag: 0, timeout: timeout, completion: completion)
         packet.source = source.flatMap { $0.isMulticast || $0.isUnix ? nil : $0 }
@@ -121,7 +125,9 @@ extension AsyncUDPSocket {
             attemptSend()
             return
         }
-        let data = packet.data, destination = packet.resolved, tag = packet.tag
+        let data = packet.data
+        let destination = packet.resolved
+        let tag = packet.tag
         if isAsync {
             filterQueue.async { [weak self] in
                 let allowed = filter(data, destination, tag)

@@ -189,8 +189,10 @@ extension AsyncUDPSocket {
         try connect(toHost: host, port: port, completion: nil)
     }
 
-    func connect(toHost host: String, port: UInt16,
-                 completion: (@Sendable (Result<SocketAddress, UDPSocketError>) -> Void)?) throws(UDPSocketError) {
+    func connect(
+        toHost host: String, port: UInt16,
+        completion: (@Sendable (Result<SocketAddress, UDPSocketError>) -> Void)?
+    ) throws(UDPSocketError) {
         try sync { () throws(UDPSocketError) in
             try checkCanConnect()
             connection = .connecting(host: host)
@@ -286,8 +288,7 @@ extension AsyncUDPSocket {
     /// queued meanwhile.
     public func closeAfterSending() {
         sync {
-            if currentSend == nil, sendQueue.isEmpty { closeNow(error: nil, notify: true) }
-            else { closingAfterSends = true }
+            if currentSend == nil, sendQueue.isEmpty { closeNow(error: nil, notify: true) } else { closingAfterSends = true }
         }
     }
 

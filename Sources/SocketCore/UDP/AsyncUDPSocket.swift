@@ -92,8 +92,10 @@ public final class AsyncUDPSocket: @unchecked Sendable {
 
     /// A socket whose delegate callbacks run on `delegateQueue`. `socketQueue`, if given, must be
     /// serial (it may be the delegate queue); otherwise the socket makes its own.
-    public init(delegate: (any AsyncUDPSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
-                socketQueue: DispatchQueue? = nil) {
+    public init(
+        delegate: (any AsyncUDPSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
+        socketQueue: DispatchQueue? = nil
+    ) {
         queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncUDPSocket"))
         delegateStorage = delegate
         delegateQueueStorage = delegateQueue

@@ -15,8 +15,10 @@ public struct Datagram: Sendable, Equatable {
     /// True when the datagram was larger than the maximum receive size and was cut.
     public var isTruncated: Bool { length > data.count }
 
-    public init(data: [UInt8], source: SocketAddress, destination: SocketAddress? = nil,
-                interfaceIndex: UInt32? = nil, length: Int? = nil) {
+    public init(
+        data: [UInt8], source: SocketAddress, destination: SocketAddress? = nil,
+        interfaceIndex: UInt32? = nil, length: Int? = nil
+    ) {
         self.data = data
         self.source = source
         self.destination = destination

@@ -38,12 +38,16 @@ final class DatagramSlots {
         let record = records[index]
         let length = Int(record.length)
         // No source at all: a Unix datagram socket that never bound a name sent it.
-        let source = withUnsafeBytes(of: record.source) { raw in
-            SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.source_length))
-        } ?? .unnamedUnix
-        let destination = record.destination_length == 0 ? nil : withUnsafeBytes(of: record.destination) { raw in
-            SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.destination_length))?.withPort(localPort)
-        }
+        let source =
+            withUnsafeBytes(of: record.source) { raw in
+                SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.source_length))
+            } ?? .unnamedUnix
+        let destination =
+            record.destination_length == 0
+            ? nil
+            : withUnsafeBytes(of: record.destination) { raw in
+                SocketAddress(sockaddr: raw.baseAddress!, length: Int(record.destination_length))?.withPort(localPort)
+            }
         return DatagramView(
             bytes: UnsafeRawBufferPointer(start: record.buffer, count: min(length, capacity)),
             source: source, destination: destination,

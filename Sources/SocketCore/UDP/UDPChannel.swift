@@ -13,8 +13,10 @@ final class UDPChannel {
     var fd: Int32 { sources.fd }
     var isIPv6: Bool { family == .ipv6 }
 
-    init(family: SocketAddress.Family, fd: Int32, queue: DispatchQueue, group: DispatchGroup,
-         onReadable: @escaping @Sendable () -> Void, onWritable: @escaping @Sendable () -> Void) {
+    init(
+        family: SocketAddress.Family, fd: Int32, queue: DispatchQueue, group: DispatchGroup,
+        onReadable: @escaping @Sendable () -> Void, onWritable: @escaping @Sendable () -> Void
+    ) {
         self.family = family
         group.enter()
         sources = IOSources(fd: fd, queue: queue, onReadable: onReadable, onWritable: onWritable, onClose: { group.leave() })

@@ -20,8 +20,10 @@ final class UDPSendPacket: @unchecked Sendable {
     /// Set once the send filter allowed it (or there is none).
     var filtered = false
 
-    init(data: [UInt8], destination: Destination, tag: Int, timeout: Duration?,
-         completion: (@Sendable (Result<Void, UDPSocketError>) -> Void)?) {
+    init(
+        data: [UInt8], destination: Destination, tag: Int, timeout: Duration?,
+        completion: (@Sendable (Result<Void, UDPSocketError>) -> Void)?
+    ) {
         self.data = data
         self.destination = destination
         self.tag = tag

@@ -79,10 +79,11 @@ extension CLI {
     /// `tincan --version`: the version, the commit it was built from, and the OpenSSL that TLS
     /// uses (loaded for the answer: otherwise it is loaded on first TLS use only).
     static func versionText() -> String {
-        let openSSL = switch BuildInfo.openSSL() {
-        case .success(let version): version
-        case .failure(let error): "not loadable: \(error); the TLS commands say so and exit 1"
-        }
+        let openSSL =
+            switch BuildInfo.openSSL() {
+            case .success(let version): version
+            case .failure(let error): "not loadable: \(error); the TLS commands say so and exit 1"
+            }
         return "tincan \(OptionTable.version)\ncommit: \(BuildInfo.commit)\nopenssl: \(openSSL)\n"
     }
 }

@@ -60,14 +60,15 @@ struct ConnectCommand {
                 throw UsageError("--xmpphost is for --starttls xmpp", command: name)
             }
         } else {
-            for option in [Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .xmpphost, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves] where args.has(option) {
+            for option in [
+                Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .xmpphost, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves,
+            ] where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             if args.has(.halfClose) && proxies == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
             tls = nil
         }
     }
-
 
     func run() throws {
         Interruption.exitOnSignal()
@@ -78,15 +79,17 @@ struct ConnectCommand {
         if proxies == nil, tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
-            let fd = try dialer.connect(host: host, port: port, source: args.value(.source), device: args.value(.interface),
-                                        timeout: settings.connectTimeout)
+            let fd = try dialer.connect(
+                host: host, port: port, source: args.value(.source), device: args.value(.interface),
+                timeout: settings.connectTimeout)
             settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
         if let proxies, tls == nil, case .tcp(let host, let port) = target,
-           Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil {
+            Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil
+        {
             // A numeric first hop and no TLS: the whole set-up on this thread, as for a direct
             // numeric connect.
             let fd = try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
@@ -117,10 +120,11 @@ struct ConnectCommand {
             do {
                 // The socket holds its delegate weakly: the catcher lives until the handshake ends.
                 info = try withExtendedLifetime(catcher) {
-                    try TLSOptions.handshake(socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
-                                             dialogueHost: args.value(.xmpphost), timeout: budget,
-                                             timeoutSource: args.has(.connectTimeout) ? "--connect-timeout" : args.has(.wait) ? "-w" : "the default 30s",
-                                             peer: target.description)
+                    try TLSOptions.handshake(
+                        socket, tls, starttls: args.value(.starttls).flatMap(StartTLSDialogue.Kind.init),
+                        dialogueHost: args.value(.xmpphost), timeout: budget,
+                        timeoutSource: args.has(.connectTimeout) ? "--connect-timeout" : args.has(.wait) ? "-w" : "the default 30s",
+                        peer: target.description)
                 }
             } catch {
                 guard let trust = catcher?.refused else { throw error }
@@ -181,8 +185,9 @@ struct Dialer {
     /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``.
     func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
         let connector = BlockingConnector(
-            configuration: HappyEyeballs.Configuration(attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
-                                                       ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
+            configuration: HappyEyeballs.Configuration(
+                attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
+                ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
             interface: source, device: device, trafficClass: settings.marking?.trafficClass)
         let log = EventLog.current.withLock { $0 }
         do throws(AsyncSocketError) {

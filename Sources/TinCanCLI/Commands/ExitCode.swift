@@ -14,7 +14,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     public var meaning: String {
         switch self {
         case .success: "success: stdin ended and the peer closed (everything sent was acknowledged), or -q or -w ran out after stdin ended; datagrams all sent, --count reached"
-        case .failure: "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
+        case .failure:
+            "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
         case .usage: "usage error: unknown option, missing or bad argument"
         case .timeout: "timeout: --connect-timeout (or -w; proxy handshakes included), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
@@ -29,7 +30,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
 
 extension ExitCode {
     /// The codes beyond the enum: a signal ends tincan with 128 + its number, after cleanup.
-    public static let signalNote = "128+N: ended by signal N after cleaning up (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP): a listener's socket file is removed, and each program tincan started (--exec, --sh-exec) gets SIGTERM, then SIGKILL 500 ms later if it still runs. SIGUSR1 does not end the run: it prints a statistics line on stderr (connections, bytes each way, time, what was refused)."
+    public static let signalNote =
+        "128+N: ended by signal N after cleaning up (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP): a listener's socket file is removed, and each program tincan started (--exec, --sh-exec) gets SIGTERM, then SIGKILL 500 ms later if it still runs. SIGUSR1 does not end the run: it prints a statistics line on stderr (connections, bytes each way, time, what was refused)."
 }
 
 /// A failure that ends the command: one line for stderr and its exit code.

@@ -128,8 +128,10 @@ enum ProgramSession {
     /// client's window size framing is read, its end of stream hangs the terminal up, and the
     /// session ends once the program and whatever it started closed the terminal (its last
     /// output sent) and the peer ended. A program that fails is a failure.
-    private static func run(_ program: [String], over transport: any Transport, on pty: PtySettings, settings: StreamSettings,
-                            peer: String, level: Int) throws(CommandError) {
+    private static func run(
+        _ program: [String], over transport: any Transport, on pty: PtySettings, settings: StreamSettings,
+        peer: String, level: Int
+    ) throws(CommandError) {
         let master: Int32
         let output: Int32
         let pid: pid_t

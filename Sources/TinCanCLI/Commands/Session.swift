@@ -20,8 +20,9 @@ struct Session {
         let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: settings.relay)
         let outcome = relay.run()
         raw?.finish()
-        log?.relayed(sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
-                     firstByte: relay.firstByte.withLock { $0 })
+        log?.relayed(
+            sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
+            firstByte: relay.firstByte.withLock { $0 })
         if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote {
             Console.note(note, level: 1)
             if let closeNotify = transport.closeNotify {

@@ -77,7 +77,8 @@ struct StreamSettings {
         sendTimeout = args.duration(.sendTimeout) ?? StreamSettings.sendTimeoutDefault
         handshakeTimeout = args.duration(.handshakeTimeout) ?? StreamSettings.handshakeTimeoutDefault
         if !liveness.isEmpty, args.has(.unix) || args.has(.udp) {
-            throw UsageError("--\(args.has(.keepalive) ? "keepalive" : "user-timeout") is for TCP connections: not with \(args.has(.unix) ? "--unix" : "-u")", command: args.command.name)
+            throw UsageError(
+                "--\(args.has(.keepalive) ? "keepalive" : "user-timeout") is for TCP connections: not with \(args.has(.unix) ? "--unix" : "-u")", command: args.command.name)
         }
         pty = try PtySettings.parse(args)
         raw = try RawSettings.parse(args)

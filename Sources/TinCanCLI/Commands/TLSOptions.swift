@@ -80,8 +80,10 @@ enum TLSOptions {
         }
     }
 
-    private static func identity(_ args: ParsedArguments, cert certOption: Option = .cert, key keyOption: Option = .key,
-                                 into settings: inout TLSSettings) throws(UsageError) {
+    private static func identity(
+        _ args: ParsedArguments, cert certOption: Option = .cert, key keyOption: Option = .key,
+        into settings: inout TLSSettings
+    ) throws(UsageError) {
         let name = args.command.name
         if let cert = args.value(certOption) {
             guard Syscall.fileKind(cert) == .file else { throw UsageError("--\(certOption.rawValue) \(cert): no such file", command: name) }
@@ -97,9 +99,11 @@ enum TLSOptions {
     /// Runs the handshake on a connected socket and waits for it.
     /// `dialogueHost`: the name the STARTTLS dialogue gives (XMPP's to=); default the peer name.
     /// `timeoutSource`: the option that set `timeout`, for the line that blames it.
-    static func handshake(_ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
-                          starttls: StartTLSDialogue.Kind? = nil, dialogueHost: String? = nil, timeout: Duration,
-                          timeoutSource: String = "the default 30s", peer: String) throws(CommandError) -> TLSInfo {
+    static func handshake(
+        _ socket: AsyncSocket, _ settings: TLSSettings, context: TLSContext? = nil,
+        starttls: StartTLSDialogue.Kind? = nil, dialogueHost: String? = nil, timeout: Duration,
+        timeoutSource: String = "the default 30s", peer: String
+    ) throws(CommandError) -> TLSInfo {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<TLSInfo, AsyncSocketError>?>(nil)
         let finished: @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void = { result in
@@ -107,8 +111,9 @@ enum TLSOptions {
             done.signal()
         }
         if let starttls {
-            socket.negotiateStartTLS(starttls, host: dialogueHost ?? settings.peerName ?? "localhost", settings: settings,
-                                     timeout: timeout, transcript: transcript(starttls), completion: finished)
+            socket.negotiateStartTLS(
+                starttls, host: dialogueHost ?? settings.peerName ?? "localhost", settings: settings,
+                timeout: timeout, transcript: transcript(starttls), completion: finished)
         } else {
             socket.startTLS(settings, context: context, timeout: timeout, completion: finished)
         }
@@ -135,8 +140,12 @@ enum TLSOptions {
             case .received(let received): (direction, bytes) = ("received", received)
             }
             if json {
-                log?.emit("starttls", [("direction", .string(direction)),
-                                       binary ? ("hex", .string(StartTLSDialogue.hex(bytes))) : ("text", .string(String(decoding: bytes, as: UTF8.self)))])
+                log?.emit(
+                    "starttls",
+                    [
+                        ("direction", .string(direction)),
+                        binary ? ("hex", .string(StartTLSDialogue.hex(bytes))) : ("text", .string(String(decoding: bytes, as: UTF8.self))),
+                    ])
             } else {
                 var text = binary ? StartTLSDialogue.hex(bytes) : String(decoding: bytes, as: UTF8.self)
                 while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
@@ -164,7 +173,9 @@ enum TLSOptions {
         case .tls(.pinMismatch(let actual)):
             return CommandError("TLS with \(peer): the peer's public key matches no --\(optionPrefix)pin (its pin is sha256//\(actual))", code: .tlsVerification)
         case .tls(.clientCertificateRequired):
-            return CommandError("TLS with \(peer): the server requires a client certificate: give yours with --\(optionPrefix)cert FILE (and --\(optionPrefix)key FILE if the key is apart)", code: .tlsVerification)
+            return CommandError(
+                "TLS with \(peer): the server requires a client certificate: give yours with --\(optionPrefix)cert FILE (and --\(optionPrefix)key FILE if the key is apart)",
+                code: .tlsVerification)
         case .startTLSRefused(let reason):
             return CommandError("\(peer): STARTTLS failed: \(reason)", code: .startTLSRefused)
         case .tls(.handshakeTimedOut(let after)):

@@ -19,8 +19,9 @@ struct TrafficMarking: Sendable {
         case (nil, let tos?):
             return TrafficMarking(trafficClass: TrafficClass(tos: UInt8(truncatingIfNeeded: tos)), asked: "--tos \(args.value(.tos) ?? "")")
         case (let dscp?, _):
-            throw UsageError("--dscp and --tos both set the traffic class: give one (--dscp \(dscp) is --tos \(dscp << 2))",
-                             command: args.command.name)
+            throw UsageError(
+                "--dscp and --tos both set the traffic class: give one (--dscp \(dscp) is --tos \(dscp << 2))",
+                command: args.command.name)
         }
     }
 

@@ -14,14 +14,18 @@ public enum Completions {
         t += "    cmd=\"\"\n    for ((i = 1; i < COMP_CWORD; i++)); do\n        case \"${COMP_WORDS[i]}\" in\n"
         t += "            " + OptionTable.commands.map(\.name).joined(separator: "|") + ") cmd=\"${COMP_WORDS[i]}\"; break ;;\n"
         t += "        esac\n    done\n"
-        t += "    if [[ -z \"$cmd\" ]]; then\n        COMPREPLY=($(compgen -W \"" + (OptionTable.commands.map(\.name) + ["help"] + OptionTable.global.flatMap(names)).joined(separator: " ") + "\" -- \"$cur\"))\n        return\n    fi\n"
+        t +=
+            "    if [[ -z \"$cmd\" ]]; then\n        COMPREPLY=($(compgen -W \""
+            + (OptionTable.commands.map(\.name) + ["help"] + OptionTable.global.flatMap(names)).joined(separator: " ") + "\" -- \"$cur\"))\n        return\n    fi\n"
         t += "    case \"$cmd\" in\n"
         for c in OptionTable.commands {
             t += "        \(c.name))\n            case \"$prev\" in\n"
             let files = c.options.filter { $0.value == .path }.flatMap(names)
             if !files.isEmpty { t += "                " + files.joined(separator: "|") + ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n" }
             let interfaces = c.options.filter { $0.value == .interface }.flatMap(names)
-            if !interfaces.isEmpty { t += "                " + interfaces.joined(separator: "|") + ") COMPREPLY=($(compgen -W \"$(ls /sys/class/net 2>/dev/null)\" -- \"$cur\")); return ;;\n" }
+            if !interfaces.isEmpty {
+                t += "                " + interfaces.joined(separator: "|") + ") COMPREPLY=($(compgen -W \"$(ls /sys/class/net 2>/dev/null)\" -- \"$cur\")); return ;;\n"
+            }
             let commands = c.options.filter { $0.value == .command }.flatMap(names)
             if !commands.isEmpty { t += "                " + commands.joined(separator: "|") + ") COMPREPLY=($(compgen -c -- \"$cur\")); return ;;\n" }
             for o in c.options {

@@ -95,10 +95,11 @@ public enum HelpText {
 
     /// `brief`: each meaning up to its colon ("timeout", "usage error").
     static func exitCodes(_ codes: [ExitCode] = ExitCode.allCases, brief: Bool = false) -> String {
-        "exit codes:\n" + codes.map { code in
-            let meaning = brief ? String(code.meaning.prefix { $0 != ":" }) : code.meaning
-            return "  \(String(code.rawValue).padding(2))  \(meaning)"
-        }.joined(separator: "\n") + "\n  \(ExitCode.signalNote)\n"
+        "exit codes:\n"
+            + codes.map { code in
+                let meaning = brief ? String(code.meaning.prefix { $0 != ":" }) : code.meaning
+                return "  \(String(code.rawValue).padding(2))  \(meaning)"
+            }.joined(separator: "\n") + "\n  \(ExitCode.signalNote)\n"
     }
 
     /// Wraps `text` at 100 columns with every line indented by `indent`.

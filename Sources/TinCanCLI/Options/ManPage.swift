@@ -12,7 +12,8 @@ public enum ManPage {
         var t = header("TINCAN")
         t += ".SH NAME\ntincan \\- a socket multitool in the netcat family\n"
         t += ".SH SYNOPSIS\n.B tincan\n.I command\n.RI [ options ]\n.I args\n.br\n.B tincan help\n.I command\n"
-        t += ".SH DESCRIPTION\ntincan pipes standard input and output over TCP, UDP, TLS and Unix sockets, for\none\\-liners and for scripts that probe protocols, and pokes at multicast and broadcast.\n"
+        t +=
+            ".SH DESCRIPTION\ntincan pipes standard input and output over TCP, UDP, TLS and Unix sockets, for\none\\-liners and for scripts that probe protocols, and pokes at multicast and broadcast.\n"
         t += ".SH COMMANDS\n"
         for c in OptionTable.commands {
             t += ".TP\n.B \(c.name)\n\(escape(c.summary)); see\n.BR tincan\\-\(c.name) (1).\n"
@@ -24,7 +25,8 @@ public enum ManPage {
             t += ".SS \(escape(topic))\n" + paragraphs.map { ".PP\n\(escape($0.replacingAll("`", with: "")))\n" }.joined()
         }
         t += exitStatus()
-        t += ".SH SEE ALSO\n" + OptionTable.commands.map { ".BR tincan\\-\($0.name) (1)," }.joined(separator: "\n")
+        t +=
+            ".SH SEE ALSO\n" + OptionTable.commands.map { ".BR tincan\\-\($0.name) (1)," }.joined(separator: "\n")
             + "\n.BR nc (1),\n.BR ncat (1),\n.BR socat (1)\n"
         return t
     }
@@ -70,7 +72,8 @@ public enum ManPage {
     /// The end-of-stream rules (``SessionEnding/rules``).
     static func sessionEnd() -> String {
         func plain(_ text: String) -> String { escape(text.replacingAll("`", with: "")) }
-        var t = ".SH END OF A SESSION\nA peer's end of stream is a half\\-close: what stdin still has is sent. tincan never loses a\nbyte silently: exit 0 means every byte read from stdin was acknowledged by the peer and every\nbyte received reached stdout.\n"
+        var t =
+            ".SH END OF A SESSION\nA peer's end of stream is a half\\-close: what stdin still has is sent. tincan never loses a\nbyte silently: exit 0 means every byte read from stdin was acknowledged by the peer and every\nbyte received reached stdout.\n"
         for rule in SessionEnding.rules {
             t += ".TP\n\(plain(rule.event))\n\(plain(rule.action))" + (rule.exit.isEmpty ? "" : " (exit \(plain(rule.exit)))") + ".\n"
         }

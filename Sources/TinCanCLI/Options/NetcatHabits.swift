@@ -14,7 +14,8 @@ enum NetcatHabits {
         Habit(option: "-l", commands: nil, hint: "to listen, use 'tincan listen PORT'"),
         Habit(option: "-u", commands: ["tls"], hint: "for UDP use 'tincan connect -u HOST PORT' (TLS is for TCP here)"),
         Habit(option: "--udp", commands: nil, hint: "for UDP use 'tincan connect -u HOST PORT' or 'tincan listen -u PORT'"),
-        Habit(option: "-N", commands: ["connect", "listen", "tls"], hint: "not needed: tincan half-closes at the end of stdin by default (--no-shutdown keeps the connection open)"),
+        Habit(
+            option: "-N", commands: ["connect", "listen", "tls"], hint: "not needed: tincan half-closes at the end of stdin by default (--no-shutdown keeps the connection open)"),
         Habit(option: "-C", commands: ["connect", "listen", "tls"], hint: "use --crlf to send CRLF line endings"),
         Habit(option: "--ssl", commands: ["connect", "listen"], hint: "use --tls (or 'tincan tls HOST PORT' for a client that shows the session)"),
         Habit(option: "--ssl", commands: ["tls"], hint: "not needed: 'tincan tls' always speaks TLS"),
@@ -35,12 +36,14 @@ enum NetcatHabits {
         Habit(option: "--chat", commands: nil, hint: "a chat room is a listener: 'tincan listen --chat PORT'"),
         Habit(option: "--broker", commands: nil, hint: "a broker is a listener: 'tincan listen --broker PORT'"),
         Habit(option: "-x", commands: ["listen", "udp-send", "udp-recv", "join-group"], hint: "proxies are for clients: 'tincan connect -x ADDR[:PORT] HOST PORT'"),
-        Habit(option: "--proxy", commands: ["udp-send", "udp-recv", "join-group"], hint: "proxies are for TCP: 'tincan connect --proxy URL HOST PORT' (or tls, or listen --forward)"),
+        Habit(
+            option: "--proxy", commands: ["udp-send", "udp-recv", "join-group"], hint: "proxies are for TCP: 'tincan connect --proxy URL HOST PORT' (or tls, or listen --forward)"),
         Habit(option: "--proxy-type", commands: nil, hint: "the scheme of --proxy says it: socks4://, socks4a://, socks5://, socks5h:// or http://"),
         Habit(option: "--proxy-auth", commands: nil, hint: "use user:password@ in the --proxy URL, or --proxy-user USER[:PASSWORD]"),
         Habit(option: "--proxy-dns", commands: nil, hint: "the scheme of --proxy says it: socks5h:// and socks4a:// let the proxy resolve, socks5:// and socks4:// resolve here"),
         Habit(option: "--send-only", commands: ["connect", "listen", "tls"], hint: "send stdin and ignore replies with '-q 0 > /dev/null'"),
-        Habit(option: "--recv-only", commands: ["connect", "listen", "tls"], hint: "receive only with '< /dev/null' (add --no-shutdown if the peer must not see an end of stream)"),
+        Habit(
+            option: "--recv-only", commands: ["connect", "listen", "tls"], hint: "receive only with '< /dev/null' (add --no-shutdown if the peer must not see an end of stream)"),
         Habit(option: "-d", commands: ["connect", "listen", "tls"], hint: "to not read stdin, use '< /dev/null'"),
         Habit(option: "-o", commands: ["connect", "listen", "tls"], hint: "use --hex to dump the traffic (on stderr)"),
         Habit(option: "--hex-dump", commands: ["connect", "listen", "tls"], hint: "use --hex to dump the traffic (on stderr)"),
@@ -58,7 +61,10 @@ enum NetcatHabits {
     /// A command line that starts with an option or a host (nc's way: `nc -lvnp 4444`, `nc host
     /// 80`): the tincan command it most likely means, or nil.
     static func translation(of arguments: [String]) -> String? {
-        var listen = false, udp = false, zero = false, keep = false
+        var listen = false
+        var udp = false
+        var zero = false
+        var keep = false
         var verbose = 0
         var port: String?
         var rest: [String] = []

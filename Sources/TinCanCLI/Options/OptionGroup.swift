@@ -12,17 +12,18 @@ public enum OptionGroup: String, CaseIterable, Sendable {
     public static func of(_ option: Option) -> OptionGroup {
         switch option {
         case .ipv4, .ipv6, .preferIPv4, .preferIPv6, .attemptDelay, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .allow, .deny,
-             .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout:
+            .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
-             .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .broker, .chat:
+            .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .broker, .chat:
             .relay
         case .quitAfterEof, .idleTimeout, .sendTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
-             .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format:
+            .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format:
             .io
         case .pty, .ptyTerm, .ptySize, .raw, .escape, .noWindowSize:
             .terminal
-        case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls, .xmpphost:
+        case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls,
+            .xmpphost:
             .tls
         case .send, .expect, .expectTimeout:
             .scripting

@@ -40,8 +40,10 @@ public struct OptionSpec: Sendable, Equatable {
     /// `=`, so the next argument is never taken for it.
     public let valueIsOptional: Bool
 
-    public init(_ name: Option, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
-                repeatable: Bool = false, default defaultText: String? = nil, valueIsOptional: Bool = false, help: String) {
+    public init(
+        _ name: Option, short: Character? = nil, value: ValueKind? = nil, valueName: String = "",
+        repeatable: Bool = false, default defaultText: String? = nil, valueIsOptional: Bool = false, help: String
+    ) {
         self.name = name
         self.short = short
         self.value = value

@@ -1,6 +1,7 @@
 // The datagram commands: udp-send, udp-recv and join-group.
 extension OptionTable {
-    static let datagramVerbose = OptionSpec(.verbose, short: "v", repeatable: true,
+    static let datagramVerbose = OptionSpec(
+        .verbose, short: "v", repeatable: true,
         help: "Say on stderr what happens: the address bound or joined, and each datagram's size, sender, destination and interface.")
 
     /// How stdin is cut into datagrams: udp-send, connect -u and listen -u.
@@ -13,20 +14,29 @@ extension OptionTable {
 
     /// How received datagrams are shown: udp-recv, join-group and the replies of udp-send.
     static let datagramOutput: [OptionSpec] = [
-        OptionSpec(.format, short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
-            help: "Print each datagram as raw bytes, as a hex dump with a header line, or as one JSON object per line (from, to, interface, length, truncated, text when UTF-8, base64)."),
-        OptionSpec(.maxSize, value: .integer(1...65535), valueName: "BYTES", default: "65535",
+        OptionSpec(
+            .format, short: "f", value: .choice(["raw", "hex", "json"]), valueName: "FORMAT", default: "raw",
+            help:
+                "Print each datagram as raw bytes, as a hex dump with a header line, or as one JSON object per line (from, to, interface, length, truncated, text when UTF-8, base64)."
+        ),
+        OptionSpec(
+            .maxSize, value: .integer(1...65535), valueName: "BYTES", default: "65535",
             help: "Receive at most BYTES of each datagram; a longer one is cut and reported on stderr."),
     ]
 
     /// What ends a receiver, and its reply: udp-recv and join-group.
     static let receiving: [OptionSpec] = [
-        OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N",
+        OptionSpec(
+            .count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N",
             help: "Exit after N datagrams."),
-        OptionSpec(.timeout, short: "t", value: .duration, valueName: "DURATION", default: "none",
+        OptionSpec(
+            .timeout, short: "t", value: .duration, valueName: "DURATION", default: "none",
             help: "Exit when no datagram came for this long; exit code 3 if that ends the run before --count datagrams (or before any)."),
-        OptionSpec(.echo, help: "Send each datagram back to its sender, from the address it was sent to (so a socket bound to all addresses that heard it on 127.0.0.2 answers from 127.0.0.2)."),
-        OptionSpec(.rcvbuf, value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
+        OptionSpec(
+            .echo,
+            help: "Send each datagram back to its sender, from the address it was sent to (so a socket bound to all addresses that heard it on 127.0.0.2 answers from 127.0.0.2)."),
+        OptionSpec(
+            .rcvbuf, value: .integer(4096...(1 << 30)), valueName: "BYTES", default: "33554432",
             help: "The kernel receive buffer to ask for, so bursts are not dropped (past the system limit when run as root)."),
     ]
 
@@ -45,21 +55,27 @@ extension OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, helpAll, datagramVerbose] + family + [
-            OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
+            OptionSpec(
+                .unix, short: "U", value: .path, valueName: "PATH",
                 help: "Send to the Unix datagram socket at PATH (or @NAME, abstract) instead of HOST PORT; this end gets a name the kernel picks, so replies can come back."),
-            OptionSpec(.message, short: "m", value: .text, valueName: "TEXT", repeatable: true,
+            OptionSpec(
+                .message, short: "m", value: .text, valueName: "TEXT", repeatable: true,
                 help: "Send TEXT as one datagram instead of reading stdin; escapes \\n \\r \\t \\0 \\\\ and \\xHH are understood. Repeat for several."),
         ] + datagramFraming + [
-            OptionSpec(.count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
+            OptionSpec(
+                .count, short: "n", value: .integer(1...Int(Int32.max)), valueName: "N", default: "1",
                 help: "Send each datagram N times."),
             OptionSpec(.interval, short: "i", value: .duration, valueName: "DURATION", help: "Wait this long between datagrams."),
             OptionSpec(.broadcast, short: "b", help: "Allow sending to a broadcast address (SO_BROADCAST)."),
-            OptionSpec(.ttl, value: .integer(1...255), valueName: "N",
+            OptionSpec(
+                .ttl, value: .integer(1...255), valueName: "N",
                 help: "The TTL (hop limit) of the datagrams; for a multicast group, its multicast TTL (default 1)."),
-            OptionSpec(.interface, value: .interface, valueName: "IF",
+            OptionSpec(
+                .interface, value: .interface, valueName: "IF",
                 help: "For a multicast group, send through this interface (a name, or one of its addresses); otherwise send only through it (SO_BINDTODEVICE)."),
             OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]", help: "Send from this local address and/or port."),
-            OptionSpec(.waitReply, short: "W", value: .duration, valueName: "DURATION", default: "none",
+            OptionSpec(
+                .waitReply, short: "W", value: .duration, valueName: "DURATION", default: "none",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
         ] + marking("each datagram") + datagramOutput + probing,
         examples: [
@@ -72,7 +88,10 @@ extension OptionTable {
             ("tincan udp-send --unix /dev/log -m '<13>tincan: hello'", "Log a line through the local syslog socket (Unix datagrams)."),
         ],
         exitCodes: [.success, .failure, .usage, .timeout, .expectFailed],
-        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .broadcast, .ttl, .interface, .source, .message, .lines, .chunk, .whole, .count, .interval, .waitReply, .format, .send, .expect],
+        brief: [
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .broadcast, .ttl, .interface, .source, .message, .lines, .chunk, .whole, .count, .interval, .waitReply, .format, .send,
+            .expect,
+        ],
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
@@ -90,8 +109,9 @@ extension OptionTable {
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
         options: [help, helpAll, datagramVerbose] + family + [
-            OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
-                help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit."),
+            OptionSpec(
+                .unix, short: "U", value: .path, valueName: "PATH",
+                help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit.")
         ] + datagramOutput + receiving + marking("the --echo replies"),
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
@@ -119,9 +139,11 @@ extension OptionTable {
             PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services.", optional: false),
         ],
         options: [help, helpAll, datagramVerbose] + [
-            OptionSpec(.interface, value: .interface, valueName: "IF",
+            OptionSpec(
+                .interface, value: .interface, valueName: "IF",
                 help: "Join on this interface, a name or one of its addresses (default: the group's %scope, else the route for the group)."),
-            OptionSpec(.source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
+            OptionSpec(
+                .source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
                 help: "Hear only these senders (source-specific multicast)."),
         ] + datagramOutput + receiving + marking("the --echo replies"),
         examples: [

@@ -7,7 +7,8 @@ public enum OptionTable {
 
     static let help = OptionSpec(.help, short: "h", help: "Show this help and exit.")
     static let helpAll = OptionSpec(.helpAll, help: "Show every option with its full help, and every example, and exit.")
-    static let verbose = OptionSpec(.verbose, short: "v", repeatable: true,
+    static let verbose = OptionSpec(
+        .verbose, short: "v", repeatable: true,
         help: "Say what happens on stderr: addresses tried, connections, closes. -vv adds each end of stream and each program's exit.")
 
     static let family: [OptionSpec] = [
@@ -17,53 +18,90 @@ public enum OptionTable {
 
     /// The stream options that connect and listen share.
     static let stream: [OptionSpec] = [
-        OptionSpec(.idleTimeout, value: .duration, valueName: "DURATION", default: "none (listen -u -k: 60s)",
-            help: "Close the connection when no data has moved either way for this long (exit code 3). With listen -k, each connection on its own (TCP; the place it held under --max-conns is freed), -v naming it."),
-        OptionSpec(.keepalive, value: .keepalive, valueName: "IDLE[,INTERVAL[,COUNT]]", default: "30s,5s,3 when given alone", valueIsOptional: true,
-            help: "TCP keepalive: after IDLE with nothing received the peer is probed every INTERVAL, and COUNT probes unanswered end the connection, so a peer that vanished (cable pulled, host gone) is noticed. On connect and tls, the connection; on listen, every connection accepted and --forward's upstream. Values after '=' only: --keepalive=60s,10s,5."),
-        OptionSpec(.userTimeout, value: .duration, valueName: "DURATION", default: "none (the kernel's retransmissions, about 15 minutes)",
-            help: "TCP_USER_TIMEOUT: end a connection whose data sent stays unacknowledged for this long (a peer that vanished while data was on its way), instead of the kernel's ~15 minutes of retransmissions. Where --keepalive applies."),
-        OptionSpec(.quitAfterEof, short: "q", value: .duration, valueName: "DURATION", default: "none",
+        OptionSpec(
+            .idleTimeout, value: .duration, valueName: "DURATION", default: "none (listen -u -k: 60s)",
+            help:
+                "Close the connection when no data has moved either way for this long (exit code 3). With listen -k, each connection on its own (TCP; the place it held under --max-conns is freed), -v naming it."
+        ),
+        OptionSpec(
+            .keepalive, value: .keepalive, valueName: "IDLE[,INTERVAL[,COUNT]]", default: "30s,5s,3 when given alone", valueIsOptional: true,
+            help:
+                "TCP keepalive: after IDLE with nothing received the peer is probed every INTERVAL, and COUNT probes unanswered end the connection, so a peer that vanished (cable pulled, host gone) is noticed. On connect and tls, the connection; on listen, every connection accepted and --forward's upstream. Values after '=' only: --keepalive=60s,10s,5."
+        ),
+        OptionSpec(
+            .userTimeout, value: .duration, valueName: "DURATION", default: "none (the kernel's retransmissions, about 15 minutes)",
+            help:
+                "TCP_USER_TIMEOUT: end a connection whose data sent stays unacknowledged for this long (a peer that vanished while data was on its way), instead of the kernel's ~15 minutes of retransmissions. Where --keepalive applies."
+        ),
+        OptionSpec(
+            .quitAfterEof, short: "q", value: .duration, valueName: "DURATION", default: "none",
             help: "Quit this long after end of input on stdin, even if the peer has not closed. Over TLS or through a proxy our end of stream is held until then."),
-        OptionSpec(.noShutdown, help: "At end of input, keep the connection open for writing instead of half-closing it, for servers that give up at a half-close (nginx in front of a slow upstream); add -q or -w to quit."),
+        OptionSpec(
+            .noShutdown,
+            help:
+                "At end of input, keep the connection open for writing instead of half-closing it, for servers that give up at a half-close (nginx in front of a slow upstream); add -q or -w to quit."
+        ),
         OptionSpec(.crlf, help: "Send LF line endings as CRLF."),
         OptionSpec(.hex, help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
         OptionSpec(.progress, help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
         OptionSpec(.forceProgress, help: "Show progress even when stderr is not a terminal."),
-        OptionSpec(.unix, short: "U", value: .path, valueName: "PATH",
+        OptionSpec(
+            .unix, short: "U", value: .path, valueName: "PATH",
             help: "Use a Unix domain socket at PATH (or @NAME, abstract) instead of TCP."),
     ]
 
     /// TLS as a client: connect --tls and the tls command.
     static let tlsClient: [OptionSpec] = [
-        OptionSpec(.servername, value: .text, valueName: "NAME", default: "HOST",
+        OptionSpec(
+            .servername, value: .text, valueName: "NAME", default: "HOST",
             help: "The name sent as SNI and checked against the certificate."),
-        OptionSpec(.ca, value: .path, valueName: "FILE|DIR",
+        OptionSpec(
+            .ca, value: .path, valueName: "FILE|DIR",
             help: "Trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
         OptionSpec(.cert, value: .path, valueName: "FILE", help: "A client certificate chain (PEM), for servers that ask for one."),
         OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
         OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Offer these ALPN protocols, comma-separated (e.g. h2,http/1.1)."),
         OptionSpec(.insecure, help: "Do not verify the certificate chain or name (--pin is still checked)."),
-        OptionSpec(.pin, value: .text, valueName: "sha256//BASE64", repeatable: true,
+        OptionSpec(
+            .pin, value: .text, valueName: "sha256//BASE64", repeatable: true,
             help: "Accept only a server whose public key has this SHA-256 (base64, or hex); the summary shows the pin."),
         OptionSpec(.showCert, help: "Print the server's certificate chain (PEM) on stdout and exit."),
-        OptionSpec(.keylog, value: .path, valueName: "FILE",
-            help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
-        OptionSpec(.halfClose, help: "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end is held until the server closes or has sent nothing for 5s (with -q or -w: until they end the session), and replies that come after it are still received: a server that reads our close_notify drops the commands queued before it (IMAP, POP3), one that closes without reading it resets the connection, and many proxies close both directions at a half-close; each would drop a reply."),
-        OptionSpec(.starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
-            help: "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5, its reason quoted; -vv shows the dialogue (--json: starttls events)."),
-        OptionSpec(.xmpphost, value: .text, valueName: "DOMAIN", default: "--servername, else HOST",
+        OptionSpec(
+            .keylog, value: .path, valueName: "FILE",
+            help:
+                "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
+        ),
+        OptionSpec(
+            .halfClose,
+            help:
+                "End our stream as soon as stdin ends: close_notify with TLS, the TCP half-close through a proxy. Without it, the end is held until the server closes or has sent nothing for 5s (with -q or -w: until they end the session), and replies that come after it are still received: a server that reads our close_notify drops the commands queued before it (IMAP, POP3), one that closes without reading it resets the connection, and many proxies close both directions at a half-close; each would drop a reply."
+        ),
+        OptionSpec(
+            .starttls, value: .choice(StartTLSDialogue.Kind.allCases.map(\.rawValue)), valueName: "PROTO",
+            help:
+                "Speak PROTO's plaintext dialogue first, then upgrade: smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql or irc. A server that does not offer or refuses it ends with exit code 5, its reason quoted; -vv shows the dialogue (--json: starttls events)."
+        ),
+        OptionSpec(
+            .xmpphost, value: .text, valueName: "DOMAIN", default: "--servername, else HOST",
             help: "With --starttls xmpp: the domain in the stream header's to= (openssl's -xmpphost), when the XMPP domain differs from the host's name."),
     ]
 
     /// Scripted probing and machine-readable reports: connect, tls, listen and udp-send.
     static let probing: [OptionSpec] = [
-        OptionSpec(.send, value: .text, valueName: "TEXT", repeatable: true,
+        OptionSpec(
+            .send, value: .text, valueName: "TEXT", repeatable: true,
             help: "Send TEXT (escapes \\n \\r \\t \\0 \\\\ \\xHH) before stdin is piped; --send and --expect run in the order given."),
-        OptionSpec(.expect, value: .text, valueName: "REGEX", repeatable: true,
-            help: "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."),
+        OptionSpec(
+            .expect, value: .text, valueName: "REGEX", repeatable: true,
+            help:
+                "Wait until the data received since the last match matches REGEX (^ and $ match at line boundaries); if it does not within --expect-timeout, exit with code 6 and quote what arrived. Received data still goes to stdout."
+        ),
         OptionSpec(.expectTimeout, value: .duration, valueName: "DURATION", default: "10s", help: "How long each --expect waits."),
-        OptionSpec(.json, help: "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, peer_end (over TLS: whether the peer ended with close_notify), error, closed (bytes each way, exit code)."),
+        OptionSpec(
+            .json,
+            help:
+                "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, peer_end (over TLS: whether the peer ended with close_notify), error, closed (bytes each way, exit code)."
+        ),
         OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
     ]
 
@@ -71,15 +109,20 @@ public enum OptionTable {
 
     /// The protocol versions and algorithms a TLS end offers: connect --tls, tls and listen --tls.
     static let tlsControls: [OptionSpec] = [
-        OptionSpec(.tlsMin, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.2",
+        OptionSpec(
+            .tlsMin, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.2",
             help: "The oldest TLS version to accept."),
-        OptionSpec(.tlsMax, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.3",
+        OptionSpec(
+            .tlsMax, value: .choice(TLSSettings.Version.allCases.map(\.rawValue)), valueName: "1.2|1.3", default: "1.3",
             help: "The newest TLS version to offer (1.2 to test a server's TLS 1.2 ciphers)."),
-        OptionSpec(.ciphers, value: .text, valueName: "LIST",
+        OptionSpec(
+            .ciphers, value: .text, valueName: "LIST",
             help: "The TLS 1.2 cipher list, in OpenSSL's format (e.g. ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256)."),
-        OptionSpec(.ciphersuites, value: .text, valueName: "LIST",
+        OptionSpec(
+            .ciphersuites, value: .text, valueName: "LIST",
             help: "The TLS 1.3 cipher suites, colon-separated (e.g. TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256)."),
-        OptionSpec(.curves, value: .text, valueName: "LIST",
+        OptionSpec(
+            .curves, value: .text, valueName: "LIST",
             help: "The key exchange groups (curves) to offer, in order of preference, colon- or comma-separated (e.g. X25519:P-256)."),
     ]
 
@@ -87,68 +130,101 @@ public enum OptionTable {
     /// and connect.
     static func programs(each: String) -> [OptionSpec] {
         [
-            OptionSpec(.exec, short: "e", value: .command, valueName: "\"PROG ARGS\"",
+            OptionSpec(
+                .exec, short: "e", value: .command, valueName: "\"PROG ARGS\"",
                 help: "Run PROG with ARGS (split on spaces, no shell) \(each), its stdin and stdout on the connection; a program that fails (non-zero status) makes tincan fail."),
-            OptionSpec(.shExec, short: "c", value: .command, valueName: "\"COMMAND\"",
+            OptionSpec(
+                .shExec, short: "c", value: .command, valueName: "\"COMMAND\"",
                 help: "Run COMMAND with /bin/sh -c \(each), its stdin and stdout on the connection."),
-            OptionSpec(.pty, help: "Run the --exec or --sh-exec program on a new pseudo-terminal (socat's EXEC:...,pty,setsid,ctty): a session of its own with the terminal as its controlling terminal and as stdin, stdout and stderr, sane modes, TERM and a window size, so shells edit lines, Ctrl-C and job control work and full-screen programs draw. A `tincan connect --raw` client's window size follows its terminal. The peer's end of stream hangs the terminal up (SIGHUP to the program's session); everything the program writes until it ends reaches the peer."),
-            OptionSpec(.ptyTerm, value: .text, valueName: "TERM", default: "$TERM, else xterm-256color",
+            OptionSpec(
+                .pty,
+                help:
+                    "Run the --exec or --sh-exec program on a new pseudo-terminal (socat's EXEC:...,pty,setsid,ctty): a session of its own with the terminal as its controlling terminal and as stdin, stdout and stderr, sane modes, TERM and a window size, so shells edit lines, Ctrl-C and job control work and full-screen programs draw. A `tincan connect --raw` client's window size follows its terminal. The peer's end of stream hangs the terminal up (SIGHUP to the program's session); everything the program writes until it ends reaches the peer."
+            ),
+            OptionSpec(
+                .ptyTerm, value: .text, valueName: "TERM", default: "$TERM, else xterm-256color",
                 help: "With --pty: the TERM the program gets."),
-            OptionSpec(.ptySize, value: .text, valueName: "COLSxROWS", default: "80x24",
+            OptionSpec(
+                .ptySize, value: .text, valueName: "COLSxROWS", default: "80x24",
                 help: "With --pty: the terminal's window size until the client sends its own."),
         ]
     }
 
     /// This terminal as the remote program's: connect and tls.
     static let rawTerminal: [OptionSpec] = [
-        OptionSpec(.raw, help: "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). To a `tincan --pty` peer the window size is sent at the start and at each resize (telnet NAWS framing), unless --no-window-size."),
-        OptionSpec(.escape, value: .text, valueName: "CHAR|none", default: "~",
+        OptionSpec(
+            .raw,
+            help:
+                "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). To a `tincan --pty` peer the window size is sent at the start and at each resize (telnet NAWS framing), unless --no-window-size."
+        ),
+        OptionSpec(
+            .escape, value: .text, valueName: "CHAR|none", default: "~",
             help: "With --raw: the escape character; CHAR then . after a newline quits, CHAR twice sends it once. A control character as ^X (e.g. ^]); none for no escape."),
         OptionSpec(.noWindowSize, help: "With --raw: send nothing but keystrokes (no window size framing), for a peer other than `tincan --pty`."),
     ]
 
     /// How a client reaches its server: connect and tls.
     static let dialing: [OptionSpec] = [
-        OptionSpec(.wait, short: "w", value: .duration, valueName: "DURATION", default: "none",
-            help: "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0); over TLS or through a proxy our end of stream is held until then. With -z: the bound on each probe (default 2s)."),
-        OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
+        OptionSpec(
+            .wait, short: "w", value: .duration, valueName: "DURATION", default: "none",
+            help:
+                "As nc -w: give up connecting after this long (exit code 3), and once stdin has ended, quit when nothing has arrived for this long (exit 0); over TLS or through a proxy our end of stream is held until then. With -z: the bound on each probe (default 2s)."
+        ),
+        OptionSpec(
+            .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
             help: "Give up connecting (lookups included) and, with TLS, handshaking after this long (exit code 3); unlike -w it does not end an idle session."),
-        OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",
+        OptionSpec(
+            .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
             help: "Connect from this local address and/or port (e.g. 198.18.0.5, :4000, [::1]:4000)."),
-        OptionSpec(.interface, value: .interface, valueName: "IF",
+        OptionSpec(
+            .interface, value: .interface, valueName: "IF",
             help: "Send and receive only through this network interface (SO_BINDTODEVICE)."),
         OptionSpec(.preferIPv4, help: "Try a host's IPv4 addresses first (Happy Eyeballs still races the other family)."),
         OptionSpec(.preferIPv6, help: "Try a host's IPv6 addresses first: the default, as RFC 8305 asks."),
-        OptionSpec(.attemptDelay, value: .duration, valueName: "DURATION", default: "250ms",
+        OptionSpec(
+            .attemptDelay, value: .duration, valueName: "DURATION", default: "250ms",
             help: "How long a connection attempt runs before the next address is tried alongside it (Happy Eyeballs' connection attempt delay, 100ms to 2s)."),
     ]
 
     /// The traffic class of the packets sent: connect, listen, tls and the datagram commands.
     static func marking(_ what: String) -> [OptionSpec] {
         [
-            OptionSpec(.dscp, value: .integer(0...63), valueName: "N",
-                help: "Mark \(what) with this DSCP, 0-63 (46 is EF, 34 AF41, 10 AF11, 8 CS1): the upper six bits of the IPv4 TOS byte or IPv6 Traffic Class. Attempted: if the system refuses it (a Unix socket has none), tincan goes on without and says so with -v."),
-            OptionSpec(.tos, value: .integer(0...255), valueName: "BYTE",
+            OptionSpec(
+                .dscp, value: .integer(0...63), valueName: "N",
+                help:
+                    "Mark \(what) with this DSCP, 0-63 (46 is EF, 34 AF41, 10 AF11, 8 CS1): the upper six bits of the IPv4 TOS byte or IPv6 Traffic Class. Attempted: if the system refuses it (a Unix socket has none), tincan goes on without and says so with -v."
+            ),
+            OptionSpec(
+                .tos, value: .integer(0...255), valueName: "BYTE",
                 help: "As --dscp, the whole TOS / Traffic Class byte, e.g. 0xb8 (DSCP 46) or 184; on TCP the kernel keeps the two ECN bits for itself."),
         ]
     }
 
     /// Reaching the server through proxies: connect (and -z) and tls.
     static let proxying: [OptionSpec] = [
-        OptionSpec(.proxy, value: .text, valueName: "URL", repeatable: true,
-            help: "Connect through this proxy; repeat for a chain, each hop reached through the one before. socks4://HOST[:PORT] (IPv4 address resolved here), socks4a:// and socks5h:// (the proxy resolves the name), socks5:// (resolved here), http:// (CONNECT; the default without a scheme). Default ports 1080 (SOCKS) and 3128 (HTTP); user:password@ (percent-encoded) for credentials. Without --proxy, ALL_PROXY (or all_proxy) is used unless NO_PROXY matches the host."),
-        OptionSpec(.proxyUser, value: .text, valueName: "USER[:PASSWORD]",
-            help: "Credentials for the first proxy (SOCKS5 user name/password, HTTP Basic, the SOCKS4 user ID), unless its URL has some. Without :PASSWORD, the password is read from the TINCAN_PROXY_PASSWORD environment variable (which also fills any proxy URL that has a user and no password), so it stays out of ps."),
+        OptionSpec(
+            .proxy, value: .text, valueName: "URL", repeatable: true,
+            help:
+                "Connect through this proxy; repeat for a chain, each hop reached through the one before. socks4://HOST[:PORT] (IPv4 address resolved here), socks4a:// and socks5h:// (the proxy resolves the name), socks5:// (resolved here), http:// (CONNECT; the default without a scheme). Default ports 1080 (SOCKS) and 3128 (HTTP); user:password@ (percent-encoded) for credentials. Without --proxy, ALL_PROXY (or all_proxy) is used unless NO_PROXY matches the host."
+        ),
+        OptionSpec(
+            .proxyUser, value: .text, valueName: "USER[:PASSWORD]",
+            help:
+                "Credentials for the first proxy (SOCKS5 user name/password, HTTP Basic, the SOCKS4 user ID), unless its URL has some. Without :PASSWORD, the password is read from the TINCAN_PROXY_PASSWORD environment variable (which also fills any proxy URL that has a user and no password), so it stays out of ps."
+        ),
         OptionSpec(.noProxy, help: "Ignore ALL_PROXY and NO_PROXY: connect directly unless --proxy or -x says otherwise."),
-        OptionSpec(.proxyAddress, short: "x", value: .address, valueName: "ADDR[:PORT]",
+        OptionSpec(
+            .proxyAddress, short: "x", value: .address, valueName: "ADDR[:PORT]",
             help: "As OpenBSD nc -x: connect through the proxy at ADDR (port 1080, or 3128 with -X connect), of the protocol -X names."),
-        OptionSpec(.proxyType, short: "X", value: .choice(["4", "5", "connect"]), valueName: "4|5|connect", default: "5",
+        OptionSpec(
+            .proxyType, short: "X", value: .choice(["4", "5", "connect"]), valueName: "4|5|connect", default: "5",
             help: "As OpenBSD nc -X, with -x: 4 is socks4:// (resolved here), 5 is socks5h:// (the proxy resolves), connect is http://."),
     ]
 
     static let hostAndPort: [PositionalSpec] = [
         PositionalSpec(name: "HOST", help: "A host name or a numeric IPv4/IPv6 address.", optional: false),
-        PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services (http, smtp). HOST:PORT and [IPv6]:PORT may be given as one argument.", optional: false),
+        PositionalSpec(
+            name: "PORT", help: "A port, 1-65535, or a service name from /etc/services (http, smtp). HOST:PORT and [IPv6]:PORT may be given as one argument.", optional: false),
     ]
 
     public static let connect = CommandSpec(
@@ -167,19 +243,34 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + [
-            OptionSpec(.zeroIo, short: "z", help: "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."),
-            OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
-            OptionSpec(.udp, short: "u", help: "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."),
-        ] + datagramFraming + datagramOutput,
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream
+            + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + [
+                OptionSpec(
+                    .zeroIo, short: "z",
+                    help:
+                        "Probe ports instead, as nc -z: HOST PORTS... (e.g. 22,80,8000-8100 https, or HOST:PORT) are connected to without sending data, many at a time; a line per open port on stdout (with -v, per port: open, closed or filtered), with the time; exit 0 when any is open. -w bounds each attempt (default 2s)."
+                ),
+                OptionSpec(.parallel, value: .integer(1...4096), valueName: "N", default: "100", help: "With -z, probe at most N ports at once."),
+                OptionSpec(
+                    .udp, short: "u",
+                    help:
+                        "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."
+                ),
+            ] + datagramFraming + datagramOutput,
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
             ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
             ("tincan connect -v -w 2s db.internal 5432 </dev/null", "Check that a port answers, showing each address tried."),
             ("tincan connect --unix /run/app.sock", "Talk to a Unix domain socket."),
             ("tincan connect --crlf mail.example 25", "Type SMTP with CRLF line endings."),
-            ("tincan connect --sh-exec 'printf \"QUIT\\r\\n\"; cat >&2' mail.example 25", "Hand the connection to a program (ncat's -e, socat's EXEC): its stdout goes to the server, the server's replies to its stdin."),
-            ("tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null", "Check an SMTP server from a script: exit 6 if a reply is not the expected one."),
+            (
+                "tincan connect --sh-exec 'printf \"QUIT\\r\\n\"; cat >&2' mail.example 25",
+                "Hand the connection to a program (ncat's -e, socat's EXEC): its stdout goes to the server, the server's replies to its stdin."
+            ),
+            (
+                "tincan connect mail.example 25 --expect '^220' --send 'EHLO probe\\r\\n' --expect '^250 ' --send 'QUIT\\r\\n' </dev/null",
+                "Check an SMTP server from a script: exit 6 if a reply is not the expected one."
+            ),
             ("tincan connect --raw 127.0.0.1 7000", "Use a remote --pty shell from this terminal: Ctrl-C, arrows, vi and top work, its window size follows this one, ~. quits."),
             ("tincan connect -z db.internal 22,80,5432,8000-8100", "Which of these ports are open?"),
             ("printf 'ping\\n' | tincan connect -u -w 1s 127.0.0.1 7007", "UDP as nc -u: send a line, print the replies, quit 1 s after the last."),
@@ -188,13 +279,22 @@ public enum OptionTable {
             ("tincan connect --proxy socks5h://127.0.0.1:1080 example.org 80", "Through a SOCKS5 proxy that resolves the name (ssh -D, tor, microsocks)."),
             ("tincan connect --proxy socks5://127.0.0.1:1080 example.org 80", "SOCKS5 with the name resolved here: the address goes on the wire."),
             ("tincan connect --proxy socks4a://127.0.0.1:9050 example.org 80", "SOCKS4a (the proxy resolves); socks4:// sends an IPv4 address resolved here."),
-            ("TINCAN_PROXY_PASSWORD=s3cret tincan connect --proxy http://alice@proxy.example:3128 example.org 443", "Through an HTTP proxy with Basic credentials, the password kept out of ps."),
+            (
+                "TINCAN_PROXY_PASSWORD=s3cret tincan connect --proxy http://alice@proxy.example:3128 example.org 443",
+                "Through an HTTP proxy with Basic credentials, the password kept out of ps."
+            ),
             ("tincan connect --proxy socks5://bastion:1080 --proxy http://inner:3128 db.internal 5432", "A chain: the HTTP proxy is reached through the SOCKS5 one."),
             ("tincan connect -x 127.0.0.1:1080 -X 4 192.0.2.7 22", "OpenBSD nc's way: SOCKS4 (-X 5 is SOCKS5, -X connect HTTP)."),
-            ("ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80", "The proxy from the environment, as curl reads it; -v says which was chosen and why."),
+            (
+                "ALL_PROXY=socks5h://127.0.0.1:1080 NO_PROXY=localhost,.internal tincan connect -v example.org 80",
+                "The proxy from the environment, as curl reads it; -v says which was chosen and why."
+            ),
         ],
         exitCodes: ExitCode.allCases,
-        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure, .starttls, .send, .expect, .json, .timing],
+        brief: [
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure,
+            .starttls, .send, .expect, .json, .timing,
+        ],
         run: { args in
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
@@ -227,50 +327,84 @@ public enum OptionTable {
         ],
         options: [help, helpAll, verbose] + family + [
             OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
-            OptionSpec(.udp, short: "u", help: "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."),
-            OptionSpec(.broker, help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
+            OptionSpec(
+                .udp, short: "u",
+                help:
+                    "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."
+            ),
+            OptionSpec(
+                .broker,
+                help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
             OptionSpec(.chat, help: "--broker for people (ncat's --chat): each line a client sends reaches the others as '<user N> line', and joins and leaves are announced."),
-            OptionSpec(.maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
+            OptionSpec(
+                .maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
                 help: "With -k, refuse connections beyond N at once."),
-            OptionSpec(.sendTimeout, value: .duration, valueName: "DURATION", default: "30s",
-                help: "With -k (the hub, --broker, --chat): drop a client that has not taken what was sent to it for this long, and name it, so one that never reads does not stop the others (every client waits for the slowest, which keeps memory bounded)."),
-            OptionSpec(.allow, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+            OptionSpec(
+                .sendTimeout, value: .duration, valueName: "DURATION", default: "30s",
+                help:
+                    "With -k (the hub, --broker, --chat): drop a client that has not taken what was sent to it for this long, and name it, so one that never reads does not stop the others (every client waits for the slowest, which keeps memory bounded)."
+            ),
+            OptionSpec(
+                .allow, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Accept only peers in these networks; others are closed before any byte is read."),
-            OptionSpec(.deny, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
+            OptionSpec(
+                .deny, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true,
                 help: "Close connections from these networks before any byte is read."),
-        ] + marking("the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent") + programs(each: "for each connection") + [
-            OptionSpec(.forward, value: .address, valueName: "HOST:PORT",
-                help: "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself, and a reset on either side passed on as a reset (RST, never a FIN or close_notify), so a cut download is never taken for a whole one. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."),
-            OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
-            OptionSpec(.forwardTls, help: "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends."),
-            OptionSpec(.forwardServername, value: .text, valueName: "NAME", default: "HOST",
-                help: "With --forward-tls: the name sent as SNI and checked against the upstream's certificate."),
-            OptionSpec(.forwardCa, value: .path, valueName: "FILE|DIR",
-                help: "With --forward-tls: trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
-            OptionSpec(.forwardInsecure, help: "With --forward-tls: do not verify the upstream's certificate chain or name (--forward-pin is still checked)."),
-            OptionSpec(.forwardPin, value: .text, valueName: "sha256//BASE64", repeatable: true,
-                help: "With --forward-tls: accept only an upstream whose public key has this SHA-256 (base64, or hex)."),
-            OptionSpec(.forwardAlpn, value: .text, valueName: "LIST", help: "With --forward-tls: offer these ALPN protocols to the upstream, comma-separated."),
-            OptionSpec(.forwardCert, value: .path, valueName: "FILE", help: "With --forward-tls: a client certificate chain (PEM) for an upstream that asks for one."),
-            OptionSpec(.forwardKey, value: .path, valueName: "FILE", help: "The private key of --forward-cert (PEM). Default: read from the --forward-cert file."),
-            OptionSpec(.proxyProtocol, value: .choice(ProxyProtocolHeader.Version.allCases.map(\.rawValue)), valueName: "v1|v2",
-                help: "With --forward: write HAProxy's PROXY protocol header (v1 text, v2 binary) on each upstream connection before any byte: the client's address and port and the ones it connected to (TCP4 or TCP6; UNKNOWN for a Unix client). For servers behind tincan that read it (haproxy's accept-proxy, nginx's proxy_protocol)."),
-            OptionSpec(.connectTimeout, value: .duration, valueName: "DURATION", default: "none",
-                help: "With --forward: give up dialling the upstream (and its proxies) after this long."),
-            OptionSpec(.source, short: "s", value: .address, valueName: "ADDR[:PORT]",
-                help: "With --forward: dial the upstream from this local address and/or port."),
-        ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
-            OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
-            OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
-            OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
-            OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
-            OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
-            OptionSpec(.handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
-                help: "With --tls: how long a client has to complete its TLS handshake before it is closed (a client that sends nothing costs no thread while it waits)."),
-            OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
-            OptionSpec(.keylog, value: .path, valueName: "FILE",
-                help: "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."),
-        ] + tlsControls + probing + datagramFraming + datagramOutput,
+        ]
+            + marking(
+                "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
+            + programs(each: "for each connection") + [
+                OptionSpec(
+                    .forward, value: .address, valueName: "HOST:PORT",
+                    help:
+                        "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself, and a reset on either side passed on as a reset (RST, never a FIN or close_notify), so a cut download is never taken for a whole one. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."
+                ),
+                OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
+                OptionSpec(
+                    .forwardTls,
+                    help:
+                        "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends."
+                ),
+                OptionSpec(
+                    .forwardServername, value: .text, valueName: "NAME", default: "HOST",
+                    help: "With --forward-tls: the name sent as SNI and checked against the upstream's certificate."),
+                OptionSpec(
+                    .forwardCa, value: .path, valueName: "FILE|DIR",
+                    help: "With --forward-tls: trust these CA certificates (a PEM file or a hashed directory) instead of the system store."),
+                OptionSpec(.forwardInsecure, help: "With --forward-tls: do not verify the upstream's certificate chain or name (--forward-pin is still checked)."),
+                OptionSpec(
+                    .forwardPin, value: .text, valueName: "sha256//BASE64", repeatable: true,
+                    help: "With --forward-tls: accept only an upstream whose public key has this SHA-256 (base64, or hex)."),
+                OptionSpec(.forwardAlpn, value: .text, valueName: "LIST", help: "With --forward-tls: offer these ALPN protocols to the upstream, comma-separated."),
+                OptionSpec(.forwardCert, value: .path, valueName: "FILE", help: "With --forward-tls: a client certificate chain (PEM) for an upstream that asks for one."),
+                OptionSpec(.forwardKey, value: .path, valueName: "FILE", help: "The private key of --forward-cert (PEM). Default: read from the --forward-cert file."),
+                OptionSpec(
+                    .proxyProtocol, value: .choice(ProxyProtocolHeader.Version.allCases.map(\.rawValue)), valueName: "v1|v2",
+                    help:
+                        "With --forward: write HAProxy's PROXY protocol header (v1 text, v2 binary) on each upstream connection before any byte: the client's address and port and the ones it connected to (TCP4 or TCP6; UNKNOWN for a Unix client). For servers behind tincan that read it (haproxy's accept-proxy, nginx's proxy_protocol)."
+                ),
+                OptionSpec(
+                    .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
+                    help: "With --forward: give up dialling the upstream (and its proxies) after this long."),
+                OptionSpec(
+                    .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
+                    help: "With --forward: dial the upstream from this local address and/or port."),
+            ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
+                OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
+                OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
+                OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
+                OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
+                OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
+                OptionSpec(
+                    .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
+                    help: "With --tls: how long a client has to complete its TLS handshake before it is closed (a client that sends nothing costs no thread while it waits)."),
+                OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
+                OptionSpec(
+                    .keylog, value: .path, valueName: "FILE",
+                    help:
+                        "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
+                ),
+            ] + tlsControls + probing + datagramFraming + datagramOutput,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -278,11 +412,20 @@ public enum OptionTable {
             ("tincan listen --unix /tmp/app.sock", "Listen on a Unix domain socket."),
             ("tincan listen -k --tls --cert server.pem --key server.key 8443", "A TLS hub for many clients."),
             ("tincan listen -k 8080 --forward 127.0.0.1:80", "A relay: every client on 8080 joined to a new connection to port 80."),
-            ("tincan listen -k --allow 10.0.0.0/8 2222 --forward bastion.internal:22 --proxy socks5h://127.0.0.1:1080", "A relay whose upstream is reached through a SOCKS5 proxy, for allowed clients only."),
+            (
+                "tincan listen -k --allow 10.0.0.0/8 2222 --forward bastion.internal:22 --proxy socks5h://127.0.0.1:1080",
+                "A relay whose upstream is reached through a SOCKS5 proxy, for allowed clients only."
+            ),
             ("tincan listen --unix /tmp/db.sock --forward db.internal:5432", "Expose a TCP service as a Unix socket, for one client."),
             ("tincan listen -k --tls --cert site.pem --key site.key 443 --forward 127.0.0.1:8080", "TLS termination: HTTPS from clients, plain HTTP to a local server."),
-            ("tincan listen -k 127.0.0.1 5432 --forward db.example:5432 --forward-tls --forward-ca ca.pem", "TLS origination: plain local clients, a verified TLS connection to the server."),
-            ("tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2", "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."),
+            (
+                "tincan listen -k 127.0.0.1 5432 --forward db.example:5432 --forward-tls --forward-ca ca.pem",
+                "TLS origination: plain local clients, a verified TLS connection to the server."
+            ),
+            (
+                "tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2",
+                "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."
+            ),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
             ("tincan listen --pty --exec '/bin/bash -i' 127.0.0.1 7000", "A shell on a terminal of its own for one client, on loopback only; use it with tincan connect --raw."),
             ("tincan listen -u 9000", "Talk UDP with the first peer that sends, as nc -u -l."),
@@ -291,7 +434,10 @@ public enum OptionTable {
             ("tincan listen -u --unix /tmp/dgram.sock", "Unix datagrams, answering a client that bound its own path (nc -uU)."),
         ],
         exitCodes: [.success, .failure, .usage, .timeout, .tlsVerification, .expectFailed, .proxyAuthentication, .proxyRefused, .proxyTargetUnreachable],
-        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec, .shExec, .tls, .cert, .key, .send, .expect, .json],
+        brief: [
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec, .shExec,
+            .tls, .cert, .key, .send, .expect, .json,
+        ],
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
@@ -306,18 +452,25 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient + tlsControls + probing + rawTerminal,
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient
+            + tlsControls + probing + rawTerminal,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),
             ("tincan tls --ca ca.pem --cert me.pem --key me.key internal.test 8443", "Mutual TLS with a private CA."),
             ("tincan tls --insecure --pin sha256//AbC...= device.local 443", "Trust a self-signed device by its key."),
             ("tincan tls --starttls smtp mail.example 587", "Upgrade an SMTP session, then type SMTP over TLS."),
-            ("tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null", "Check a page answers 200 over TLS, and time each phase."),
+            (
+                "tincan tls --timing --send 'HEAD / HTTP/1.0\\r\\n\\r\\n' --expect '^HTTP/1.[01] 200' example.org 443 </dev/null",
+                "Check a page answers 200 over TLS, and time each phase."
+            ),
             ("tincan tls --proxy http://proxy.example:3128 example.org 443", "TLS through an HTTP proxy: the certificate checked is example.org's, not the proxy's."),
         ],
         exitCodes: ExitCode.allCases,
-        brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect, .json, .timing],
+        brief: [
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect,
+            .json, .timing,
+        ],
         run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.

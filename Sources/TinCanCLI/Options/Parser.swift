@@ -90,8 +90,8 @@ public enum Parser {
                 guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
                 try check(value, kind, for: option, in: spec)
                 result.sequence.append((option.name, value))
-                if option.repeatable { result.values[option.name, default: []].append(value) }
-                else { result.values[option.name] = [value] }  // the last one wins, as with GNU tools
+                // A value given twice: the last one wins, as with GNU tools.
+                if option.repeatable { result.values[option.name, default: []].append(value) } else { result.values[option.name] = [value] }
             } else {
                 result.flags[option.name, default: 0] += 1
             }
@@ -277,7 +277,8 @@ public enum Parser {
     }
 
     static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+        let a = Array(a)
+        let b = Array(b)
         if a.isEmpty { return b.count }
         var previous = Array(0...b.count)
         for i in 1...a.count {

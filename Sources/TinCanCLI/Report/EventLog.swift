@@ -75,8 +75,12 @@ final class EventLog: Sendable {
         case .failed(let error): result = error.lowercaseReason
         case .abandoned: result = "abandoned"
         }
-        emit("attempt", [("address", .string(event.address.description)), ("result", .string(result)),
-                         ("took_ms", .number(event.elapsed.milliseconds.rounded(toPlaces: 3)))])
+        emit(
+            "attempt",
+            [
+                ("address", .string(event.address.description)), ("result", .string(result)),
+                ("took_ms", .number(event.elapsed.milliseconds.rounded(toPlaces: 3))),
+            ])
     }
 
     func connected(local: String?, remote: String) {
@@ -95,25 +99,35 @@ final class EventLog: Sendable {
 
     /// One hop of a proxy chain: its scheme, address, what it was asked for, how it went.
     func proxy(_ report: ProxyHopReport) {
-        emit("proxy", [("scheme", .string(report.proxy.scheme.rawValue)),
-                       ("address", .string(Endpoint(host: report.proxy.host, port: report.proxy.port).description)),
-                       ("target", .string(report.target)),
-                       ("result", .string(report.failure == nil ? "connected" : "failed")),
-                       ("took_ms", .number(report.took.milliseconds.rounded(toPlaces: 3)))]
-             + (report.failure.map { [("error", JSONValue.string($0.detail))] } ?? []))
+        emit(
+            "proxy",
+            [
+                ("scheme", .string(report.proxy.scheme.rawValue)),
+                ("address", .string(Endpoint(host: report.proxy.host, port: report.proxy.port).description)),
+                ("target", .string(report.target)),
+                ("result", .string(report.failure == nil ? "connected" : "failed")),
+                ("took_ms", .number(report.took.milliseconds.rounded(toPlaces: 3))),
+            ]
+                + (report.failure.map { [("error", JSONValue.string($0.detail))] } ?? []))
     }
 
     func tls(_ info: TLSInfo, took: Duration) {
         marks.withLock { $0.tls = took }
         let chain = info.peerChain.map { cert -> JSONValue in
-            .object([("subject", .string(cert.subject)), ("issuer", .string(cert.issuer)), ("names", .strings(cert.alternativeNames)),
-                     ("not_before", .string(cert.notBefore)), ("not_after", .string(cert.notAfter)),
-                     ("sha256", .string(cert.fingerprintSHA256))])
+            .object([
+                ("subject", .string(cert.subject)), ("issuer", .string(cert.issuer)), ("names", .strings(cert.alternativeNames)),
+                ("not_before", .string(cert.notBefore)), ("not_after", .string(cert.notAfter)),
+                ("sha256", .string(cert.fingerprintSHA256)),
+            ])
         }
-        emit("tls", [("protocol", .string(info.protocolVersion)), ("cipher", .string(info.cipher)),
-                     ("alpn", info.alpn.map(JSONValue.string) ?? .null), ("verified", .bool(info.verified)),
-                     ("pin", info.peerChain.first.map { .string("sha256//" + $0.publicKeyPin) } ?? .null),
-                     ("chain", .array(chain)), ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+        emit(
+            "tls",
+            [
+                ("protocol", .string(info.protocolVersion)), ("cipher", .string(info.cipher)),
+                ("alpn", info.alpn.map(JSONValue.string) ?? .null), ("verified", .bool(info.verified)),
+                ("pin", info.peerChain.first.map { .string("sha256//" + $0.publicKeyPin) } ?? .null),
+                ("chain", .array(chain)), ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
+            ])
     }
 
     /// Bytes that arrived (the first one is timed).
@@ -150,17 +164,21 @@ final class EventLog: Sendable {
             guard let from, let to else { return nil }
             return to - from
         }
-        let reach: [(name: String, json: String, value: Duration?)] = m.accepted != nil
+        let reach: [(name: String, json: String, value: Duration?)] =
+            m.accepted != nil
             ? [("wait for a client", "wait_ms", span(started, m.accepted))]
             : [("dns", "dns_ms", span(m.lookupStart, m.lookupEnd)), ("connect", "connect_ms", span(m.connectStart, m.connected))]
-        let phases: [(name: String, json: String, value: Duration?)] = reach + [
-            ("tls", "tls_ms", m.tls),
-            ("first byte", "first_byte_ms", span(started, m.firstByte)),
-            ("total", "total_ms", .now - started),
-        ]
-        emit("closed", [("sent", .number(Double(m.sent))), ("received", .number(Double(m.received)))]
-             + phases.map { ($0.json, $0.value.map { JSONValue.number($0.milliseconds.rounded(toPlaces: 3)) } ?? .null) }
-             + [("exit", .number(Double(exitCode)))])
+        let phases: [(name: String, json: String, value: Duration?)] =
+            reach + [
+                ("tls", "tls_ms", m.tls),
+                ("first byte", "first_byte_ms", span(started, m.firstByte)),
+                ("total", "total_ms", .now - started),
+            ]
+        emit(
+            "closed",
+            [("sent", .number(Double(m.sent))), ("received", .number(Double(m.received)))]
+                + phases.map { ($0.json, $0.value.map { JSONValue.number($0.milliseconds.rounded(toPlaces: 3)) } ?? .null) }
+                + [("exit", .number(Double(exitCode)))])
         guard timing, !json else { return }  // with --json the closed event has the times
         let parts = phases.map { "\($0.name) \($0.value.map(EventLog.format) ?? "-")" } + ["sent \(m.sent) B", "received \(m.received) B"]
         Console.note("timing: " + parts.joined(by: ", "))

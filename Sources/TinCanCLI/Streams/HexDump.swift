@@ -24,8 +24,12 @@ final class HexDump: Sendable {
         state.withLock { state in
             let base: Int
             switch direction {
-            case .sent: base = state.sentOffset; state.sentOffset += bytes.count
-            case .received: base = state.receivedOffset; state.receivedOffset += bytes.count
+            case .sent:
+                base = state.sentOffset
+                state.sentOffset += bytes.count
+            case .received:
+                base = state.receivedOffset
+                state.receivedOffset += bytes.count
             }
             var text = HexDump.format(bytes, offset: base, marker: direction == .sent ? ">" : "<")
             // Under the lock, so lines of the two directions never interleave mid-line.

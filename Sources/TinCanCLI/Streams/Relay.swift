@@ -71,8 +71,9 @@ final class Relay: @unchecked Sendable {
 
     private var activity: SessionEnding.Activity {
         func since(_ ns: Int64) -> Duration? { ns < 0 ? nil : .nanoseconds(ns) }
-        return SessionEnding.Activity(lastReceived: since(lastReceived.load(ordering: .relaxed)),
-                                      lastSent: since(lastSent.load(ordering: .relaxed)))
+        return SessionEnding.Activity(
+            lastReceived: since(lastReceived.load(ordering: .relaxed)),
+            lastSent: since(lastSent.load(ordering: .relaxed)))
     }
 
     /// Runs until the relay ends; the caller then closes the socket.
@@ -151,7 +152,8 @@ final class Relay: @unchecked Sendable {
     /// had closed, and our bytes met a closed socket), or it stopped taking them.
     private func confirmDelivery() -> String? {
         guard bytesSent.load(ordering: .relaxed) > 0, let fd = transport.socketDescriptor,
-              Syscall.localAddress(fd)?.isUnix == false else { return nil }
+            Syscall.localAddress(fd)?.isUnix == false
+        else { return nil }
         var least = Int.max
         var progressed = ContinuousClock.now
         while true {
@@ -337,10 +339,11 @@ final class Relay: @unchecked Sendable {
         if !options.ending.halfClose {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")
         } else if holding {
-            let until = switch options.ending.hold {
-            case .untilQuiet(let delay): "the peer closes or has sent nothing for \(EventLog.limit(delay))"
-            case .none, .untilEnd: "the session ends (-q, -w)"
-            }
+            let until =
+                switch options.ending.hold {
+                case .untilQuiet(let delay): "the peer closes or has sent nothing for \(EventLog.limit(delay))"
+                case .none, .untilEnd: "the session ends (-q, -w)"
+                }
             options.trace?("end of input: holding our end of stream until \(until) (--half-close sends it now)")
         }
         report(.inputEnded)

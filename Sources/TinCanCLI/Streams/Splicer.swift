@@ -44,9 +44,13 @@ final class Splicer {
     func move(from input: Int32, to output: Int32) throws(Failure) -> Outcome {
         let taken: Int
         do throws(SystemError) {
-            guard let n = try waiting(input, forWriting: false, { () throws(SystemError) in
-                try Syscall.splice(from: input, to: pipe.write, count: chunk)
-            }) else { return .moved(0) }
+            guard
+                let n = try waiting(
+                    input, forWriting: false,
+                    { () throws(SystemError) in
+                        try Syscall.splice(from: input, to: pipe.write, count: chunk)
+                    })
+            else { return .moved(0) }
             taken = n
         } catch {
             if error.errno == EINVAL { return .unsupported(moved: 0) }
@@ -55,9 +59,12 @@ final class Splicer {
         var left = taken
         while left > 0 {
             do throws(SystemError) {
-                let n = try waiting(output, forWriting: true, { () throws(SystemError) in
-                    try Syscall.splice(from: pipe.read, to: output, count: left)
-                }) ?? 0
+                let n =
+                    try waiting(
+                        output, forWriting: true,
+                        { () throws(SystemError) in
+                            try Syscall.splice(from: pipe.read, to: output, count: left)
+                        }) ?? 0
                 left -= n
             } catch {
                 guard error.errno == EINVAL else { throw Failure(side: .output, error: error) }

@@ -176,7 +176,8 @@ struct TLSTransport: Transport {
     }
 
     var endNote: String? {
-        stream.peerSentCloseNotify ? "the peer ended TLS with close_notify"
+        stream.peerSentCloseNotify
+            ? "the peer ended TLS with close_notify"
             : "the peer ended TLS without close_notify, between two records: what it sent may be incomplete (many servers skip close_notify)"
     }
 

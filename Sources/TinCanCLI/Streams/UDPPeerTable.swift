@@ -59,8 +59,10 @@ struct UDPPeerTable<Value> {
 
     /// A datagram from `address` to `local` arrived at `now`. A new peer's value is made by
     /// `make` (only when it is taken).
-    mutating func heard(_ address: SocketAddress, local: SocketAddress?, at now: ContinuousClock.Instant,
-                        make: () -> Value) -> Heard {
+    mutating func heard(
+        _ address: SocketAddress, local: SocketAddress?, at now: ContinuousClock.Instant,
+        make: () -> Value
+    ) -> Heard {
         if var peer = peers[address] {
             peer.lastActive = now
             if let local { peer.local = local }

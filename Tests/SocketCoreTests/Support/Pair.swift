@@ -14,8 +14,10 @@ final class Pair {
     let server: AsyncSocket
 
     /// `configureClient` runs on the client before it connects.
-    init(host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line,
-         configureClient: (AsyncSocket) -> Void = { _ in }) throws {
+    init(
+        host: String = "127.0.0.1", file: StaticString = #filePath, line: UInt = #line,
+        configureClient: (AsyncSocket) -> Void = { _ in }
+    ) throws {
         listener = AsyncSocket(delegate: serverEvents, delegateQueue: DispatchQueue(label: "test.server.delegate"))
         try listener.accept(onInterface: host, port: 0)
         client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "test.client.delegate"))

@@ -59,7 +59,10 @@ typealias RelayStarter = (Int32, Int32) throws -> (Locked<StreamRelay.Report?>, 
 func assertOneSideEndsFirst(clientFirst: Bool, _ start: RelayStarter, file: StaticString = #filePath, line: UInt = #line) throws {
     let (client, a) = try tcpPair()
     let (upstream, b) = try tcpPair()
-    defer { Syscall.close(client); Syscall.close(upstream) }
+    defer {
+        Syscall.close(client)
+        Syscall.close(upstream)
+    }
     let (report, done) = try start(a, b)
     let bulk = String(repeating: "0123456789abcdef", count: 1 << 16)  // 1 MiB
     let (early, late) = clientFirst ? (client, upstream) : (upstream, client)

@@ -31,8 +31,10 @@ final class UDPRecorder: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     /// Waits until `predicate` holds, at most `timeout`.
     @discardableResult
-    func wait(_ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
-              until predicate: ([Event]) -> Bool) -> Bool {
+    func wait(
+        _ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+        until predicate: ([Event]) -> Bool
+    ) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while !predicate(all) {
             let left = deadline - ContinuousClock.now

@@ -1,6 +1,6 @@
+import Foundation
 import SocketCore
 import TestSupport
-import Foundation
 import XCTest
 
 /// Runs the built `tincan` binary (or any program) with bounded waits.
@@ -102,17 +102,21 @@ final class Tool: @unchecked Sendable {
     }
 
     /// Runs to completion and fails the test unless it exited 0: its stdout.
-    static func output(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30),
-                       file: StaticString = #filePath, line: UInt = #line) throws -> String {
+    static func output(
+        _ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> String {
         let r = try run(arguments, input: input, timeout: timeout, file: file, line: line)
         XCTAssertEqual(r.status, 0, "\(arguments): \(r.err)", file: file, line: line)
         return r.out
     }
 
     /// Runs to completion: status, stdout, stderr.
-    static func run(_ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30), environment: [String: String]? = nil,
-                    program: String = Tool.tincan,
-                    file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int32, out: String, err: String) {
+    static func run(
+        _ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30), environment: [String: String]? = nil,
+        program: String = Tool.tincan,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (status: Int32, out: String, err: String) {
         let tool = try Tool(arguments, program: program, environment: environment)
         if let input { tool.send(input) }
         tool.closeInput()
@@ -145,8 +149,10 @@ extension Tool {
 }
 
 /// Polls `condition` until it holds, at most `timeout`; fails the test if it never does.
-func waitUntil(_ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
-               _ condition: () -> Bool) {
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
+    _ condition: () -> Bool
+) {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         guard ContinuousClock.now < deadline else {
@@ -162,8 +168,10 @@ func fileText(_ path: String) -> String { (try? String(contentsOfFile: path, enc
 
 /// Sends `chunks` x 64 MiB of random bytes from `cat | tincan SEND...` to `tincan LISTEN... |
 /// sha256sum` on 127.0.0.1:`port` and fails unless both digests are equal.
-func assertBulkTransfer(chunks: Int, port: UInt16, listen: [String], send: [String], waitFor sendPort: UInt16? = nil,
-                        file: StaticString = #filePath, line: UInt = #line) throws {
+func assertBulkTransfer(
+    chunks: Int, port: UInt16, listen: [String], send: [String], waitFor sendPort: UInt16? = nil,
+    file: StaticString = #filePath, line: UInt = #line
+) throws {
     let dir = "/dev/shm/tincan-bulk-\(getpid())-\(port)"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -220,14 +228,18 @@ func freeUDPPort() -> UInt16 {
 func pythonUDPServer(reply: String) throws -> (Tool, UInt16) {
     let port = freeUDPPort()
     let body = reply.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
-    let server = try Tool(["python3", "-u", "-c", """
-        import socket, sys
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", int(sys.argv[1])))
-        while True:
-            data, peer = s.recvfrom(65535)
-        \(body)
-        """, String(port)], program: "/usr/bin/env")
+    let server = try Tool(
+        [
+            "python3", "-u", "-c",
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", int(sys.argv[1])))
+            while True:
+                data, peer = s.recvfrom(65535)
+            \(body)
+            """, String(port),
+        ], program: "/usr/bin/env")
     waitForUDPReceiver(port: port)
     return (server, port)
 }
@@ -235,8 +247,10 @@ func pythonUDPServer(reply: String) throws -> (Tool, UInt16) {
 extension Tool {
     /// `tincan listen -v ARGUMENTS HOST 0`: a listener on a port the kernel chose for it (so no
     /// other process can hold it), ready once it says where it listens: the tool and the port.
-    static func listener(_ arguments: [String], host: String = "127.0.0.1", timeout: Duration = .seconds(10),
-                         file: StaticString = #filePath, line: UInt = #line) throws -> (Tool, UInt16) {
+    static func listener(
+        _ arguments: [String], host: String = "127.0.0.1", timeout: Duration = .seconds(10),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (Tool, UInt16) {
         let tool = try Tool(["listen", "-v"] + arguments + [host, "0"])
         var port: UInt16?
         waitUntil("the listener's port", timeout: timeout, file: file, line: line) {
@@ -256,8 +270,10 @@ extension Tool {
 extension Tool {
     /// Starts a server that binds port 0 (its arguments say so) and prints the port it got as its
     /// first line of stdout: the tool and that port, once printed.
-    static func server(_ arguments: [String], program: String = "/usr/bin/env", timeout: Duration = .seconds(10),
-                       file: StaticString = #filePath, line: UInt = #line) throws -> (Tool, UInt16) {
+    static func server(
+        _ arguments: [String], program: String = "/usr/bin/env", timeout: Duration = .seconds(10),
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (Tool, UInt16) {
         let tool = try Tool(arguments, program: program)
         waitUntil("the server's port", timeout: timeout, file: file, line: line) { tool.stdoutText.contains("\n") || !tool.process.isRunning }
         guard let port = tool.stdoutText.split(separator: "\n").first.flatMap({ UInt16($0) }) else {
@@ -272,8 +288,10 @@ extension Tool {
     /// Starts a server that takes its port as an argument (`arguments(port)`) on a port of its
     /// own: ready once it listens there itself; if another process took the port first, or the
     /// server ended at start, it is started again on another (three tries).
-    static func server(program: String, file: StaticString = #filePath, line: UInt = #line,
-                       _ arguments: (UInt16) -> [String]) throws -> (Tool, UInt16) {
+    static func server(
+        program: String, file: StaticString = #filePath, line: UInt = #line,
+        _ arguments: (UInt16) -> [String]
+    ) throws -> (Tool, UInt16) {
         var last = Listeners.Readiness.timedOut
         for _ in 0..<3 {
             let port = freePort()

@@ -100,8 +100,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// Runs `body`, which blocks (a dial, a wait for a connect), on a thread of its own: never
     /// on a shared dispatch worker. Without a thread the client is closed and said so.
-    private func onThread(_ client: Client, secured clientSocket: AsyncSocket?, alsoClosing other: Int32? = nil,
-                          _ body: @escaping @Sendable () -> Void) {
+    private func onThread(
+        _ client: Client, secured clientSocket: AsyncSocket?, alsoClosing other: Int32? = nil,
+        _ body: @escaping @Sendable () -> Void
+    ) {
         do throws(SystemError) { try Syscall.startThread(body) } catch {
             if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
             if let other { Syscall.close(other) }
@@ -131,9 +133,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     private func client(_ accepted: AcceptedConnection) -> Client {
         let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
-        let client = Client(fd: accepted.descriptor, peer: peer, source: accepted.peer,
-                            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
-                            queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
+        let client = Client(
+            fd: accepted.descriptor, peer: peer, source: accepted.peer,
+            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
+            queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
         return client
     }
@@ -174,8 +177,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             switch result {
             case .success(let info):
                 Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
-                client.log?.emit("tls", [("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
-                                         ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
+                client.log?.emit(
+                    "tls",
+                    [
+                        ("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
+                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
+                    ])
                 // A client that reset right after its handshake (its session tickets met the
                 // reset) and sent nothing can neither send nor hear anything: no upstream is
                 // bothered for it, as haproxy does for a client that aborts before the connect.
@@ -213,8 +220,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func unreachable(_ client: Client, _ error: CommandError, secured clientSocket: AsyncSocket?) {
         let name = upstream.target.description
         if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
-        client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
-                                     ("error", .string(error.message))])
+        client.log?.emit(
+            "forward",
+            [
+                ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
+                ("error", .string(error.message)),
+            ])
         report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code)
     }
 
@@ -234,8 +245,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if upstream.target.isTCP { settings.liveness.apply(to: fd) }
         let took = ContinuousClock.now - client.started
         Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
-        client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
-                                     ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+        client.log?.emit(
+            "forward",
+            [
+                ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
+                ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
+            ])
         if clientSocket == nil && upstream.tls == nil {
             splice(client, upstream: fd)
         } else {
@@ -268,15 +283,23 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             switch result {
             case .success(let info):
                 Console.note("\(client.peer): TLS to upstream \(name), \(info.protocolVersion) \(info.cipher)", level: 1)
-                client.log?.emit("tls", [("client", .string(client.peer)), ("side", .string("upstream")), ("version", .string(info.protocolVersion)),
-                                         ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null)])
+                client.log?.emit(
+                    "tls",
+                    [
+                        ("client", .string(client.peer)), ("side", .string("upstream")), ("version", .string(info.protocolVersion)),
+                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
+                    ])
                 bridge(clientEnd, upstreamEnd, client: client)
             case .failure(let error):
                 clientEnd.disconnect()
                 upstreamEnd.disconnect()
                 let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
-                client.log?.emit("forward", [("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("upstream TLS failed")),
-                                             ("error", .string(explained.message))])
+                client.log?.emit(
+                    "forward",
+                    [
+                        ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("upstream TLS failed")),
+                        ("error", .string(explained.message)),
+                    ])
                 report("\(client.peer): \(explained.message); closed the client", code: explained.code)
             }
         }
@@ -299,8 +322,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func splice(_ client: Client, upstream upstreamFD: Int32) {
         let watched = Watched()
         do throws(SystemError) {
-            let relay = try StreamRelay(client.fd, upstreamFD, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
-                                        queue: client.queue) { [self] report in
+            let relay = try StreamRelay(
+                client.fd, upstreamFD, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+                queue: client.queue
+            ) { [self] report in
                 idle?.forget(watched.token.withLock { $0 })
                 closed(client, report)
             }
@@ -315,8 +340,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     private func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
         let watched = Watched()
-        let bridge = SocketBridge(clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
-                                  queue: client.queue) { [self] report in
+        let bridge = SocketBridge(
+            clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+            queue: client.queue
+        ) { [self] report in
             idle?.forget(watched.token.withLock { $0 })
             closed(client, report)
         }
@@ -339,8 +366,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func closed(_ client: Client, _ report: StreamRelay.Report) {
         let summary = "\(client.peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
         if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
-        client.log?.emit("closed", [("client", .string(client.peer)), ("sent", .number(Double(report.forward))), ("received", .number(Double(report.backward))),
-                                    ("error", report.failure.map(JSONValue.string) ?? .null)])
+        client.log?.emit(
+            "closed",
+            [
+                ("client", .string(client.peer)), ("sent", .number(Double(report.forward))), ("received", .number(Double(report.backward))),
+                ("error", report.failure.map(JSONValue.string) ?? .null),
+            ])
         finished(report.failure.map { _ in CommandError(summary) })
     }
 

@@ -51,7 +51,8 @@ struct ListenCommand {
             tls = try TLSOptions.server(args)
         } else {
             for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .handshakeTimeout]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option) {
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option)
+            {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             tls = nil
@@ -92,8 +93,9 @@ struct ListenCommand {
         if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
-        dial = UpstreamDial.Options(source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
-                                    marking: settings.marking)
+        dial = UpstreamDial.Options(
+            source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
+            marking: settings.marking)
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }

@@ -60,14 +60,23 @@ struct DatagramScript {
                     if left <= .zero || arrived.wait(timeout: .now() + left.dispatchInterval) == .timedOut {
                         if inbox.withLock({ !$0.isEmpty }) { continue }
                         let got = last.isEmpty ? "no reply" : "last reply \(Script.quote(last[...]))"
-                        log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(false)),
-                                             ("got", .string(Script.quote(last[...])))])
-                        throw CommandError("--expect '\(expectation.text)' failed: no matching reply from \(target) within \(script.timeoutText) (--expect-timeout); \(got)", code: .expectFailed)
+                        log?.emit(
+                            "expect",
+                            [
+                                ("pattern", .string(expectation.text)), ("matched", .bool(false)),
+                                ("got", .string(Script.quote(last[...]))),
+                            ])
+                        throw CommandError(
+                            "--expect '\(expectation.text)' failed: no matching reply from \(target) within \(script.timeoutText) (--expect-timeout); \(got)", code: .expectFailed)
                     }
                 }
                 let took = ContinuousClock.now - started
-                log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(true)),
-                                     ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+                log?.emit(
+                    "expect",
+                    [
+                        ("pattern", .string(expectation.text)), ("matched", .bool(true)),
+                        ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
+                    ])
                 Console.note("matched --expect '\(expectation.text)' (\(EventLog.format(took)))", level: 1)
             }
         }

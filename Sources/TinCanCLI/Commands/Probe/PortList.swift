@@ -25,7 +25,8 @@ enum PortList {
             }
             let parts = item.split(separator: "-", omittingEmptySubsequences: false)
             guard (1...2).contains(parts.count), let low = UInt16(parts[0]), low > 0,
-                  let high = parts.count == 2 ? UInt16(parts[1]) : low else {
+                let high = parts.count == 2 ? UInt16(parts[1]) : low
+            else {
                 throw UsageError("bad port list '\(text)': '\(item)' is not a port (1-65535), a range such as 8000-8100 or a service name", command: command)
             }
             guard low <= high else {

@@ -65,10 +65,14 @@ struct PortScan {
         // Prints, in the order given, every result that is ready.
         let report = { (result: Result) in
             if result.state == .open { anyOpen = true }
-            log?.emit("port", [("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
-                               ("address", .string(result.address?.description ?? Endpoint(host: host, port: result.port).description)),
-                               ("took_ms", .number(result.took.milliseconds.rounded(toPlaces: 3))),
-                               ("reason", .string(result.reason))])
+            log?.emit(
+                "port",
+                [
+                    ("port", .number(Double(result.port))), ("state", .string(result.state.rawValue)),
+                    ("address", .string(result.address?.description ?? Endpoint(host: host, port: result.port).description)),
+                    ("took_ms", .number(result.took.milliseconds.rounded(toPlaces: 3))),
+                    ("reason", .string(result.reason)),
+                ])
             results[result.port] = result
             while printed < ports.count, let next = results[ports[printed]] {
                 // As nc -z: only open ports, unless -v asks for every one.
@@ -81,8 +85,10 @@ struct PortScan {
         if let proxies {
             Console.note("proxy: " + proxies.summary, level: 1)
             let tunnel = Tunnel(dialer: Dialer(settings: settings), choice: proxies)
-            try ProxiedScan(host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
-                            source: source, device: device).run(report)
+            try ProxiedScan(
+                host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
+                source: source, device: device
+            ).run(report)
         } else {
             let connects: PendingConnects
             do throws(AsyncSocketError) {
@@ -213,7 +219,9 @@ private struct Scan {
         guard let probe = probes.removeValue(forKey: index) else { return }
         // The address that answered (the one tried last), or the only one there is.
         let address = (state == .open ? addresses[probe.next - 1] : addresses.count == 1 ? addresses[0] : nil)?.withPort(probe.port)
-        report(PortScan.Result(port: probe.port, state: state, address: address,
-                               took: .now - probe.started, reason: reason))
+        report(
+            PortScan.Result(
+                port: probe.port, state: state, address: address,
+                took: .now - probe.started, reason: reason))
     }
 }

@@ -65,16 +65,22 @@ struct StreamScript {
                     chunk = try receive(into: buffer, until: deadline, expectation, recent)
                 }
                 let took = ContinuousClock.now - started
-                log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(true)),
-                                     ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3)))])
+                log?.emit(
+                    "expect",
+                    [
+                        ("pattern", .string(expectation.text)), ("matched", .bool(true)),
+                        ("took_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
+                    ])
                 Console.note("matched --expect '\(expectation.text)' (\(EventLog.format(took)))", level: 1)
             }
         }
     }
 
     /// The next bytes from the peer, already written to stdout.
-    private func receive(into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant,
-                         _ expectation: Script.Expectation, _ recent: [UInt8]) throws(CommandError) -> [UInt8] {
+    private func receive(
+        into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant,
+        _ expectation: Script.Expectation, _ recent: [UInt8]
+    ) throws(CommandError) -> [UInt8] {
         let left = deadline - .now
         let received: Int?
         do throws(TransportError) {
@@ -105,8 +111,12 @@ struct StreamScript {
     }
 
     private func failure(_ expectation: Script.Expectation, _ why: String, _ recent: [UInt8]) -> CommandError {
-        log?.emit("expect", [("pattern", .string(expectation.text)), ("matched", .bool(false)),
-                             ("reason", .string(why)), ("got", .string(Script.quote(recent[...])))])
+        log?.emit(
+            "expect",
+            [
+                ("pattern", .string(expectation.text)), ("matched", .bool(false)),
+                ("reason", .string(why)), ("got", .string(Script.quote(recent[...]))),
+            ])
         return CommandError("--expect '\(expectation.text)' failed: \(why); received since the last match: \(Script.quote(recent[...]))", code: .expectFailed)
     }
 }

@@ -26,11 +26,12 @@ struct ProxyChoice: Sendable {
         if !hops.isEmpty { reason = "--proxy" }
         if let address = args.value(.proxyAddress) {
             guard hops.isEmpty else { throw usage("-x and --proxy both name a proxy: give the chain with --proxy alone") }
-            let scheme: ProxyEndpoint.Scheme = switch args.value(.proxyType) ?? "5" {
-            case "4": .socks4
-            case "connect": .http
-            default: .socks5h
-            }
+            let scheme: ProxyEndpoint.Scheme =
+                switch args.value(.proxyType) ?? "5" {
+                case "4": .socks4
+                case "connect": .http
+                default: .socks5h
+                }
             do throws(ProxyURLError) {
                 hops.append(try ProxyEndpoint(url: "\(scheme.rawValue)://\(address)"))
             } catch {

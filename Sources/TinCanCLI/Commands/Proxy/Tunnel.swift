@@ -51,8 +51,10 @@ struct Tunnel {
 
     /// The tunnel, or how the chain failed (reaching the first proxy failing is thrown).
     /// Hops are noted at `noteLevel` of -v.
-    func establish(to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?,
-                   noteLevel: Int) throws(CommandError) -> Result<AsyncSocket, AsyncSocketError> {
+    func establish(
+        to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?,
+        noteLevel: Int
+    ) throws(CommandError) -> Result<AsyncSocket, AsyncSocketError> {
         let started = ContinuousClock.now
         let first = choice.hops[0]
         let socket: AsyncSocket
@@ -65,12 +67,15 @@ struct Tunnel {
         let done = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<Void, AsyncSocketError>?>(nil)
         let log = EventLog.current.withLock { $0 }
-        socket.negotiateProxies(choice.hops, host: host, port: port, timeout: budget, onHop: { [self] report in
-            noteHop(report, level: noteLevel, log: log)
-        }, completion: { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        })
+        socket.negotiateProxies(
+            choice.hops, host: host, port: port, timeout: budget,
+            onHop: { [self] report in
+                noteHop(report, level: noteLevel, log: log)
+            },
+            completion: { result in
+                outcome.withLock { $0 = result }
+                done.signal()
+            })
         done.wait()
         switch outcome.withLock({ $0 })! {
         case .success: return .success(socket)
@@ -88,7 +93,9 @@ struct Tunnel {
         let place = chain.count > 1 ? "proxy \(hop) (hop \(index + 1) of \(chain.count))" : "proxy \(hop)"
         switch failure.kind {
         case .authentication:
-            return CommandError("\(place): authentication failed: \(failure.detail); check the user name and password (user:password@ in the URL, --proxy-user, \(ProxyChoice.passwordVariable))", code: .proxyAuthentication)
+            return CommandError(
+                "\(place): authentication failed: \(failure.detail); check the user name and password (user:password@ in the URL, --proxy-user, \(ProxyChoice.passwordVariable))",
+                code: .proxyAuthentication)
         case .refused:
             return CommandError("\(place) refused to connect to \(asked): \(failure.detail)", code: .proxyRefused)
         case .targetUnreachable:

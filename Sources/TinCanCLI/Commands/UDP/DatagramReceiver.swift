@@ -47,8 +47,10 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let log = EventLog.current.withLock { $0 }
     private let marking = Locked<TrafficMarking?>(nil)
 
-    init(socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
-         accept: @escaping @Sendable (DatagramView) -> Bool = { _ in true }) {
+    init(
+        socket: AsyncUDPSocket, printer: DatagramPrinter, limit: Int?, echo: Bool,
+        accept: @escaping @Sendable (DatagramView) -> Bool = { _ in true }
+    ) {
         self.socket = socket
         self.printer = printer
         self.limit = limit
@@ -64,13 +66,15 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     /// Starts printing.
     func start() throws(UDPSocketError) {
-        try socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in
-            flush()
-            // The waiting thread is woken for new datagrams only when it counts them, and then
-            // once per batch: waking it for each datagram took CPU the receiving thread needed
-            // in a burst (1400-byte bursts lost up to a quarter of the datagrams).
-            if state.withLock({ $0.progressWanted }) { wake.signal() }
-        })
+        try socket.beginReceivingInPlace(
+            { [self] view in handle(view) },
+            batchEnd: { [self] in
+                flush()
+                // The waiting thread is woken for new datagrams only when it counts them, and then
+                // once per batch: waking it for each datagram took CPU the receiving thread needed
+                // in a burst (1400-byte bursts lost up to a quarter of the datagrams).
+                if state.withLock({ $0.progressWanted }) { wake.signal() }
+            })
     }
 
     /// Counts as activity for --timeout / --wait-reply (a datagram was sent).

@@ -48,8 +48,10 @@ final class PeerProgram: @unchecked Sendable {
 
     /// Starts `program` for `peer`. `buffer` (64 KiB or more) is shared by every program of the
     /// listener: all run on one queue.
-    init(_ program: [String], peer: SocketAddress, local: SocketAddress?, socket: AsyncUDPSocket,
-         buffer: UnsafeMutableRawBufferPointer) throws(CommandError) {
+    init(
+        _ program: [String], peer: SocketAddress, local: SocketAddress?, socket: AsyncUDPSocket,
+        buffer: UnsafeMutableRawBufferPointer
+    ) throws(CommandError) {
         self.peer = peer
         self.local = local
         self.socket = socket
@@ -59,7 +61,8 @@ final class PeerProgram: @unchecked Sendable {
         do throws(SystemError) { stdin = try Syscall.pipe(nonBlocking: false) } catch {
             throw CommandError("cannot make a pipe for \(program[0]): \(error.lowercaseReason)")
         }
-        let ours: Int32, theirs: Int32
+        let ours: Int32
+        let theirs: Int32
         do throws(SystemError) { (ours, theirs) = try Syscall.socketPair(.seqPacket, nonBlocking: false) } catch {
             [stdin.read, stdin.write].forEach(Syscall.close)
             throw CommandError("cannot make a socket pair for \(program[0]): \(error.lowercaseReason)")

@@ -38,7 +38,6 @@ struct ReceiveSettings {
         return (socket, interruption)
     }
 
-
     /// Prints until the run ends, then turns its end into success or the error to report.
     func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
         receiver.mark(marking)

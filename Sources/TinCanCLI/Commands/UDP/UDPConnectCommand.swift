@@ -128,11 +128,13 @@ struct UDPConnectCommand {
             // Before stdin's end only --idle-timeout bounds the wait; after it, -w too.
             let quiet = sawEnd ? [idle, waitAfterEOF].compactMap { $0 }.min() : idle
             let observedEnd = sawEnd
-            let outcome = receiver.wait(idle: quiet, until: { () -> ContinuousClock.Instant? in
-                let now = input.withLock { $0 }
-                if now.failure != nil || (now.endedAt != nil && !observedEnd) { return ContinuousClock.now }  // look again
-                return now.endedAt.flatMap { ended in quitAfterEOF.map { ended + $0 } }
-            })
+            let outcome = receiver.wait(
+                idle: quiet,
+                until: { () -> ContinuousClock.Instant? in
+                    let now = input.withLock { $0 }
+                    if now.failure != nil || (now.endedAt != nil && !observedEnd) { return ContinuousClock.now }  // look again
+                    return now.endedAt.flatMap { ended in quitAfterEOF.map { ended + $0 } }
+                })
             switch outcome {
             case .complete:
                 break
@@ -142,7 +144,9 @@ struct UDPConnectCommand {
                 throw CommandError("writing a reply to stdout failed: \(error.lowercaseReason); \(receiver.received) replies were written before")
             case .timedOut:
                 if let idle, quiet == idle, waitAfterEOF.map({ !sawEnd || idle <= $0 }) ?? true {
-                    throw CommandError("no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); sent \(sent.withLock { $0 }), received \(receiver.received)", code: .timeout)
+                    throw CommandError(
+                        "no datagram either way for \(idleText ?? "the idle timeout") (--idle-timeout); sent \(sent.withLock { $0 }), received \(receiver.received)", code: .timeout
+                    )
                 }
             case .deadline:
                 let now = input.withLock { $0 }

@@ -88,7 +88,8 @@ struct UDPListenCommand {
                 try socket.bind(port: port, interface: address)
             }
         } catch {
-            throw CommandError("cannot bind \(unix == nil ? "UDP " : "")\(unix?.host ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
+            throw CommandError(
+                "cannot bind \(unix == nil ? "UDP " : "")\(unix?.host ?? Endpoint(host: address ?? "*", port: port).description): \(error.description.replacingAddressInUse)")
         }
         let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)

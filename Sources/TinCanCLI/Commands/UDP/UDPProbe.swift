@@ -84,8 +84,11 @@ struct UDPProbe {
         func finish(_ probe: Probe, _ state: PortScan.State, _ reason: String) {
             Syscall.close(probe.fd)
             probes[probe.fd] = nil
-            report(probe.index, PortScan.Result(port: ports[probe.index], state: state, address: address.withPort(ports[probe.index]),
-                                                took: ContinuousClock.now - probe.started, reason: reason))
+            report(
+                probe.index,
+                PortScan.Result(
+                    port: ports[probe.index], state: state, address: address.withPort(ports[probe.index]),
+                    took: ContinuousClock.now - probe.started, reason: reason))
         }
         while true {
             while probes.count < parallel, let index = queued.next() {

@@ -64,7 +64,6 @@ struct UDPSendCommand {
         marking = try TrafficMarking.parse(args)
     }
 
-
     func run() throws {
         let stop = Interruption.install {}
         defer { stop.cancel() }
@@ -110,8 +109,10 @@ struct UDPSendCommand {
         receiver.mark(marking)
         defer { socket.close() }
         if !script.isEmpty {
-            try DatagramScript(script: script, socket: socket, destination: connected ? nil : destination, target: target,
-                               receiver: receiver).run()
+            try DatagramScript(
+                script: script, socket: socket, destination: connected ? nil : destination, target: target,
+                receiver: receiver
+            ).run()
             return
         }
         let sent = Atomic<Int>(0)

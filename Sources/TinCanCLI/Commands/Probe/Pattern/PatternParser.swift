@@ -69,9 +69,15 @@ struct PatternParser {
         let at = index
         var bounds: (min: Int, max: Int?)
         switch peek {
-        case "*": bounds = (0, nil); index += 1
-        case "+": bounds = (1, nil); index += 1
-        case "?": bounds = (0, 1); index += 1
+        case "*":
+            bounds = (0, nil)
+            index += 1
+        case "+":
+            bounds = (1, nil)
+            index += 1
+        case "?":
+            bounds = (0, 1)
+            index += 1
         case "{":
             guard let counted = try countedBounds() else { return atom }
             bounds = counted
@@ -95,7 +101,10 @@ struct PatternParser {
     private func isCountedBounds(at offset: Int) -> Bool {
         var i = offset + 1
         var digits = 0
-        while i < characters.count, characters[i].isASCII, characters[i].isNumber { i += 1; digits += 1 }
+        while i < characters.count, characters[i].isASCII, characters[i].isNumber {
+            i += 1
+            digits += 1
+        }
         guard digits > 0, i < characters.count else { return false }
         if characters[i] == "}" { return true }
         guard characters[i] == "," else { return false }
@@ -110,7 +119,10 @@ struct PatternParser {
         index += 1  // {
         func number() -> Int? {
             var text = ""
-            while let c = peek, c.isASCII, c.isNumber { text.append(c); index += 1 }
+            while let c = peek, c.isASCII, c.isNumber {
+                text.append(c)
+                index += 1
+            }
             return text.isEmpty ? nil : Int(text.prefix(9))
         }
         let low = number() ?? 0
@@ -263,7 +275,8 @@ struct PatternParser {
             }
             // A range a-z (a '-' first, last or after a class stands for itself).
             if peek == "-", index + 1 < characters.count, characters[index + 1] != "]",
-               let start = Self.single(low) {
+                let start = Self.single(low)
+            {
                 index += 1
                 guard var e = next() else { throw fail("missing ']' for the '[' here", at: at) }
                 var end: UInt8?
