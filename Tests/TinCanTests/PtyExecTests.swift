@@ -107,9 +107,13 @@ final class PtyExecTests: XCTestCase {
 
     /// TLS and -k: 20 sessions at once, each on a terminal of its own.
     func testTwentyTLSSessionsAtOnceEachOnItsOwnTerminal() throws {
+        // Each program holds its terminal until all twenty run (at most 30 s): twenty at once.
+        let running = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-pty-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: running, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: running) }
         let (listener, port) = try Tool.listener([
             "-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"),
-            "--pty", "--sh-exec", "sleep 0.5; tty",
+            "--pty", "--sh-exec", "tty; touch \(running)/$$; n=0; while [ $(ls \(running) | wc -l) -lt 20 ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done",
         ])
         defer { listener.stop() }
         let clients = try (0..<20).map { _ in try pythonClient(port: port, tls: true) }
