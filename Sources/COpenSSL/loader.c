@@ -37,6 +37,16 @@ static void tincan_openssl_open(void) {
         snprintf(tincan_openssl_error, sizeof tincan_openssl_error, "%s", reason ? reason : "dlopen failed");
         return;
     }
+    // OpenSSL's first initialisation, before any other call: without an atexit handler. By
+    // default exit(3) runs OPENSSL_cleanup, which frees OpenSSL's global state while the relay's
+    // threads may still be ending, and a thread's OpenSSL destructor then walks freed memory (a
+    // `tls` client crashed so, once, as it exited under load). The process is ending anyway;
+    // the kernel reclaims the memory.
+    int (*init)(uint64_t, const void *) = (int (*)(uint64_t, const void *))dlsym(handle, "OPENSSL_init_crypto");
+    if (!init || init(OPENSSL_INIT_NO_ATEXIT, NULL) != 1) {
+        snprintf(tincan_openssl_error, sizeof tincan_openssl_error, "OPENSSL_init_crypto failed");
+        return;
+    }
     __atomic_store_n(&tincan_openssl_handle, handle, __ATOMIC_RELEASE);
 }
 

@@ -34,6 +34,32 @@ final class OpenSSLLoadingTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("file=libssl.so"), "the listener did not load libssl")
     }
 
+    /// OpenSSL's atexit cleanup would free its global state while threads are still ending
+    /// (a thread's OpenSSL destructor then walks freed memory: a `tls` client crashed so as it
+    /// exited, once, under load). The loader initialises OpenSSL without it: a TLS client run
+    /// to its end under gdb never reaches OPENSSL_cleanup.
+    func testOpenSSLIsNotCleanedUpAtExitUnderRunningThreads() throws {
+        let (listener, port) = try Tool.listener(["--tls"])
+        defer { listener.stop() }
+        listener.closeInput()
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-gdb-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        // posix_spawn (Spawned): gdb waits for its inferior with signals a test runner's
+        // threads may block.
+        let gdb = try Spawned(
+            [
+                "/usr/bin/gdb", "-batch", "-ex", "set breakpoint pending on", "-ex", "break OPENSSL_cleanup", "-ex", "run", "--args",
+                Tool.tincan, "tls", "--insecure", "--send", "over TLS\\n", "127.0.0.1", String(port),
+            ], output: output, errors: output)
+        defer { gdb.stop() }
+        waitUntil("gdb and its client to end", timeout: .seconds(60)) { !gdb.isRunning }
+        let said = fileText(output)
+        XCTAssertTrue(said.contains("exited normally"), "the client ran to its end under gdb: \(said)")
+        XCTAssertFalse(said.contains("Breakpoint 1,"), "OPENSSL_cleanup ran at exit: \(said)")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdoutText, "over TLS\n")
+    }
+
     func testTLSWithoutALoadableOpenSSLFailsWithOneClearLine() throws {
         guard getuid() == 0 else { throw Namespace.unavailable("hiding libssl in a mount namespace needs root") }
         let candidates = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"]
