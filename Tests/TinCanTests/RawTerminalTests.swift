@@ -55,18 +55,18 @@ final class RawTerminalTests: XCTestCase {
 
     /// The client in tmux, wrapped so its pid, exit status and the terminal's modes before and
     /// after are written to files.
-    private func startClient(_ tmux: Tmux, port: UInt16, extra: String = "") throws {
+    private func startClient(_ tmux: Tmux, port: UInt16, command: String = "connect", extra: String = "") throws {
         let d = tmux.dir
         try tmux.start(
             """
-            stty -g > \(d)/before; sh -c 'echo $$ > \(d)/pid; exec \(Tool.tincan) connect --raw \(extra) 127.0.0.1 \(port)'; \
+            stty -g > \(d)/before; sh -c 'echo $$ > \(d)/pid; exec \(Tool.tincan) \(command) --raw \(extra) 127.0.0.1 \(port)'; \
             echo $? > \(d)/status; stty -g > \(d)/after; sleep 60
             """)
         waitUntil("the remote prompt") { tmux.screen.contains("remote$") }
     }
 
-    private func shellListener(_ extra: [String] = []) throws -> (Tool, UInt16) {
-        try Tool.listener(["-k", "--pty"] + extra + ["--sh-exec", #"PS1='remote$ ' exec /bin/bash --norc --noprofile -i"#])
+    private func shellListener(_ extra: [String] = ["-k"]) throws -> (Tool, UInt16) {
+        try Tool.listener(["--pty"] + extra + ["--sh-exec", #"PS1='remote$ ' exec /bin/bash --norc --noprofile -i"#])
     }
 
     private func assertRestored(_ tmux: Tmux, status expected: String, file: StaticString = #filePath, line: UInt = #line) {
@@ -113,6 +113,20 @@ final class RawTerminalTests: XCTestCase {
         let wanted = arguments.joined(separator: "\u{0}") + "\u{0}"
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.contains { entry in entry.allSatisfy(\.isNumber) && fileText("/proc/\(entry)/cmdline") == wanted }
+    }
+
+    /// `tls --raw` against a one-client `listen --tls --pty`: the remote `exit` ends both ends
+    /// cleanly (the client answers the server's close_notify with its own), so both exit 0.
+    func testOverTLSBothEndsFinishCleanly() throws {
+        let (listener, port) = try shellListener(["--tls"])
+        defer { listener.stop() }
+        let tmux = try Tmux(self)
+        try startClient(tmux, port: port, command: "tls", extra: "--insecure")
+        try tmux.keys("stty size", "Enter")
+        waitUntil("the size over TLS") { tmux.screen.contains("30 100") }
+        try tmux.keys("exit", "Enter")
+        assertRestored(tmux, status: "0")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
     func testTheTerminalComesBackWhenThePeerEndsTheSession() throws {

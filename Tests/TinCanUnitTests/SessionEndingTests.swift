@@ -41,6 +41,9 @@ final class SessionEndingTests: XCTestCase {
         var policy = Policy()
         policy.inputIsTerminal = true
         var m = SessionEnding(policy)
+        XCTAssertEqual(m.handle(.peerEnded, at: ms(5), activity: none), .init(closeWrite: true, finish: .peerClosed), "our end goes out too")
+        policy.halfClose = false  // --no-shutdown: not even then
+        m = SessionEnding(policy)
         XCTAssertEqual(m.handle(.peerEnded, at: ms(5), activity: none), .init(finish: .peerClosed))
     }
 

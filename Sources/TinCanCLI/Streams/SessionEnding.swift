@@ -21,7 +21,7 @@ struct SessionEnding: Sendable {
         ),
         ("the peer ends its stream", "everything it sent is on stdout; stdin goes on being sent until it ends", ""),
         ("both ended", "done, once the peer has acknowledged every byte sent", "0"),
-        ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script)", "0"),
+        ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script), ending our side too (FIN; over TLS close_notify first)", "0"),
         ("the peer resets, or answers bytes sent after it closed with a reset", "done, what arrived is on stdout, the reason named", "1"),
         (
             "one side of a relay (`listen --forward`) resets, or a relay's write to it fails",
@@ -149,6 +149,9 @@ struct SessionEnding: Sendable {
             if inputEndedAt != nil {
                 finish(.peerClosed, &actions)
             } else if policy.inputIsTerminal && !policy.programSide {
+                // A person typing: the session is over, and our end goes out as a clean one
+                // (over TLS a close_notify: a peer that reads on is not left with a cut).
+                if policy.halfClose { closeWrite(&actions) }
                 finish(.peerClosed, &actions)
             }
         case .outputClosed:
