@@ -252,10 +252,21 @@ final class Relay: @unchecked Sendable {
             do throws(TransportError) {
                 try transport.send(chunk)
             } catch {
-                report(.failed(notDelivered(error.reason, n)))
+                if case .peerGone = error { awaitPeersLastWords() }
+                report(.failed(notDelivered(error.reason, n), code: error.code))
                 return
             }
             sent(chunk.count)
+        }
+    }
+
+    /// A send met a peer that is gone (reset, or closed): what it sent before it went — a reply,
+    /// or over TLS the alert that says why (a client certificate it requires) — is still to be
+    /// read. The network side reads it to its end and reports first; the send's failure stands
+    /// only when that side says nothing within ``flushLimit``.
+    private func awaitPeersLastWords() {
+        if networkLoopDone.wait(timeout: .now() + .seconds(Int(Relay.flushLimit.components.seconds))) == .success {
+            networkLoopDone.signal()  // for run(), which waits for the same end
         }
     }
 
