@@ -28,12 +28,14 @@ final class TLSStreamTests: XCTestCase {
         return socket
     }
 
-    /// Reads until close_notify (0) or `limit` bytes.
+    /// Reads until close_notify (0) or `limit` bytes, never past `limit`: what comes after is
+    /// left for the next read (the server may answer in the same record train).
     private func readAll(_ stream: TLSStream, limit: Int = 64 << 20) throws -> [UInt8] {
         var all: [UInt8] = []
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 100_000, alignment: 16)
-        defer { buffer.deallocate() }
+        let whole = UnsafeMutableRawBufferPointer.allocate(byteCount: 100_000, alignment: 16)
+        defer { whole.deallocate() }
         while all.count < limit {
+            let buffer = UnsafeMutableRawBufferPointer(rebasing: whole[0..<min(whole.count, limit - all.count)])
             guard let n = try stream.read(into: buffer, timeout: .seconds(20)) else {
                 XCTFail("no data within 20 s after \(all.count) bytes")
                 break
