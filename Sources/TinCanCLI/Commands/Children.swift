@@ -27,23 +27,21 @@ final class Children: @unchecked Sendable {
 
     /// Starts `program` with stdin and stdout on `input` and `output`; its pid.
     func spawn(_ program: [String], input: Int32, output: Int32) throws(SystemError) -> pid_t {
-        try startReaper()
-        // Started and registered under the lock: the reaper cannot see it end unregistered.
-        let pid = try state.withLock { (state: inout State) throws(SystemError) -> pid_t in
-            let pid = try Syscall.spawn(program, input: input, output: output)
-            state.running[pid] = .some(nil)
-            return pid
-        }
-        started.signal()
-        return pid
+        try register { () throws(SystemError) in try Syscall.spawn(program, input: input, output: output) }
     }
 
     /// Starts `program` on the pseudo-terminal whose slave is `terminal`, in a session of its
     /// own, with `environment` over tincan's; its pid (also its session and process group).
     func spawn(_ program: [String], terminal: String, environment: [String: String]) throws(SystemError) -> pid_t {
+        try register { () throws(SystemError) in try Syscall.spawn(program, terminal: terminal, environment: environment) }
+    }
+
+    /// Runs `start` and registers the program it started, under the lock: the reaper cannot
+    /// see it end unregistered.
+    private func register(_ start: () throws(SystemError) -> pid_t) throws(SystemError) -> pid_t {
         try startReaper()
         let pid = try state.withLock { (state: inout State) throws(SystemError) -> pid_t in
-            let pid = try Syscall.spawn(program, terminal: terminal, environment: environment)
+            let pid = try start()
             state.running[pid] = .some(nil)
             return pid
         }
