@@ -82,15 +82,25 @@ final class PtyExecTests: XCTestCase {
         XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
-    /// The last line a program prints as it exits arrives, every time.
+    /// The last line a program prints as it exits arrives, every time; and a hundred sessions
+    /// leave the listener holding no more descriptors than it did before them.
     func testTheLastLineArrivesEveryTime() throws {
-        let (listener, port) = try Tool.listener(["-k", "--pty", "--sh-exec", "seq 1 200 | tr '\\n' ' '; echo; echo the-last-line"])
+        let (listener, port) = try Tool.listener(["-k", "-v", "--pty", "--sh-exec", "seq 1 200 | tr '\\n' ' '; echo; echo the-last-line"])
         defer { listener.stop() }
+        let pid = listener.process.processIdentifier
+        let before = descriptors(pid)
         let client = try pythonClient(port: port, runs: 100)
         XCTAssertEqual(client.wait(timeout: .seconds(120)), 0, client.stderrText)
         let runs = client.stdoutText.components(separatedBy: "--end--").dropLast()
         XCTAssertEqual(runs.count, 100)
-        XCTAssertEqual(runs.filter { $0.contains("199 200 \r\nthe-last-line\r\n") }.count, 100, runs.first(where: { !$0.contains("the-last-line") }) ?? "")
+        let cut = runs.first(where: { !$0.contains("the-last-line") }) ?? ""
+        XCTAssertEqual(runs.filter { $0.contains("199 200 \r\nthe-last-line\r\n") }.count, 100, "\(cut.debugDescription)\n\(listener.stderrText)")
+        // Each session's program is reaped and its descriptors closed once its client is gone.
+        waitUntil("the sessions' descriptors closed (\(before) before them)") { descriptors(pid) <= before + 2 }
+    }
+
+    private func descriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
     /// The peer's end of stream hangs the terminal up: the program gets SIGHUP.

@@ -26,15 +26,16 @@ enum ProgramSession {
     /// kernel carries the bytes), a TLS one (or one with bytes read ahead) is bridged by a relay.
     static func run(_ program: [String], connection: Connection, settings: StreamSettings, peer: String, level: Int = 1) throws {
         Interruption.install()  // a signal ends the program too
+        if case .plain(let fd, let readAhead) = connection, readAhead.isEmpty {
+            return try run(program, descriptor: fd, settings: settings, peer: peer, level: level)  // it closes fd
+        }
+        // A bridged plain connection's descriptor is ours to close (a TLS stream closes its
+        // own): under -k every session would keep one.
+        defer { if case .plain(let fd, _) = connection { Syscall.close(fd) } }
         if let pty = settings.pty {
             return try run(program, over: HandOver.transport(connection), on: pty, settings: settings, peer: peer, level: level)
         }
-        switch connection {
-        case .plain(let fd, let readAhead) where readAhead.isEmpty:
-            try run(program, descriptor: fd, settings: settings, peer: peer, level: level)
-        default:
-            try run(program, over: HandOver.transport(connection), settings: settings, peer: peer, level: level)
-        }
+        try run(program, over: HandOver.transport(connection), settings: settings, peer: peer, level: level)
     }
 
     /// Runs `program` with its stdin and stdout on the socket `fd` and waits for it. A program

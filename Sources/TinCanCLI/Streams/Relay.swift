@@ -230,14 +230,24 @@ final class Relay: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
+        var terminalClosed = false
         while true {
             let n: Int
             do throws(SystemError) {
                 n = try Syscall.readWaiting(input, into: buffer)
             } catch {
                 if options.terminal != nil && error.errno == EIO {
-                    inputEnded()  // every holder of the terminal closed it: the program's end
-                    return
+                    // Every holder of the terminal closed it: the program's end. Once the
+                    // kernel says so, a second read confirms it: a read that found nothing,
+                    // then saw the last holder close, answers EIO even when the program's last
+                    // writes landed in between (n_tty checks for input, then for the close);
+                    // the next read flushes them through and returns them.
+                    if terminalClosed {
+                        inputEnded()
+                        return
+                    }
+                    terminalClosed = true
+                    continue
                 }
                 report(.failed("reading stdin failed: \(error.lowercaseReason)"))
                 return
@@ -246,6 +256,7 @@ final class Relay: @unchecked Sendable {
                 inputEnded()
                 return
             }
+            terminalClosed = false
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
             options.hex?.dump(chunk, .sent)
