@@ -39,25 +39,31 @@ final class OpenSSLLoadingTests: XCTestCase {
     /// exited, once, under load). The loader initialises OpenSSL without it: a TLS client run
     /// to its end under gdb never reaches OPENSSL_cleanup.
     func testOpenSSLIsNotCleanedUpAtExitUnderRunningThreads() throws {
-        let (listener, port) = try Tool.listener(["--tls"])
-        defer { listener.stop() }
-        listener.closeInput()
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-gdb-\(getpid())").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        // posix_spawn (Spawned): gdb waits for its inferior with signals a test runner's
-        // threads may block.
-        let gdb = try Spawned(
-            [
-                "/usr/bin/gdb", "-batch", "-ex", "set breakpoint pending on", "-ex", "break OPENSSL_cleanup", "-ex", "run", "--args",
-                Tool.tincan, "tls", "--insecure", "--send", "over TLS\\n", "127.0.0.1", String(port),
-            ], output: output, errors: output)
-        defer { gdb.stop() }
-        waitUntil("gdb and its client to end", timeout: .seconds(60)) { !gdb.isRunning }
-        let said = fileText(output)
-        XCTAssertTrue(said.contains("exited normally"), "the client ran to its end under gdb: \(said)")
-        XCTAssertFalse(said.contains("Breakpoint 1,"), "OPENSSL_cleanup ran at exit: \(said)")
-        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
-        XCTAssertEqual(listener.stdoutText, "over TLS\n")
+        // gdb itself sometimes fails under load ("internal-error: wait returned unexpected
+        // status", gdb 13): such a run says nothing of tincan, and is run again.
+        for attempt in 1...3 {
+            let (listener, port) = try Tool.listener(["--tls"])
+            defer { listener.stop() }
+            listener.closeInput()
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-gdb-\(getpid())-\(attempt)").path
+            defer { try? FileManager.default.removeItem(atPath: output) }
+            // posix_spawn (Spawned): gdb waits for its inferior with signals a test runner's
+            // threads may block.
+            let gdb = try Spawned(
+                [
+                    "/usr/bin/gdb", "-batch", "-ex", "set breakpoint pending on", "-ex", "break OPENSSL_cleanup", "-ex", "run", "--args",
+                    Tool.tincan, "tls", "--insecure", "--send", "over TLS\\n", "127.0.0.1", String(port),
+                ], output: output, errors: output)
+            defer { gdb.stop() }
+            waitUntil("gdb and its client to end", timeout: .seconds(60)) { !gdb.isRunning }
+            let said = fileText(output)
+            if said.contains("internal-error") && attempt < 3 { continue }
+            XCTAssertTrue(said.contains("exited normally"), "the client ran to its end under gdb: \(said)")
+            XCTAssertFalse(said.contains("Breakpoint 1,"), "OPENSSL_cleanup ran at exit: \(said)")
+            XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+            XCTAssertEqual(listener.stdoutText, "over TLS\n")
+            return
+        }
     }
 
     func testTLSWithoutALoadableOpenSSLFailsWithOneClearLine() throws {
