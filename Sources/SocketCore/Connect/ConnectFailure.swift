@@ -15,9 +15,12 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// One address tried.
     public struct Attempt: Sendable, Equatable {
+        /// The address tried.
         public let address: SocketAddress
+        /// How the attempt ended.
         public let outcome: Outcome
 
+        /// An attempt at `address` that ended with `outcome`.
         public init(address: SocketAddress, outcome: Outcome) {
             self.address = address
             self.outcome = outcome
@@ -33,6 +36,7 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
     /// Set when the overall timeout ended the connect.
     public internal(set) var timedOutAfterMilliseconds: Int?
 
+    /// A failure to reach `target` (`host:port` or a path), with what was tried.
     public init(target: String, attempts: [Attempt] = [], resolveErrors: [ResolveError] = [], timedOutAfterMilliseconds: Int? = nil) {
         self.target = target
         self.attempts = attempts

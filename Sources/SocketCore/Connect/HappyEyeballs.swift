@@ -19,9 +19,12 @@ public struct HappyEyeballs: Sendable {
         public var attemptDelay: Duration = .milliseconds(250)
         /// Try IPv4 first (the default prefers IPv6).
         public var preferIPv4 = false
+        /// Whether IPv4 addresses are looked up and tried.
         public var ipv4Enabled = true
+        /// Whether IPv6 addresses are looked up and tried.
         public var ipv6Enabled = true
 
+        /// The delays of RFC 8305 (50 ms to wait for AAAA after A, 250 ms between attempts) unless given.
         public init(
             resolutionDelay: Duration = .milliseconds(50), attemptDelay: Duration = .milliseconds(250),
             preferIPv4: Bool = false, ipv4Enabled: Bool = true, ipv6Enabled: Bool = true
@@ -36,29 +39,43 @@ public struct HappyEyeballs: Sendable {
 
     /// What happened.
     public enum Input: Sendable, Equatable {
+        /// Begin: the machine asks for the lookups.
         case start
+        /// A lookup of one family answered (addresses or an error).
         case resolved(SocketAddress.Family, Result<[SocketAddress], ResolveError>)
+        /// The wait for the preferred family's answer (``Configuration/resolutionDelay``) ran out.
         case resolutionDelayElapsed
+        /// The delay before the next attempt (``Configuration/attemptDelay``) ran out.
         case attemptDelayElapsed
+        /// This attempt's socket connected.
         case attemptConnected(AttemptID)
+        /// This attempt failed with this error.
         case attemptFailed(AttemptID, SystemError)
         /// The overall connect timeout ran out.
         case timedOut
+        /// The caller gave up: every attempt is closed.
         case cancel
     }
 
     /// What to do.
     public enum Action: Sendable, Equatable {
+        /// Look up the host's addresses of this family.
         case resolve(SocketAddress.Family)
+        /// Call back with ``Input/resolutionDelayElapsed`` after this long.
         case scheduleResolutionDelay(Duration)
+        /// The pending resolution delay is no longer needed.
         case cancelResolutionDelay
+        /// Open a socket and start connecting it to this address, under this id.
         case startAttempt(AttemptID, SocketAddress)
+        /// Call back with ``Input/attemptDelayElapsed`` after this long.
         case scheduleAttemptDelay(Duration)
+        /// The pending attempt delay is no longer needed.
         case cancelAttemptDelay
         /// Close an attempt that lost (or was cut off).
         case closeAttempt(AttemptID)
         /// This attempt's connection is the result: keep it.
         case succeeded(AttemptID, SocketAddress)
+        /// Nothing connected: the report of every lookup and attempt.
         case failed(ConnectFailure)
     }
 
@@ -77,6 +94,7 @@ public struct HappyEyeballs: Sendable {
         case disabled, pending, done
     }
 
+    /// The delays and families in force.
     public let configuration: Configuration
     private(set) var phase: Phase = .idle
     private var lookups: [SocketAddress.Family: Lookup] = [:]
@@ -91,6 +109,7 @@ public struct HappyEyeballs: Sendable {
     private var lastStartedFamily: SocketAddress.Family?
     private var report: ConnectFailure
 
+    /// A machine for connecting to `target` (named in failure reports), idle until ``Input/start``.
     public init(target: String, configuration: Configuration) {
         self.configuration = configuration
         self.report = ConnectFailure(target: target)

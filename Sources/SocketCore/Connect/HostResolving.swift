@@ -3,6 +3,7 @@ import Dispatch
 /// Looks a host up for one address family and answers on a given queue. ``AsyncSocket`` uses
 /// ``SystemResolver``; tests inject their own to answer when and how they like.
 public protocol HostResolving: Sendable {
+    /// Looks up `host`'s addresses of `family` with `port`, and calls `completion` on `queue` with them or the error.
     func resolve(
         host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void)
@@ -10,8 +11,10 @@ public protocol HostResolving: Sendable {
 
 /// getaddrinfo through ``Resolver``, off the caller's queue.
 public struct SystemResolver: HostResolving {
+    /// The system's resolver.
     public init() {}
 
+    /// Answers a literal address at once, else runs getaddrinfo off `queue` (``Resolver``); answers on `queue`.
     public func resolve(
         host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void

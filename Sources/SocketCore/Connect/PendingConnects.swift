@@ -6,7 +6,9 @@ import Glibc
 public struct PendingConnects {
     /// A connect in flight: where it goes and when it started.
     public struct Attempt: Sendable {
+        /// Where the connect goes.
         public let address: SocketAddress
+        /// When it started.
         public let started: ContinuousClock.Instant
         /// Its socket, owned by the set until the connect finishes.
         let fd: Int32
@@ -15,7 +17,9 @@ public struct PendingConnects {
     /// A connect that finished: the caller's number for it, and the connected descriptor (now
     /// the caller's) or why it failed (its socket closed).
     public struct Finished: Sendable {
+        /// The id given to ``start(_:to:trafficClass:)``.
         public let id: Int
+        /// The connected descriptor (now the caller's), or the error.
         public let result: Result<Int32, SystemError>
     }
 
@@ -25,6 +29,7 @@ public struct PendingConnects {
     /// Where every attempt of the set connects from.
     private let binding: Connector.Binding
 
+    /// No connect in flight.
     public init() { binding = Connector.Binding() }
 
     /// A set whose attempts connect from `source` (an interface name, or a local address with or
@@ -37,6 +42,7 @@ public struct PendingConnects {
 
     /// How many are in flight.
     public var count: Int { entries.count }
+    /// Whether none is in flight.
     public var isEmpty: Bool { entries.isEmpty }
 
     /// Connect `id`, while it is in flight.

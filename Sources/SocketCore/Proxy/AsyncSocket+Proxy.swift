@@ -2,9 +2,11 @@ import Dispatch
 
 /// How one hop of a proxy chain went: the proxy, what it was asked for, how long it took.
 public struct ProxyHopReport: Sendable {
+    /// The proxy of this hop.
     public let proxy: ProxyEndpoint
     /// `host:port` the proxy was asked to connect to (the next hop, or the target).
     public let target: String
+    /// From asking this proxy to its answer: the tunnel open, or the refusal.
     public let took: Duration
     /// `nil` when the tunnel opened.
     public let failure: ProxyFailure?

@@ -13,11 +13,14 @@ import Glibc
 ///     .negotiate(on: fd, host: "example.org", port: 80, timeout: .seconds(5))
 /// ```
 public struct BlockingProxyChain: Sendable {
+    /// The proxies, in the order the connection passes through them.
     public let proxies: [ProxyEndpoint]
     /// The families a locally resolved target (socks4://, socks5://) may have.
     public var ipv4Enabled: Bool
+    /// See ``ipv4Enabled``.
     public var ipv6Enabled: Bool
 
+    /// A chain through `proxies` (first one first).
     public init(proxies: [ProxyEndpoint], ipv4Enabled: Bool = true, ipv6Enabled: Bool = true) {
         self.proxies = proxies
         self.ipv4Enabled = ipv4Enabled

@@ -23,6 +23,7 @@ public struct HTTPConnectDialogue: ProxyDialogue {
     /// The largest 407 body read through to answer the challenge.
     static let challengeBodyLimit = 1 << 20
 
+    /// A `CONNECT target:port` request, with Basic credentials when given (sent once more if a 407 on a kept-open connection asks for them).
     public init(target: ProxyTarget, port: UInt16, credentials: ProxyCredentials?) {
         self.target = target
         self.port = port

@@ -18,6 +18,7 @@ public protocol ProxyDialogue: Sendable {
 
 /// What a ``ProxyDialogue`` asks for next.
 public enum ProxyStep: Sendable, Equatable {
+    /// Send these bytes to the proxy, then feed it what it answers.
     case send([UInt8])
     /// Read exactly this many bytes.
     case read(Int)
@@ -25,6 +26,7 @@ public enum ProxyStep: Sendable, Equatable {
     case readLine
     /// The tunnel is open: what follows on the connection is the target's.
     case done
+    /// The proxy refused, or answered something that is not its protocol.
     case fail(ProxyFailure)
 }
 
@@ -38,7 +40,9 @@ public enum ProxyDialogueLimits {
 
 /// Where a proxy is asked to connect: a name it resolves, or an address resolved here.
 public enum ProxyTarget: Sendable, Equatable, CustomStringConvertible {
+    /// A host name (or address text) the proxy resolves.
     case name(String)
+    /// An address resolved here.
     case address(SocketAddress)
 
     public var description: String {
@@ -51,6 +55,7 @@ public enum ProxyTarget: Sendable, Equatable, CustomStringConvertible {
 
 /// Why a proxy did not open the tunnel, sorted by what a user does about it.
 public struct ProxyFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kinds of failure, each with its own remedy.
     public enum Kind: Sendable, Equatable {
         /// The proxy wants credentials, or refused the ones given.
         case authentication
@@ -64,10 +69,12 @@ public struct ProxyFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case timedOut
     }
 
+    /// What kind of failure it is.
     public let kind: Kind
     /// What the proxy said, quoted: a SOCKS reply code and its meaning, an HTTP status line.
     public let detail: String
 
+    /// A failure of `kind`, described by `detail` (the proxy's own words when it gave any).
     public init(_ kind: Kind, _ detail: String) {
         self.kind = kind
         self.detail = detail

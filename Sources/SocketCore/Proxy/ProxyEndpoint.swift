@@ -25,11 +25,16 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
         public var resolvesTargetLocally: Bool { self == .socks4 || self == .socks5 }
     }
 
+    /// The protocol spoken to the proxy.
     public var scheme: Scheme
+    /// The proxy's host name or address.
     public var host: String
+    /// The proxy's port.
     public var port: UInt16
+    /// User and password for the proxy, if it asks.
     public var credentials: ProxyCredentials?
 
+    /// A proxy at `host`, on `port` or the scheme's default port (``Scheme/defaultPort``).
     public init(scheme: Scheme, host: String, port: UInt16? = nil, credentials: ProxyCredentials? = nil) {
         self.scheme = scheme
         self.host = host
@@ -154,9 +159,12 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
 /// A user name and password for a proxy (SOCKS5 RFC 1929, HTTP Basic); SOCKS4 sends the user
 /// name as its user ID.
 public struct ProxyCredentials: Sendable, Equatable {
+    /// The user name (SOCKS5, HTTP) or user ID (SOCKS4).
     public var user: String
+    /// The password (unused by SOCKS4).
     public var password: String
 
+    /// Credentials for a proxy.
     public init(user: String, password: String) {
         self.user = user
         self.password = password
@@ -165,8 +173,11 @@ public struct ProxyCredentials: Sendable, Equatable {
 
 /// A proxy URL that cannot be used: which part, and why.
 public struct ProxyURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL as given.
     public let url: String
+    /// The part that is wrong (scheme, host, port, user info).
     public let part: String
+    /// Why it cannot be used.
     public let reason: String
 
     public var description: String {

@@ -7,18 +7,23 @@
 /// // "PROXY TCP4 198.18.0.7 198.18.0.1 40512 8080\r\n" with .v1
 /// ```
 public struct ProxyProtocolHeader: Sendable, Equatable {
+    /// The header's version: v1 is a text line, v2 a binary block.
     public enum Version: String, Sendable, CaseIterable {
+        /// Version 1 (text) or 2 (binary).
         case v1, v2
     }
 
+    /// The version written.
     public let version: Version
     /// The client's address and the one it connected to; a relayed connection that is not TCP
     /// over IP (a Unix client), or addresses of two families, are sent as unknown
     /// (`PROXY UNKNOWN`, or v2's PROXY command with the unspecified family), which tells the
     /// server to use the connection's own addresses.
     public let source: SocketAddress?
+    /// The address the client connected to (nil with `source` nil).
     public let destination: SocketAddress?
 
+    /// A header of `version` for a connection from `source` to `destination` (both nil: UNKNOWN / LOCAL).
     public init(_ version: Version, source: SocketAddress?, destination: SocketAddress?) {
         self.version = version
         self.source = source

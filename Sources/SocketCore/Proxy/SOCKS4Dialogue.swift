@@ -5,6 +5,7 @@ public struct SOCKS4Dialogue: ProxyDialogue {
     let port: UInt16
     let userID: String
 
+    /// A SOCKS4 CONNECT to an IPv4 address, or SOCKS4a to a name the proxy resolves, with `userID`.
     public init(target: ProxyTarget, port: UInt16, userID: String) {
         self.target = target
         self.port = port

@@ -14,6 +14,7 @@ public struct SOCKS5Dialogue: ProxyDialogue {
         case finished
     }
 
+    /// A SOCKS5 CONNECT to `target`, offering username/password authentication (RFC 1929) when `credentials` are given.
     public init(target: ProxyTarget, port: UInt16, credentials: ProxyCredentials?) {
         self.target = target
         self.port = port

@@ -11,6 +11,7 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
+    /// A lock around `value`.
     public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)

@@ -8,9 +8,12 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
     /// The network's first address, as 16 bytes' worth (IPv4 in the low 32 bits of `low`).
     let high: UInt64
     let low: UInt64
+    /// Whether the block is IPv4 (else IPv6).
     public let isIPv4: Bool
+    /// How many leading bits are fixed.
     public let prefixLength: Int
 
+    /// A block from text: `ADDRESS/BITS`, or an address alone (a block of one).
     public init(parsing text: String) throws(AddressError) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let host = String(parts[0])

@@ -10,6 +10,7 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
     /// The port, if the text had one.
     public var port: UInt16?
 
+    /// An endpoint of `host` and `port` (nil when none was given).
     public init(host: String, port: UInt16?) {
         self.host = host
         self.port = port

@@ -11,10 +11,14 @@ import Glibc
 /// try Syscall.setKeepalive(fd, Keepalive(idle: 30, interval: 5, count: 3))
 /// ```
 public struct Keepalive: Sendable, Equatable {
+    /// Seconds of idle time before the first probe (TCP_KEEPIDLE); nil leaves the system's.
     public var idle: Int?
+    /// Seconds between probes (TCP_KEEPINTVL); nil leaves the system's.
     public var interval: Int?
+    /// Probes unanswered before the connection is dropped (TCP_KEEPCNT); nil leaves the system's.
     public var count: Int?
 
+    /// Keepalive with these settings (each nil: the system's).
     public init(idle: Int? = nil, interval: Int? = nil, count: Int? = nil) {
         self.idle = idle
         self.interval = interval

@@ -10,6 +10,7 @@ public struct ResolveError: Error, Sendable, Equatable, CustomStringConvertible 
     /// getaddrinfo's reason, e.g. "Name or service not known".
     public let reason: String
 
+    /// A failure to look up `host` (in `family`, or any) because of `reason`.
     public init(host: String, family: SocketAddress.Family?, reason: String) {
         self.host = host
         self.family = family

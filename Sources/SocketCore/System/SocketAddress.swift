@@ -11,6 +11,7 @@ import Glibc
 public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// The address family.
     public enum Family: Sendable, Hashable {
+        /// IPv4, IPv6, or a Unix domain socket.
         case ipv4, ipv6, unix
     }
 
@@ -166,6 +167,7 @@ public struct AddressError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Why it is not usable, in words a person can act on.
     public let reason: String
 
+    /// `input` could not be read as an address because of `reason`.
     public init(input: String, reason: String) {
         self.input = input
         self.reason = reason

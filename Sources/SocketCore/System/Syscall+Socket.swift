@@ -148,6 +148,7 @@ extension Syscall {
 
     /// Which direction(s) ``shutdown(_:_:)`` closes.
     public enum ShutdownHow: Sendable {
+        /// SHUT_RD, SHUT_WR or SHUT_RDWR.
         case read, write, both
         var raw: Int32 {
             switch self {
@@ -288,7 +289,14 @@ extension Syscall {
     }
 
     /// What a path names, for checking option values.
-    public enum FileKind: Sendable, Equatable { case missing, file, directory }
+    public enum FileKind: Sendable, Equatable {
+        /// Nothing is there.
+        case missing
+        /// Something other than a directory (a regular file, a device, a FIFO).
+        case file
+        /// A directory.
+        case directory
+    }
 
     /// stat(2) a path, following links.
     public static func fileKind(_ path: String) -> FileKind {
@@ -298,7 +306,14 @@ extension Syscall {
     }
 
     /// What is at a path: nothing, a socket, or something else.
-    public enum PathKind: Sendable { case missing, socket, other }
+    public enum PathKind: Sendable {
+        /// Nothing is there.
+        case missing
+        /// A socket file.
+        case socket
+        /// Anything else.
+        case other
+    }
 
     /// lstat(2) a path and say what kind of file it is.
     public static func pathKind(_ path: String) -> PathKind {

@@ -3,9 +3,12 @@ import Glibc
 
 /// A terminal's window size, in character cells.
 public struct WindowSize: Equatable, Sendable {
+    /// Width in character cells.
     public var columns: UInt16
+    /// Height in lines.
     public var rows: UInt16
 
+    /// A size of `columns` by `rows`.
     public init(columns: UInt16, rows: UInt16) {
         self.columns = columns
         self.rows = rows

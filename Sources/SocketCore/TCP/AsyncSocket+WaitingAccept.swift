@@ -4,7 +4,9 @@ import Dispatch
 /// close-on-exec, now the caller's) and the peer's address as accept(2) gave it (`nil` for an
 /// unnamed Unix peer).
 public struct AcceptedConnection: Sendable {
+    /// The accepted socket (close-on-exec), now the caller's to drive, close or adopt.
     public let descriptor: Int32
+    /// Who connected; nil for an unnamed Unix peer.
     public let peer: SocketAddress?
 }
 

@@ -14,14 +14,17 @@ import Dispatch
 /// socket.readData(toSeparator: [13, 10, 13, 10], timeout: .seconds(5), tag: 2)
 /// ```
 ///
-/// The async/await face (``connect(host:port:interface:timeout:)``, ``read(_:timeout:)``,
+/// The async/await face (``connect(host:port:interface:timeout:)``, ``read(toSeparator:maxLength:timeout:)``,
 /// ``send(_:timeout:)``, ``connections()``) runs on the same queues and packets.
 public final class AsyncSocket: @unchecked Sendable {
     /// The separators of GCDAsyncSocket (`CRLFData`, `CRData`, `LFData`, `ZeroData`), for
-    /// ``readData(toSeparator:maxLength:timeout:tag:)``.
+    /// ``readData(toSeparator:timeout:buffer:offset:maxLength:tag:)``.
     public static let crlf: [UInt8] = [13, 10]
+    /// A carriage return alone.
     public static let cr: [UInt8] = [13]
+    /// A line feed alone.
     public static let lf: [UInt8] = [10]
+    /// A NUL byte.
     public static let zero: [UInt8] = [0]
 
     // @unchecked Sendable: every mutable property below is touched only on `socketQueue`

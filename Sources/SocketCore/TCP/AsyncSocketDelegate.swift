@@ -63,7 +63,7 @@ public protocol AsyncSocketDelegate: AnyObject, Sendable {
     /// A write timed out: return a positive duration to extend it, or `nil` to let it fail.
     func socket(_ sock: AsyncSocket, shouldTimeoutWriteWithTag tag: Int, elapsed: Duration, bytesDone: Int) -> Duration?
 
-    /// The TLS handshake queued by ``AsyncSocket/startTLS(_:)`` completed; reads and writes
+    /// The TLS handshake queued by ``AsyncSocket/startTLS(_:timeout:)`` completed; reads and writes
     /// queued after it now go over TLS.
     func socketDidSecure(_ sock: AsyncSocket)
 
@@ -106,6 +106,7 @@ extension AsyncSocketDelegate {
 
 /// A connection attempt starting or ending, for tracing a connect.
 public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible {
+    /// What happened to the attempt.
     public enum Kind: Sendable, Equatable {
         /// The attempt to `address` started.
         case started
@@ -117,11 +118,14 @@ public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible 
         case abandoned
     }
 
+    /// Where the attempt went.
     public let address: SocketAddress
+    /// What happened.
     public let kind: Kind
     /// Time since this attempt started (zero for `.started`).
     public let elapsed: Duration
 
+    /// An event of `kind` for the attempt at `address`, `elapsed` after it started.
     public init(address: SocketAddress, kind: Kind, elapsed: Duration) {
         self.address = address
         self.kind = kind
@@ -142,14 +146,18 @@ public struct ConnectAttemptEvent: Sendable, Equatable, CustomStringConvertible 
 
 /// A lookup made while connecting: which name, which family, the answer and how long it took.
 public struct LookupEvent: Sendable, Equatable, CustomStringConvertible {
+    /// The name looked up.
     public let host: String
+    /// The family asked for (A or AAAA).
     public let family: SocketAddress.Family
     /// The addresses found (empty when the lookup failed).
     public let addresses: [SocketAddress]
     /// Why it failed, if it did.
     public let error: ResolveError?
+    /// From asking to the answer.
     public let elapsed: Duration
 
+    /// The lookup of `host` in `family`, its `addresses` or `error`, after `elapsed`.
     public init(host: String, family: SocketAddress.Family, addresses: [SocketAddress], error: ResolveError?, elapsed: Duration) {
         self.host = host
         self.family = family

@@ -35,6 +35,7 @@ public struct ReadRequest: Sendable {
         }
     }
 
+    /// What ends the read.
     public let kind: Kind
     /// 0 for no limit.
     public let maxLength: Int

@@ -20,6 +20,7 @@ import Dispatch
 public final class SocketBridge: @unchecked Sendable {
     // @unchecked Sendable: every mutable property is touched only on `queue`.
 
+    /// The bytes moved each way and how each direction ended, as ``StreamRelay`` reports them.
     public typealias Report = StreamRelay.Report
 
     /// Bytes asked for per read.

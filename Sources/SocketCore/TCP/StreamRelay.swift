@@ -23,6 +23,7 @@ public final class StreamRelay: @unchecked Sendable {
     public struct Report: Sendable, CustomStringConvertible {
         /// Bytes moved from the first socket to the second, and back.
         public let forward: Int
+        /// See ``forward``.
         public let backward: Int
         /// The error that cut the relay (which side, what), nil when both ends closed cleanly.
         public let failure: String?

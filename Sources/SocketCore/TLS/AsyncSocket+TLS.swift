@@ -23,7 +23,7 @@ extension AsyncSocket {
         enqueueTLSBarrier(context.settings, context: context, timeout: timeout, completion: nil)
     }
 
-    /// The async form of ``startTLS(_:)``: queues the barrier and returns what the handshake
+    /// The async form of ``startTLS(_:timeout:)``: queues the barrier and returns what the handshake
     /// agreed on once it is done.
     ///
     /// ```swift

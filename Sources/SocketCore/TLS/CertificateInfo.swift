@@ -2,12 +2,15 @@ import COpenSSL
 
 /// What a certificate says, for summaries and `--show-cert`.
 public struct CertificateInfo: Sendable, Equatable {
+    /// The subject's distinguished name, one line, as OpenSSL prints it.
     public let subject: String
+    /// The issuer's distinguished name, one line.
     public let issuer: String
     /// DNS names and IP addresses from the subjectAltName extension.
     public let alternativeNames: [String]
     /// Validity as OpenSSL prints it, e.g. "Dec  2 15:00:00 2026 GMT".
     public let notBefore: String
+    /// See ``notBefore``.
     public let notAfter: String
     /// SHA-256 of the DER certificate, colon-separated hex.
     public let fingerprintSHA256: String

@@ -1,6 +1,6 @@
 /// The plaintext exchange that precedes TLS in protocols with STARTTLS, as `openssl s_client
 /// -starttls` speaks them, as a pure state machine: it is told what arrived and answers with
-/// what to do next. It owns no socket; ``AsyncSocket/negotiateStartTLS(_:host:settings:timeout:completion:)``
+/// what to do next. It owns no socket; ``AsyncSocket/negotiateStartTLS(_:host:settings:timeout:transcript:completion:)``
 /// runs it on the read queue. A server that does not offer STARTTLS, or refuses it, ends the
 /// dialogue with ``Action/fail(_:)`` quoting the server's line: there is no plaintext fallback.
 ///
@@ -12,20 +12,25 @@
 public struct StartTLSDialogue: Sendable {
     /// The protocols tincan can upgrade.
     public enum Kind: String, Sendable, CaseIterable {
+        /// SMTP, LMTP, POP3, IMAP, FTP, XMPP, NNTP, ManageSieve, LDAP, PostgreSQL, MySQL or IRC.
         case smtp, lmtp, pop3, imap, ftp, xmpp, nntp, sieve, ldap, postgres, mysql, irc
     }
 
     /// A message of the plaintext dialogue, for a transcript.
     public enum Exchange: Sendable, Equatable {
+        /// Bytes the dialogue sent.
         case sent([UInt8])
+        /// Bytes the server sent.
         case received([UInt8])
     }
 
     /// What to do next.
     public enum Action: Sendable, Equatable {
+        /// Send these bytes.
         case send([UInt8])
         /// Read up to and including a line feed.
         case readLine
+        /// Read exactly this many bytes (binary protocols).
         case readLength(Int)
         /// Read up to and including this marker.
         case readUntil([UInt8])
@@ -35,6 +40,7 @@ public struct StartTLSDialogue: Sendable {
         case fail(String)
     }
 
+    /// The protocol spoken.
     public let proto: Kind
     let host: String
 
@@ -44,6 +50,7 @@ public struct StartTLSDialogue: Sendable {
     /// Capability lines collected so far (SMTP EHLO, IMAP CAPABILITY, ManageSieve, XMPP).
     private var seen: [String] = []
 
+    /// The dialogue of `proto` with a server, naming `host` where the protocol does (EHLO, XMPP's `to`).
     public init(_ proto: Kind, host: String) {
         self.proto = proto
         self.host = host

@@ -17,6 +17,7 @@ public final class TLSContext: @unchecked Sendable {
     /// A server's ALPN list, kept alive for OpenSSL's selection callback.
     private let serverALPN: UnsafeMutableBufferPointer<UInt8>?
 
+    /// Builds the OpenSSL context `settings` describe (trust store, certificate and key, versions, ALPN, ciphers); throws what OpenSSL rejected.
     public init(_ settings: TLSSettings) throws(TLSError) {
         self.settings = settings
         // OpenSSL is loaded on first use (COpenSSL/loader.c); every TLS path starts here.

@@ -9,8 +9,10 @@ public struct TLSSettings: Sendable, Equatable {
     /// The protocol versions tincan can ask for.
     public enum Version: String, Sendable, Equatable, CaseIterable {
         // The protocol's own names (TLS 1.2, TLS 1.3), as OpenSSL spells its constants.
+        /// TLS 1.2.
         // swift-format-ignore: AlwaysUseLowerCamelCase
         case tls1_2 = "1.2"
+        /// TLS 1.3.
         // swift-format-ignore: AlwaysUseLowerCamelCase
         case tls1_3 = "1.3"
     }
@@ -23,14 +25,18 @@ public struct TLSSettings: Sendable, Equatable {
     public var insecure = false
     /// Trust anchors instead of the system store: a PEM file and/or a hashed directory.
     public var caFile: String?
+    /// See ``caFile``.
     public var caDirectory: String?
     /// Our certificate chain and key (PEM): required for a server unless `ephemeral`, optional
     /// for a client (mTLS).
     public var certificateFile: String?
+    /// See ``certificateFile``: the key when it is not in that file.
     public var keyFile: String?
     /// ALPN protocols to offer (client) or accept (server), most preferred first.
     public var alpn: [String] = []
+    /// The oldest version allowed (TLS 1.2 unless lowered).
     public var minimumVersion: Version = .tls1_2
+    /// The newest version allowed; nil: the newest OpenSSL has.
     public var maximumVersion: Version?
     /// An OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites are left at their defaults).
     public var cipherList: String?
@@ -61,6 +67,7 @@ public struct TLSSettings: Sendable, Equatable {
     /// ``TLSContext`` shared by its sessions keeps their tickets' keys.
     public var sessionCache: TLSSessionCache?
 
+    /// Client settings for `peerName`, verifying against the system's trust store.
     public init(peerName: String? = nil) {
         self.peerName = peerName
     }
@@ -126,18 +133,23 @@ extension TLSError {
 
 /// Why a peer's certificate did not verify.
 public struct VerificationFailure: Sendable, Equatable, CustomStringConvertible {
+    /// The kinds of failure, each with its own remedy.
     public enum Kind: Sendable, Equatable {
         /// The certificate is not for the name (or address) asked for.
         case nameMismatch
+        /// The certificate's validity ended.
         case expired
+        /// The certificate's validity has not begun (or the clock is wrong).
         case notYetValid
         /// Its chain does not lead to a trusted issuer (self-signed, unknown CA).
         case untrusted
         /// The delegate refused it (``TLSSettings/evaluatesTrustManually``).
         case refused
+        /// Any other reason: see ``VerificationFailure/reason``.
         case other
     }
 
+    /// What kind of failure it is.
     public let kind: Kind
     /// OpenSSL's words for it, e.g. "hostname mismatch", "self-signed certificate".
     public let reason: String
@@ -145,6 +157,7 @@ public struct VerificationFailure: Sendable, Equatable, CustomStringConvertible 
     /// else its subject).
     public let certificateNames: String?
 
+    /// A failure of `kind`, in OpenSSL's words (`reason`).
     public init(kind: Kind, reason: String, certificateNames: String? = nil) {
         self.kind = kind
         self.reason = reason

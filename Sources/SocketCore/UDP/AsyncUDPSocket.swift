@@ -66,7 +66,14 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     enum ReceiveMode { case off, once, continuous }
 
     /// Which family wins when a host has both, or the socket may use both.
-    public enum AddressPreference: Sendable { case none, ipv4, ipv6 }
+    public enum AddressPreference: Sendable {
+        /// No preference: the resolver's first answer.
+        case none
+        /// IPv4 (first, or only, as the call says).
+        case ipv4
+        /// IPv6 (first, or only, as the call says).
+        case ipv6
+    }
 
     struct Configuration {
         var ipv4Enabled = true

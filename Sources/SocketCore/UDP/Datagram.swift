@@ -15,6 +15,7 @@ public struct Datagram: Sendable, Equatable {
     /// True when the datagram was larger than the maximum receive size and was cut.
     public var isTruncated: Bool { length > data.count }
 
+    /// A datagram of `data` from `source`; `length` is its length on the wire (default: `data.count`).
     public init(
         data: [UInt8], source: SocketAddress, destination: SocketAddress? = nil,
         interfaceIndex: UInt32? = nil, length: Int? = nil
@@ -28,12 +29,15 @@ public struct Datagram: Sendable, Equatable {
 }
 
 /// A received datagram lent in place: `bytes` point into the socket's receive buffer and are
-/// valid only during the handler call (see ``AsyncUDPSocket/beginReceivingInPlace(_:)``).
+/// valid only during the handler call (see ``AsyncUDPSocket/beginReceivingInPlace(_:batchEnd:)``).
 public struct DatagramView {
     /// The payload, valid only during the call.
     public let bytes: UnsafeRawBufferPointer
+    /// Who sent it.
     public let source: SocketAddress
+    /// The address it was sent to, with the local port, if the kernel said (see ``Datagram/destination``).
     public let destination: SocketAddress?
+    /// The index of the interface it arrived on, if known.
     public let interfaceIndex: UInt32?
     /// The full length on the wire.
     public let length: Int
