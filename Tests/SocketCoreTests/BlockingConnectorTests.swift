@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import SocketCore
 import XCTest
@@ -152,4 +153,37 @@ final class BlockingConnectorTests: XCTestCase {
         XCTAssertEqual((0..<targets.count).map { outcomes[$0] }, Array(repeating: true, count: 20) + Array(repeating: false, count: 20))
         XCTAssertTrue(pending.wait(until: nil).isEmpty, "nothing in flight, no deadline: returns at once")
     }
+
+    /// The Unix connect on the calling thread keeps AsyncSocket's rule: a full backlog is a
+    /// wait, up to the timeout (then a timeout error); with room made, it connects; a path with
+    /// nothing there fails at once.
+    func testAUnixConnectWaitsForRoomInAFullBacklogUpToItsTimeout() throws {
+        let full = try FullUnixBacklog(name: "blocking-backlog")
+        defer { withExtendedLifetime(full) {} }  // the listener stays open to the end
+        let path = full.path
+        XCTAssertThrowsError(try BlockingConnector.connect(unixPath: path, timeout: .milliseconds(200))) { error in
+            guard case .connectTimeout(let failure) = error as? AsyncSocketError else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(failure)".contains("timed out after"), "\(failure)")
+        }
+
+        // A connect with no limit, on a thread of its own, ends once the listener takes the
+        // filler's connection.
+        let result = Locked<Result<Int32, AsyncSocketError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try Syscall.startThread {
+            result.withLock { $0 = Result { () throws(AsyncSocketError) in try BlockingConnector.connect(unixPath: path) } }
+            done.signal()
+        }
+        let accepted = try XCTUnwrap(try Syscall.accept(full.listener) ?? nil, "the filler's connection")
+        defer { Syscall.close(accepted.fd) }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "connected once there was room")
+        let fd = try XCTUnwrap(try result.withLock { $0 }?.get())
+        Syscall.close(fd)
+
+        XCTAssertThrowsError(try BlockingConnector.connect(unixPath: path + ".missing", timeout: .seconds(1))) { error in
+            guard case .connectFailed(let failure) = error as? AsyncSocketError else { return XCTFail("\(error)") }
+            XCTAssertTrue("\(failure)".contains("no such file or directory"), "\(failure)")
+        }
+    }
+
 }

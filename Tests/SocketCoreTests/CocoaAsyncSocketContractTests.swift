@@ -129,17 +129,9 @@ final class CocoaAsyncSocketContractTests: XCTestCase {
     /// A Unix listener with a full backlog: a connect waits for room up to its timeout (then a
     /// timeout error), and one with room to come connects once the listener accepts.
     func testAUnixConnectWaitsForRoomInAFullBacklogUpToItsTimeout() throws {
-        let path = "/tmp/tincan-backlog-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        defer { unlink(path) }
-        let listener = try Syscall.socket(.unix, .stream)
-        defer { Syscall.close(listener) }
-        try Syscall.bind(listener, to: SocketAddress(unixPath: path))
-        try Syscall.listen(listener, backlog: 0)
-        // One connection fills a backlog of 0 (the kernel queues one more than it is told).
-        let filler = try Syscall.socket(.unix, .stream)
-        defer { Syscall.close(filler) }
-        XCTAssertTrue(try Syscall.connect(filler, to: SocketAddress(unixPath: path)))
-
+        let full = try FullUnixBacklog(name: "backlog")
+        defer { withExtendedLifetime(full) {} }  // the listener stays open to the end
+        let path = full.path
         let events = Recorder()
         let impatient = AsyncSocket(delegate: events, delegateQueue: DispatchQueue(label: "test.unix.impatient"))
         try impatient.connect(toUnixPath: path, timeout: .milliseconds(300))
@@ -154,7 +146,7 @@ final class CocoaAsyncSocketContractTests: XCTestCase {
         // Room: the listener takes the filler's connection.
         var accepted: (fd: Int32, peer: SocketAddress?)?
         waitFor("the filler accepted") {
-            accepted = try? Syscall.accept(listener) ?? nil
+            accepted = try? Syscall.accept(full.listener) ?? nil
             return accepted != nil
         }
         defer { accepted.map { Syscall.close($0.fd) } }

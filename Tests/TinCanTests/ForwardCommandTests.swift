@@ -154,6 +154,55 @@ final class ForwardCommandTests: XCTestCase {
         XCTAssertEqual(closed?["received"] as? Double, 10)
     }
 
+    /// A Unix upstream whose backlog is full (it listens with a backlog of 0, one connection
+    /// already queued, and accepts only when told) answers EAGAIN: --forward-unix waits for room,
+    /// as `connect --unix` does, for at most --connect-timeout, and says it timed out.
+    func testAUnixUpstreamWithAFullBacklogIsWaitedForUpToTheConnectTimeout() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-fwd-full-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/full.sock"
+        let upstream = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys, threading
+                s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(0)
+                filler = socket.socket(socket.AF_UNIX); filler.connect(sys.argv[1])
+                print("full", flush=True)
+                sys.stdin.readline()
+                def echo(c):
+                    while True:
+                        b = c.recv(65536)
+                        if not b: break
+                        c.sendall(b)
+                    c.close()
+                while True:
+                    c, _ = s.accept()
+                    threading.Thread(target=echo, args=(c,), daemon=True).start()
+                """, path,
+            ], program: "/usr/bin/env")
+        defer { upstream.stop() }
+        waitUntil("the upstream's backlog to fill") { upstream.stdoutText.contains("full") }
+
+        let (bounded, boundedPort) = try relay(["-k", "-v", "--forward-unix", path, "--connect-timeout", "300ms"])
+        defer { bounded.stop() }
+        let refused = try Tool.run(["connect", "127.0.0.1", String(boundedPort)], input: "never\n")
+        XCTAssertEqual(refused.out, "")
+        waitUntil("the timeout") { bounded.stderrText.contains("timed out after 300 ms") }
+        XCTAssertFalse(bounded.stderrText.contains("temporarily unavailable"), "EAGAIN is a wait, not a failure: \(bounded.stderrText)")
+
+        let (waiting, waitingPort) = try relay(["-k", "-v", "--forward-unix", path])
+        defer { waiting.stop() }
+        let client = try Tool(["connect", "127.0.0.1", String(waitingPort)])
+        client.send("waited for room\n")
+        client.closeInput()
+        waitUntil("the client's arrival") { waiting.stderrText.contains("connection from 127.0.0.1") }
+        upstream.send("accept now\n")
+        XCTAssertEqual(client.wait(), 0, client.stderrText + waiting.stderrText)
+        XCTAssertEqual(client.stdoutText, "waited for room\n", waiting.stderrText)
+    }
+
     func testTwoHundredConcurrentClientsEachEchoedWhole() throws {
         let upstreamPort = freePort()
         let upstream = try Tool(["listen", "-k", "--max-conns", "5000", "127.0.0.1", String(upstreamPort), "--exec", "/bin/cat"])

@@ -87,28 +87,6 @@ extension Syscall {
         }
     }
 
-    /// A connected, non-blocking Unix stream socket to `path` (or `@name`), waiting at most
-    /// `timeoutMilliseconds` when the listener's backlog is full.
-    public static func connectUnix(_ path: String, timeoutMilliseconds: Int32) throws(SystemError) -> Int32 {
-        let address: SocketAddress
-        do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch {
-            throw SystemError(errno: EINVAL, call: "connect", context: path)
-        }
-        let fd = try socket(.unix, .stream)
-        do throws(SystemError) {
-            if try !connect(fd, to: address) {
-                guard let pending = try waitForPendingError(fd, timeoutMilliseconds: timeoutMilliseconds) else {
-                    throw SystemError(errno: ETIMEDOUT, call: "connect", context: path)
-                }
-                if pending != 0 { throw SystemError(errno: pending, call: "connect", context: path) }
-            }
-        } catch {
-            close(fd)
-            throw error
-        }
-        return fd
-    }
-
     /// connect(2) on a non-blocking socket: `true` if connected at once, `false` if in progress
     /// (wait for writability, then read ``pendingError(_:)``).
     public static func connect(_ fd: Int32, to address: SocketAddress) throws(SystemError) -> Bool {

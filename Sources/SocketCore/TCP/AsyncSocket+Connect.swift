@@ -48,31 +48,23 @@ extension AsyncSocket {
         }
     }
 
-    /// One try of a Unix connect; on a full backlog, the next in 10 ms (on the socket queue).
+    /// One try of a Unix connect (``UnixConnect``); on a full backlog, the next after its
+    /// retry interval, on the socket queue.
     private func tryUnixConnect(
         _ fd: Int32, path: String, address: SocketAddress, started: ContinuousClock.Instant,
         deadline: ContinuousClock.Instant?
     ) {
         guard phase == .connecting else { return Syscall.close(fd) }  // disconnected meanwhile
-        do throws(SystemError) {
-            _ = try Syscall.connect(fd, to: address)
-        } catch {
-            if error.errno == EAGAIN {
-                if let deadline, ContinuousClock.now >= deadline {
-                    Syscall.close(fd)
-                    let waited = Int((ContinuousClock.now - started).milliseconds)
-                    return closeWithError(
-                        .connectTimeout(
-                            ConnectFailure(
-                                target: path, attempts: [.init(address: address, outcome: .timedOut(milliseconds: waited))])))
-                }
-                socketQueue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in
-                    tryUnixConnect(fd, path: path, address: address, started: started, deadline: deadline)
-                }
-                return
+        switch UnixConnect.attempt(fd, path: path, address: address, started: started, deadline: deadline) {
+        case .connected: break
+        case .retry(let delay):
+            socketQueue.asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in
+                tryUnixConnect(fd, path: path, address: address, started: started, deadline: deadline)
             }
+            return
+        case .failed(let error):
             Syscall.close(fd)
-            return closeWithError(.connectFailed(ConnectFailure(target: path, attempts: [.init(address: address, outcome: .failed(error))])))
+            return closeWithError(error)
         }
         connectedUnixPath = path
         attemptTrafficClass(on: fd)  // a Unix socket has none: the delegate hears the refusal

@@ -212,6 +212,21 @@ struct Dialer {
         }
     }
 
+    /// Connects to the Unix socket at `path` on the calling thread, a full backlog waited out
+    /// for at most `timeout` (``BlockingConnector/connect(unixPath:timeout:)``): the
+    /// descriptor, or the error to report.
+    func connect(unixPath path: String, timeout: Duration?) throws(CommandError) -> Int32 {
+        do throws(AsyncSocketError) {
+            let fd = try BlockingConnector.connect(unixPath: path, timeout: timeout)
+            if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
+                announce(remote: path, local: nil)
+            }
+            return fd
+        } catch {
+            throw failure(error, target: path)
+        }
+    }
+
     private func failure(_ error: AsyncSocketError, target: String) -> CommandError {
         switch error {
         case .connectFailed(let failure): CommandError(failure.description)

@@ -385,7 +385,9 @@ public enum OptionTable {
                 ),
                 OptionSpec(
                     .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
-                    help: "With --forward: give up dialling the upstream (and its proxies) after this long."),
+                    help:
+                        "With --forward or --forward-unix: give up dialling the upstream (and its proxies) after this long; a Unix upstream whose backlog is full is waited for until then."
+                ),
                 OptionSpec(
                     .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
                     help: "With --forward: dial the upstream from this local address and/or port."),

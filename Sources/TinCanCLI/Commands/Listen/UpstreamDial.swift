@@ -1,8 +1,9 @@
 import SocketCore
 
 /// Dials a forwarding listener's upstream on the calling thread (a worker, never the
-/// listener's): ``BlockingConnector`` (Happy Eyeballs, -s, --connect-timeout), then the
-/// --proxy chain with ``BlockingProxyChain``. No dispatch source is ever made on the descriptor
+/// listener's): ``BlockingConnector`` (Happy Eyeballs, -s, --connect-timeout; for
+/// --forward-unix its Unix connect, which waits out a full backlog as `connect --unix` does),
+/// then the --proxy chain with ``BlockingProxyChain``. No dispatch source is ever made on the descriptor
 /// before the relay takes it, so the relay's sources are the only ones it ever has.
 enum UpstreamDial {
     struct Options: Sendable {
@@ -27,11 +28,7 @@ enum UpstreamDial {
                 }
                 return try dialer.connect(host: host, port: port, source: options.source, device: options.device, timeout: options.timeout)
             case .unix(let path):
-                do throws(SystemError) {
-                    return try Syscall.connectUnix(path, timeoutMilliseconds: 5000)
-                } catch {
-                    throw CommandError("connect to \(path) failed: \(error.lowercaseReason)")
-                }
+                return try dialer.connect(unixPath: path, timeout: options.timeout)
             }
         }
     }
