@@ -33,10 +33,7 @@ public struct HTTPConnectDialogue: ProxyDialogue {
     public mutating func start() -> [ProxyStep] { [.send(request()), .readLine] }
 
     /// `host:port`, brackets around IPv6.
-    var authority: String {
-        let host = target.description
-        return (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
-    }
+    var authority: String { Endpoint(host: target.description, port: port).description }
 
     func request() -> [UInt8] {
         var text = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"

@@ -112,8 +112,7 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// `scheme://[user@]host:port` (the user percent-encoded): never the password.
     public var description: String {
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme.rawValue)://" + (credentials.map { "\(ProxyEndpoint.percentEncoded($0.user))@" } ?? "") + "\(shownHost):\(port)"
+        "\(scheme.rawValue)://" + (credentials.map { "\(ProxyEndpoint.percentEncoded($0.user))@" } ?? "") + Endpoint(host: host, port: port).description
     }
 
     /// RFC 3986's unreserved characters as they are, every other byte as %XX.
