@@ -174,4 +174,36 @@ final class SocketBridgeTests: XCTestCase {
         XCTAssertEqual(try readToEnd(client), "answer\n")
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the upstream's end released the held one")
     }
+
+    /// The hold counts from the end itself, not from the other way's last byte: an upstream
+    /// that was quiet for longer than the hold before the client's last request still gets the
+    /// hold's time to answer it before the end goes on (``EndHold``).
+    func testAHeldEndWaitsItsFullHoldAfterTheEndWhenTheOtherWayWasQuietBefore() throws {
+        let (client, a) = try tcpPair()
+        let (upstream, b) = try tcpPair()
+        defer {
+            Syscall.close(client)
+            Syscall.close(upstream)
+        }
+        let (_, done) = bridge(try end(a), try end(b), hold: .milliseconds(300))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+        defer { buffer.deallocate() }
+        try sendAll(client, "hello\n")
+        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 6)
+        // The upstream says nothing for longer than the hold.
+        XCTAssertFalse(try Syscall.wait(for: client, forWriting: false, timeoutMilliseconds: 400), "the upstream is quiet")
+        try sendAll(client, "question\n")
+        try Syscall.shutdown(client, .write)
+        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
+        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 150), "the client's end is held after it came")
+        try sendAll(upstream, "answer\n")
+        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000), "the held end goes on")
+        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 0)
+        try Syscall.shutdown(upstream, .write)
+        XCTAssertEqual(try readToEnd(client), "answer\n")
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+    }
+
 }

@@ -32,8 +32,11 @@ public final class SocketBridge: @unchecked Sendable {
     private let holdFirstEnd: Duration?
     private var moved = [0, 0]
     private var ended = [false, false]
-    /// When direction 1 (second → first) last moved bytes, for the held end.
-    private var lastBackward = ContinuousClock.now
+    /// When the bridge started: the origin of the held end's times (``EndHold``).
+    private let started = ContinuousClock.now
+    /// When direction 1 (second → first) last moved bytes, and when direction 0 ended.
+    private var lastBackward: ContinuousClock.Instant?
+    private var firstEnded: ContinuousClock.Instant?
     private var holdTimer: OneShotTimer?
     private var heldEnd = false
     private var failure: String?
@@ -120,7 +123,8 @@ public final class SocketBridge: @unchecked Sendable {
         ended[d] = true
         if d == 0, let hold = holdFirstEnd, !ended[1] {
             heldEnd = true
-            watchQuiet(hold)
+            firstEnded = .now
+            watchQuiet(EndHold(hold))
         } else {
             sockets[1 - d].shutdownWrite()
         }
@@ -128,12 +132,15 @@ public final class SocketBridge: @unchecked Sendable {
         if ended[0] && ended[1] { finish() }
     }
 
-    /// Passes the held end on once direction 1 has been quiet for `hold`.
-    private func watchQuiet(_ hold: Duration) {
-        let due = hold - (ContinuousClock.now - lastBackward)
-        holdTimer = makeOneShotTimer(queue: queue, after: max(due, .milliseconds(1))) { [weak self] in
+    /// Passes the held end on once direction 1 has been quiet as long as `hold` says.
+    private func watchQuiet(_ hold: EndHold) {
+        guard let firstEnded else { return }
+        let due = started + hold.due(ended: firstEnded - started, lastMoved: lastBackward.map { $0 - started })
+        let now = ContinuousClock.now
+        guard now < due else { return passHeldEnd() }
+        holdTimer = makeOneShotTimer(queue: queue, after: due - now) { [weak self] in
             guard let self, self.heldEnd else { return }
-            if ContinuousClock.now - self.lastBackward >= hold { self.passHeldEnd() } else { self.watchQuiet(hold) }
+            self.watchQuiet(hold)
         }
     }
 

@@ -45,6 +45,8 @@ public final class StreamRelay: @unchecked Sendable {
     fileprivate let onMove: (@Sendable (Bool, Int) -> Void)?
     private var failure: String?
     private var closed = false
+    /// When the relay was made: the origin of its held end's times.
+    fileprivate let started = ContinuousClock.now
 
     /// A relay between `a` and `b` (connected, non-blocking; the relay owns and closes them),
     /// run on `queue` (serial), `completion` called there once. Throws if no pipe can be made
@@ -113,10 +115,10 @@ public final class StreamRelay: @unchecked Sendable {
 
     fileprivate var forwardDirection: AnyObject { forward }
 
-    /// Bytes moved the other way than `direction`, and whether that way has ended.
-    fileprivate func other(than direction: AnyObject) -> (moved: Int, finished: Bool) {
+    /// When the other way than `direction` last moved bytes, and whether it has ended.
+    fileprivate func other(than direction: AnyObject) -> (lastMoved: ContinuousClock.Instant?, finished: Bool) {
         let other = direction === forward ? backward! : forward!
-        return (other.moved, other.finished)
+        return (other.lastMoved, other.finished)
     }
 
     fileprivate func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
@@ -170,6 +172,10 @@ private final class Direction: @unchecked Sendable {
     private var inputEnded = false
     private(set) var finished = false
     private(set) var moved = 0
+    /// When this direction last wrote bytes out, and when its input ended (for the other
+    /// way's held end, ``EndHold``).
+    private(set) var lastMoved: ContinuousClock.Instant?
+    private var endedAt: ContinuousClock.Instant?
     /// Bytes asked for per splice: the pipe's size. A pipe starts at the kernel's 64 KiB and
     /// grows to ``StreamRelay/pipeSize`` the first time one splice fills it (a bulk transfer),
     /// so a short connection does not pay for the fcntl.
@@ -200,13 +206,17 @@ private final class Direction: @unchecked Sendable {
         if holding { passEndOn() }
     }
 
-    /// Passes the held end on once the other way has been quiet for `delay`.
-    private func watchQuiet(_ delay: Duration, since moved: Int) {
-        relay.after(delay) { [weak self] in
-            guard let self, !self.finished else { return }
-            let other = self.relay.other(than: self)
-            if other.finished || other.moved == moved { self.passEndOn() } else { self.watchQuiet(delay, since: other.moved) }
-        }
+    /// Passes the held end on once the other way has been quiet as long as `hold` says, or
+    /// has ended.
+    private func watchQuiet(_ hold: EndHold) {
+        guard !finished, let endedAt else { return }
+        let other = relay.other(than: self)
+        if other.finished { return passEndOn() }
+        let origin = relay.started
+        let due = origin + hold.due(ended: endedAt - origin, lastMoved: other.lastMoved.map { $0 - origin })
+        let now = ContinuousClock.now
+        guard now < due else { return passEndOn() }
+        relay.after(due - now) { [weak self] in self?.watchQuiet(hold) }
     }
 
     func closePipe() {
@@ -233,6 +243,7 @@ private final class Direction: @unchecked Sendable {
                 }
                 pending -= written
                 moved += written
+                lastMoved = .now
                 relay.onMove?(self === relay.forwardDirection, written)
                 continue
             }
@@ -242,7 +253,8 @@ private final class Direction: @unchecked Sendable {
                 if let holdEnd, !relay.other(than: self).finished {
                     guard !holding else { return }
                     holding = true
-                    return watchQuiet(holdEnd, since: relay.other(than: self).moved)
+                    endedAt = .now
+                    return watchQuiet(EndHold(holdEnd))
                 }
                 return passEndOn()
             }

@@ -1,3 +1,5 @@
+import SocketCore
+
 /// When a stdin/stdout session ends, and what it tells the peer on the way: the end-of-stream
 /// rules as one pure machine. The relay's threads report events (stdin ended, the peer ended
 /// its stream, a failure), a timer reports ticks, and the machine answers with actions. It owns
@@ -166,9 +168,9 @@ struct SessionEnding: Sendable {
             guard let ended = inputEndedAt else { return actions }
             if let quit = policy.quitAfterEOF, now - ended >= quit {
                 finish(.quitAfterEOF, &actions)
-            } else if let wait = policy.waitAfterEOF, now - quietSince(ended, activity) >= wait {
+            } else if let wait = policy.waitAfterEOF, now >= EndHold(wait).due(ended: ended, lastMoved: activity.lastReceived) {
                 finish(.waitedAfterEOF, &actions)
-            } else if closeWritePending, case .untilQuiet(let delay) = policy.hold, now - quietSince(ended, activity) >= delay {
+            } else if closeWritePending, case .untilQuiet(let delay) = policy.hold, now >= EndHold(delay).due(ended: ended, lastMoved: activity.lastReceived) {
                 closeWrite(&actions)
             }
         }
@@ -184,15 +186,10 @@ struct SessionEnding: Sendable {
         if let limit = policy.idleTimeout { consider(lastMoved(activity) + limit) }
         if let ended = inputEndedAt {
             if let quit = policy.quitAfterEOF { consider(ended + quit) }
-            if let wait = policy.waitAfterEOF { consider(quietSince(ended, activity) + wait) }
-            if closeWritePending, case .untilQuiet(let delay) = policy.hold { consider(quietSince(ended, activity) + delay) }
+            if let wait = policy.waitAfterEOF { consider(EndHold(wait).due(ended: ended, lastMoved: activity.lastReceived)) }
+            if closeWritePending, case .untilQuiet(let delay) = policy.hold { consider(EndHold(delay).due(ended: ended, lastMoved: activity.lastReceived)) }
         }
         return next
-    }
-
-    /// The latest of the end of stdin and the last byte received.
-    private func quietSince(_ ended: Duration, _ activity: Activity) -> Duration {
-        max(ended, activity.lastReceived ?? ended)
     }
 
     private func lastMoved(_ activity: Activity) -> Duration {
