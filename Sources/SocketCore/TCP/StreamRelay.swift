@@ -47,6 +47,8 @@ public final class StreamRelay: @unchecked Sendable {
     private var closed = false
     /// When the relay was made: the origin of its held end's times.
     fileprivate let started = ContinuousClock.now
+    /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
+    fileprivate let timesMoves: Bool
 
     /// A relay between `a` and `b` (connected, non-blocking; the relay owns and closes them),
     /// run on `queue` (serial), `completion` called there once. Throws if no pipe can be made
@@ -71,6 +73,7 @@ public final class StreamRelay: @unchecked Sendable {
         self.queue = queue
         self.completion = completion
         self.onMove = onMove
+        timesMoves = holdFirstEnd != nil
         // The handlers find the relay through a box filled below (sources outlive no one: the
         // relay cancels them when it ends).
         let box = WeakRelay()
@@ -243,7 +246,7 @@ private final class Direction: @unchecked Sendable {
                 }
                 pending -= written
                 moved += written
-                lastMoved = .now
+                if relay.timesMoves { lastMoved = .now }
                 relay.onMove?(self === relay.forwardDirection, written)
                 continue
             }
