@@ -38,9 +38,10 @@ final class BlockingConnectorTests: XCTestCase {
         let server = try listener(.loopbackIPv4(port: 0))
         defer { Syscall.close(server.fd) }
         var events: [ConnectAttemptEvent] = []
-        let (fd, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: server.port, timeout: .seconds(5)) {
+        let (connected, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: server.port, timeout: .seconds(5)) {
             events.append($0)
         }
+        let fd = connected.fd
         defer { Syscall.close(fd) }
         XCTAssertEqual(address, .loopbackIPv4(port: server.port))
         XCTAssertEqual(trace(events), ["start 127.0.0.1:\(server.port)", "connected 127.0.0.1:\(server.port)"])
@@ -78,9 +79,10 @@ final class BlockingConnectorTests: XCTestCase {
         var connector = BlockingConnector()
         connector.configuration.attemptDelay = .seconds(10)
         let started = ContinuousClock.now
-        let (fd, address) = try connector.connect(
+        let (connected, address) = try connector.connect(
             toHost: "localhost", port: server.port, timeout: .seconds(5),
             onEvent: { events.append($0) }, onLookup: { lookups.append("\($0.family)") })
+        let fd = connected.fd
         Syscall.close(fd)
         XCTAssertEqual(address, .loopbackIPv4(port: server.port))
         XCTAssertEqual(
@@ -98,7 +100,8 @@ final class BlockingConnectorTests: XCTestCase {
         defer { Syscall.close(server.fd) }
         var events: [ConnectAttemptEvent] = []
         let connector = BlockingConnector(configuration: .init(ipv6Enabled: false))
-        let (fd, _) = try connector.connect(toHost: "localhost", port: server.port) { events.append($0) }
+        let (connected, _) = try connector.connect(toHost: "localhost", port: server.port) { events.append($0) }
+        let fd = connected.fd
         Syscall.close(fd)
         XCTAssertEqual(trace(events), ["start 127.0.0.1:\(server.port)", "connected 127.0.0.1:\(server.port)"])
 
@@ -168,7 +171,7 @@ final class BlockingConnectorTests: XCTestCase {
 
         // A connect with no limit, on a thread of its own, ends once the listener takes the
         // filler's connection.
-        let result = Locked<Result<Int32, AsyncSocketError>?>(nil)
+        let result = Locked<Result<SourcelessDescriptor, AsyncSocketError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         try Syscall.startThread {
             result.withLock { $0 = Result { () throws(AsyncSocketError) in try BlockingConnector.connect(unixPath: path) } }
@@ -177,8 +180,8 @@ final class BlockingConnectorTests: XCTestCase {
         let accepted = try XCTUnwrap(try Syscall.accept(full.listener) ?? nil, "the filler's connection")
         defer { Syscall.close(accepted.fd) }
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "connected once there was room")
-        let fd = try XCTUnwrap(try result.withLock { $0 }?.get())
-        Syscall.close(fd)
+        let connected = try XCTUnwrap(try result.withLock { $0 }?.get())
+        Syscall.close(connected.fd)
 
         XCTAssertThrowsError(try BlockingConnector.connect(unixPath: path + ".missing", timeout: .seconds(1))) { error in
             guard case .connectFailed(let failure) = error as? AsyncSocketError else { return XCTFail("\(error)") }

@@ -149,9 +149,10 @@ struct HappyEyeballsScenarios {
         defer { listener.disconnect() }
         var events: [ConnectAttemptEvent] = []
         let start = ContinuousClock.now
-        let (fd, address) = try BlockingConnector().connect(toHost: "blackhole6.test", port: listener.localPort, timeout: .seconds(10)) {
+        let (connected, address) = try BlockingConnector().connect(toHost: "blackhole6.test", port: listener.localPort, timeout: .seconds(10)) {
             events.append($0)
         }
+        let fd = connected.fd
         Syscall.close(fd)
         let elapsed = ContinuousClock.now - start
         XCTAssertEqual(address.host, "198.18.0.1")

@@ -131,7 +131,8 @@ final class ProxyChainTests: XCTestCase {
             try ProxyEndpoint(url: "socks5h://alice:pw@127.0.0.1:\(socks.port)"),
             ProxyEndpoint(scheme: .http, host: "127.0.0.1", port: stub.port),
         ])
-        let (fd, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: socks.port, timeout: .seconds(5))
+        let (connected, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: socks.port, timeout: .seconds(5))
+        let fd = connected.fd
         defer { Syscall.close(fd) }
         var hops: [ProxyHopReport] = []
         try chain.negotiate(on: fd, host: "name.test", port: 443, timeout: .seconds(5)) { hops.append($0) }
@@ -160,7 +161,8 @@ final class ProxyChainTests: XCTestCase {
             let stub = try PythonPeer(ProxyStub.script(mode: mode, record: record))
             defer { stub.stop() }
             let hop = ProxyEndpoint(scheme: .socks5h, host: "127.0.0.1", port: stub.port)
-            let (fd, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: stub.port, timeout: .seconds(5))
+            let (connected, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: stub.port, timeout: .seconds(5))
+            let fd = connected.fd
             defer { Syscall.close(fd) }
             XCTAssertThrowsError(try BlockingProxyChain(proxies: [hop]).negotiate(on: fd, host: "a.test", port: 1, timeout: .milliseconds(500))) { error in
                 XCTAssertEqual(error as? AsyncSocketError, .proxy(hop, expected), mode)

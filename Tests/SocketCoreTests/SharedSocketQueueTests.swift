@@ -76,7 +76,7 @@ final class SharedSocketQueueTests: XCTestCase {
             try assertOneSideEndsFirst(clientFirst: clientFirst) { a, b in
                 let report = Locked<StreamRelay.Report?>(nil)
                 let done = DispatchSemaphore(value: 0)
-                try StreamRelay(a, b, queue: queue) { r in
+                try StreamRelay(SourcelessDescriptor(a), SourcelessDescriptor(b), queue: queue) { r in  // raw pairs: never watched
                     report.withLock { $0 = r }
                     done.signal()
                 }.start()

@@ -1,14 +1,16 @@
 import Dispatch
 import Foundation
-import SocketCore
 import XCTest
+
+@testable import SocketCore
 
 /// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw.
 final class StreamRelayTests: XCTestCase {
     private func relay(_ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
         let report = Locked<StreamRelay.Report?>(nil)
         let done = DispatchSemaphore(value: 0)
-        try StreamRelay(a, b, holdFirstEnd: hold, queue: DispatchQueue(label: "relay")) { r in
+        // The pairs are made with raw syscalls: no dispatch source ever watched them.
+        try StreamRelay(SourcelessDescriptor(a), SourcelessDescriptor(b), holdFirstEnd: hold, queue: DispatchQueue(label: "relay")) { r in
             report.withLock { $0 = r }
             done.signal()
         }.start()

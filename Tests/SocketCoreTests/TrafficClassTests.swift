@@ -50,8 +50,9 @@ final class TrafficClassTests: XCTestCase {
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         defer { listener.disconnect() }
         var refusals: [TrafficClassRefusal] = []
-        let (fd, _) = try BlockingConnector(trafficClass: expedited)
+        let (connected, _) = try BlockingConnector(trafficClass: expedited)
             .connect(toHost: "127.0.0.1", port: listener.localPort, timeout: .seconds(10), onTrafficClassRefused: { refusals.append($0) })
+        let fd = connected.fd
         defer { Syscall.close(fd) }
         XCTAssertEqual(Syscall.trafficClass(of: fd), expedited)
         XCTAssertEqual(refusals, [])

@@ -8,7 +8,7 @@
 /// the two lookups should overlap, use ``AsyncSocket``.
 ///
 /// ```swift
-/// let (fd, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: 8080, timeout: .seconds(5))
+/// let (descriptor, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: 8080, timeout: .seconds(5))
 /// ```
 public struct BlockingConnector: Sendable {
     /// The RFC 8305 knobs (families, preference, attempt delay).
@@ -45,7 +45,7 @@ public struct BlockingConnector: Sendable {
         toHost host: String, port: UInt16, timeout: Duration? = nil,
         onEvent: (ConnectAttemptEvent) -> Void = { _ in }, onLookup: (LookupEvent) -> Void = { _ in },
         onTrafficClassRefused: (TrafficClassRefusal) -> Void = { _ in }
-    ) throws(AsyncSocketError) -> (fd: Int32, address: SocketAddress) {
+    ) throws(AsyncSocketError) -> (descriptor: SourcelessDescriptor, address: SocketAddress) {
         guard !host.isEmpty else { throw .badParam("invalid host: the host name is empty") }
         let binding = try Connector.Binding(interface: interface, device: device, trafficClass: trafficClass)
         let configuration = try binding.narrow(configuration, interface: interface)
@@ -60,7 +60,7 @@ public struct BlockingConnector: Sendable {
         switch outcome {
         case .success(let winner):
             if let trafficClass, let refusal = Syscall.applyTrafficClass(trafficClass, to: winner.fd) { onTrafficClassRefused(refusal) }
-            return winner
+            return (SourcelessDescriptor(winner.fd), winner.address)
         case .failure(let failure):
             throw failure.timedOutAfterMilliseconds != nil ? .connectTimeout(failure) : .connectFailed(failure)
         }
@@ -216,4 +216,61 @@ private func earliest(_ a: ContinuousClock.Instant?, _ b: ContinuousClock.Instan
     guard let a else { return b }
     guard let b else { return a }
     return min(a, b)
+}
+
+extension BlockingConnector {
+    /// How a connect started by ``start(_:trafficClass:onTrafficClassRefused:)`` stands.
+    public enum Started: Sendable {
+        /// Connected already (over loopback the kernel finishes inside connect(2)).
+        case connected(SourcelessDescriptor)
+        /// Under way: wait for it with ``finish(_:address:timeout:)``.
+        case pending(SourcelessDescriptor)
+        /// It failed at once (the descriptor, if one was made, is closed).
+        case failed(SystemError)
+    }
+
+    /// Starts a connect to one numeric address without waiting for it (nothing for Happy
+    /// Eyeballs to race): for a server that dials an upstream per client from the thread that
+    /// accepted it, and waits elsewhere only when the kernel did not connect at once.
+    /// `onTrafficClassRefused` hears that the socket did not take `trafficClass`.
+    public static func start(
+        _ address: SocketAddress, trafficClass: TrafficClass? = nil, onTrafficClassRefused: (TrafficClassRefusal) -> Void = { _ in }
+    ) -> Started {
+        let fd: Int32
+        do throws(SystemError) { fd = try Syscall.socket(address.family, .stream) } catch { return .failed(error) }
+        if let trafficClass, let refusal = Syscall.applyTrafficClass(trafficClass, to: fd) { onTrafficClassRefused(refusal) }
+        do throws(SystemError) {
+            if try Syscall.connect(fd, to: address) { return .connected(SourcelessDescriptor(fd)) }
+            // In progress: done already if the kernel answered inside connect(2).
+            if try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: 0) {
+                let error = try Syscall.pendingError(fd)
+                guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
+                return .connected(SourcelessDescriptor(fd))
+            }
+            return .pending(SourcelessDescriptor(fd))
+        } catch {
+            Syscall.close(fd)
+            return .failed(error)
+        }
+    }
+
+    /// Waits on the calling thread for a ``Started/pending(_:)`` connect to `address`, at most
+    /// `timeout` (nil: the kernel's own limit): the descriptor once connected, nil when the
+    /// time ran out; it throws why it failed. Either way but success, the descriptor is closed.
+    public static func finish(_ pending: SourcelessDescriptor, address: SocketAddress, timeout: Duration?) throws(SystemError) -> SourcelessDescriptor? {
+        let fd = pending.fd
+        let limit = timeout.map { Int32(clamping: Int64($0.milliseconds.rounded(.up))) } ?? -1
+        do throws(SystemError) {
+            guard try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: limit) else {
+                Syscall.close(fd)
+                return nil
+            }
+            let error = try Syscall.pendingError(fd)
+            guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
+            return pending
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+    }
 }

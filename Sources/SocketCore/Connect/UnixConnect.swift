@@ -49,7 +49,7 @@ extension BlockingConnector {
     /// Returns the connected descriptor (non-blocking, close-on-exec; the caller closes it).
     /// Throws ``AsyncSocketError/connectFailed(_:)`` (no such socket, refused, not allowed),
     /// ``AsyncSocketError/connectTimeout(_:)``, or `badParam` for a path that cannot be one.
-    public static func connect(unixPath path: String, timeout: Duration? = nil) throws(AsyncSocketError) -> Int32 {
+    public static func connect(unixPath path: String, timeout: Duration? = nil) throws(AsyncSocketError) -> SourcelessDescriptor {
         let address: SocketAddress
         do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch { throw .badParam(error.description) }
         let fd: Int32
@@ -60,7 +60,7 @@ extension BlockingConnector {
         let deadline = timeout.asTimeout.map { started + $0 }
         while true {
             switch UnixConnect.attempt(fd, path: path, address: address, started: started, deadline: deadline) {
-            case .connected: return fd
+            case .connected: return SourcelessDescriptor(fd)
             case .retry(let delay): Syscall.sleep(for: delay)
             case .failed(let error):
                 Syscall.close(fd)

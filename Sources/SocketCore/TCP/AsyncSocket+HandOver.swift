@@ -24,9 +24,8 @@ extension AsyncSocket {
     /// `blocking` is false; a ``TLSStream``'s is non-blocking and it waits with poll(2) inside.
     /// The plain descriptor is a dup(2) of one a dispatch source watched: drive it with blocking
     /// calls or poll(2), not with new dispatch sources — on Linux a source made on the copy was
-    /// seen to miss readiness (about one relay in fifty stalled). ``StreamRelay`` wants
-    /// descriptors that never had a source: ``waitForConnection()`` and ``BlockingConnector``
-    /// give those.
+    /// seen to miss readiness (about one relay in fifty stalled). ``StreamRelay`` takes only a
+    /// ``SourcelessDescriptor``, which this descriptor cannot become.
     ///
     /// ```swift
     /// switch try socket.takeConnection() {

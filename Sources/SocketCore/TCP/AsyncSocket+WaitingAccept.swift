@@ -8,6 +8,10 @@ public struct AcceptedConnection: Sendable {
     public let descriptor: Int32
     /// Who connected; nil for an unnamed Unix peer.
     public let peer: SocketAddress?
+
+    /// The descriptor as one that never had a dispatch source, for ``StreamRelay``: true until
+    /// it is adopted (``AsyncSocket/adopt(_:)``), after which the socket's sources watch it.
+    public var sourceless: SourcelessDescriptor { SourcelessDescriptor(descriptor) }
 }
 
 extension AsyncSocket {

@@ -13,7 +13,9 @@ import Synchronization
 /// side that was cut off never sees a clean end of stream.
 ///
 /// ```swift
-/// let relay = try StreamRelay(client, upstream, queue: queue) { report in print(report) }
+/// guard let client = try listener.waitForConnection() else { return }   // acceptsByWaiting
+/// let (upstream, _) = try BlockingConnector().connect(toHost: "127.0.0.1", port: 8080)
+/// let relay = try StreamRelay(client.sourceless, upstream, queue: queue) { report in print(report) }
 /// relay.start()
 /// ```
 public final class StreamRelay: @unchecked Sendable {
@@ -50,7 +52,8 @@ public final class StreamRelay: @unchecked Sendable {
     /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
     fileprivate let timesMoves: Bool
 
-    /// A relay between `a` and `b` (connected, non-blocking; the relay owns and closes them),
+    /// A relay between `a` and `b` (connected, non-blocking, never watched by a dispatch source:
+    /// see ``SourcelessDescriptor``; the relay owns and closes them),
     /// run on `queue` (serial), `completion` called there once. Throws if no pipe can be made
     /// (the descriptors are then still the caller's).
     ///
@@ -60,7 +63,7 @@ public final class StreamRelay: @unchecked Sendable {
     /// `onMove`, if given, hears each move as it happens: true for first → second, and the
     /// byte count (for live statistics; called on `queue`).
     public init(
-        _ a: Int32, _ b: Int32, names: (String, String) = ("the first socket", "the second socket"),
+        _ a: SourcelessDescriptor, _ b: SourcelessDescriptor, names: (String, String) = ("the first socket", "the second socket"),
         holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
         queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
     ) throws(SystemError) {
@@ -78,11 +81,11 @@ public final class StreamRelay: @unchecked Sendable {
         // relay cancels them when it ends).
         let box = WeakRelay()
         first = IOSources(
-            fd: a, queue: queue,
+            fd: a.fd, queue: queue,
             onReadable: { box.relay?.forward.pump() },
             onWritable: { box.relay?.backward.pump() })
         second = IOSources(
-            fd: b, queue: queue,
+            fd: b.fd, queue: queue,
             onReadable: { box.relay?.backward.pump() },
             onWritable: { box.relay?.forward.pump() })
         forward = Direction(relay: self, from: first, to: second, pipe: forwardPipe, names: names, holdEnd: holdFirstEnd)

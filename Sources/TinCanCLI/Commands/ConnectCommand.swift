@@ -81,7 +81,8 @@ struct ConnectCommand {
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialer.connect(
                 host: host, port: port, source: args.value(.source), device: args.value(.interface),
-                timeout: settings.connectTimeout)
+                timeout: settings.connectTimeout
+            ).fd
             settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
@@ -93,7 +94,8 @@ struct ConnectCommand {
             // A numeric first hop and no TLS: the whole set-up on this thread, as for a direct
             // numeric connect.
             let fd = try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
-                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout
+            ).fd
             settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
@@ -183,7 +185,7 @@ struct Dialer {
 
     /// Connects to a numeric `host` on the calling thread (``BlockingConnector``): the
     /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``.
-    func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
+    func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
         let connector = BlockingConnector(
             configuration: HappyEyeballs.Configuration(
                 attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
@@ -191,7 +193,7 @@ struct Dialer {
             interface: source, device: device, trafficClass: settings.marking?.trafficClass)
         let log = EventLog.current.withLock { $0 }
         do throws(AsyncSocketError) {
-            let (fd, address) = try connector.connect(
+            let (descriptor, address) = try connector.connect(
                 toHost: host, port: port, timeout: timeout,
                 onEvent: { event in
                     Console.note(event.description, level: 1)
@@ -204,9 +206,9 @@ struct Dialer {
                 onTrafficClassRefused: { settings.marking?.report($0) })
             // The local address costs a getsockname: only when someone will read it.
             if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
-                announce(remote: address.description, local: Syscall.localAddress(fd)?.description)
+                announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
             }
-            return fd
+            return descriptor
         } catch {
             throw failure(error, target: Target.tcp(host: host, port: port).description)
         }
@@ -215,13 +217,13 @@ struct Dialer {
     /// Connects to the Unix socket at `path` on the calling thread, a full backlog waited out
     /// for at most `timeout` (``BlockingConnector/connect(unixPath:timeout:)``): the
     /// descriptor, or the error to report.
-    func connect(unixPath path: String, timeout: Duration?) throws(CommandError) -> Int32 {
+    func connect(unixPath path: String, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
         do throws(AsyncSocketError) {
-            let fd = try BlockingConnector.connect(unixPath: path, timeout: timeout)
+            let descriptor = try BlockingConnector.connect(unixPath: path, timeout: timeout)
             if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
                 announce(remote: path, local: nil)
             }
-            return fd
+            return descriptor
         } catch {
             throw failure(error, target: path)
         }

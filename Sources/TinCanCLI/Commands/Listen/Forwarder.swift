@@ -113,7 +113,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// One client's journey, its steps in order.
     private struct Client: Sendable {
-        let fd: Int32
+        /// Accepted on the listener's thread: it never had a dispatch source (the relay needs that).
+        let descriptor: SourcelessDescriptor
+        var fd: Int32 { descriptor.fd }
         let peer: String
         /// The client's address and the one it reached (for the PROXY header, else nil).
         let source: SocketAddress?
@@ -134,7 +136,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func client(_ accepted: AcceptedConnection) -> Client {
         let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
         let client = Client(
-            fd: accepted.descriptor, peer: peer, source: accepted.peer,
+            descriptor: accepted.sourceless, peer: peer, source: accepted.peer,
             destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
@@ -149,13 +151,13 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             return onThread(client, secured: clientSocket) { [self] in dialUpstream(client, secured: clientSocket) }
         }
         switch UpstreamDial.start(address, marking: upstream.dial.marking) {
-        case .connected(let fd):
+        case .connected(let descriptor):
             Console.note("connected to \(address)", level: 1)
-            connected(client, upstream: fd, secured: clientSocket)
-        case .pending(let fd):
-            onThread(client, secured: clientSocket, alsoClosing: fd) { [self] in
-                switch UpstreamDial.finish(fd, address: address, timeout: upstream.dial.timeout) {
-                case .success(let fd): connected(client, upstream: fd, secured: clientSocket)
+            connected(client, upstream: descriptor, secured: clientSocket)
+        case .pending(let pending):
+            onThread(client, secured: clientSocket, alsoClosing: pending.fd) { [self] in
+                switch UpstreamDial.finish(pending, address: address, timeout: upstream.dial.timeout) {
+                case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
                 case .failure(let error): unreachable(client, error, secured: clientSocket)
                 }
             }
@@ -213,7 +215,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
         switch UpstreamDial.dial(upstream.target, options: upstream.dial, settings: settings) {
         case .failure(let error): unreachable(client, error, secured: clientSocket)
-        case .success(let fd): connected(client, upstream: fd, secured: clientSocket)
+        case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
         }
     }
 
@@ -230,8 +232,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     /// The upstream is connected: the PROXY header, then TLS towards it or the relay.
-    private func connected(_ client: Client, upstream fd: Int32, secured clientSocket: AsyncSocket?) {
+    private func connected(_ client: Client, upstream descriptor: SourcelessDescriptor, secured clientSocket: AsyncSocket?) {
         let name = upstream.target.description
+        let fd = descriptor.fd
         func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
         if let version = upstream.proxyHeader {
             let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
@@ -252,7 +255,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
             ])
         if clientSocket == nil && upstream.tls == nil {
-            splice(client, upstream: fd)
+            splice(client, upstream: descriptor)
         } else {
             secureAndBridge(client, clientSocket, upstream: fd)
         }
@@ -319,11 +322,11 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// The relay's names for its two ends, as its failure lines say them.
     private func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(upstream.target.description)") }
 
-    private func splice(_ client: Client, upstream upstreamFD: Int32) {
+    private func splice(_ client: Client, upstream: SourcelessDescriptor) {
         let watched = Watched()
         do throws(SystemError) {
             let relay = try StreamRelay(
-                client.fd, upstreamFD, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+                client.descriptor, upstream, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
                 queue: client.queue
             ) { [self] report in
                 idle?.forget(watched.token.withLock { $0 })
@@ -333,7 +336,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             relay.start()
         } catch {
             Syscall.close(client.fd)
-            Syscall.close(upstreamFD)
+            Syscall.close(upstream.fd)
             report("\(client.peer): no pipe for the relay: \(error.lowercaseReason)", code: nil)
         }
     }

@@ -17,8 +17,8 @@ enum UpstreamDial {
     }
 
     /// The connected descriptor (non-blocking; the caller's), or why not.
-    static func dial(_ target: Target, options: Options, settings: StreamSettings) -> Result<Int32, CommandError> {
-        Result { () throws(CommandError) -> Int32 in
+    static func dial(_ target: Target, options: Options, settings: StreamSettings) -> Result<SourcelessDescriptor, CommandError> {
+        Result { () throws(CommandError) -> SourcelessDescriptor in
             let dialer = Dialer(settings: settings)
             switch target {
             case .tcp(let host, let port):
@@ -42,51 +42,32 @@ enum UpstreamDial {
 
     /// A connect started on the accepting thread (one numeric address: nothing for Happy
     /// Eyeballs to race), so a client costs no thread hop when the kernel finishes it inside
-    /// connect(2), as it does over loopback.
+    /// connect(2), as it does over loopback (``BlockingConnector/start(_:trafficClass:onTrafficClassRefused:)``).
     enum Quick {
         /// Connected: the relay can start here.
-        case connected(Int32)
+        case connected(SourcelessDescriptor)
         /// Still under way: a worker waits for it with ``finish(_:address:timeout:)``.
-        case pending(Int32)
+        case pending(SourcelessDescriptor)
         case failed(CommandError)
     }
 
     static func start(_ address: SocketAddress, marking: TrafficMarking?) -> Quick {
-        do throws(SystemError) {
-            let fd = try Syscall.socket(address.family, .stream)
-            if let marking, let refusal = Syscall.applyTrafficClass(marking.trafficClass, to: fd) { marking.report(refusal) }
-            do throws(SystemError) {
-                if try Syscall.connect(fd, to: address) { return .connected(fd) }
-                // In progress: done already if the kernel answered inside connect(2).
-                if try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: 0) {
-                    let error = try Syscall.pendingError(fd)
-                    guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
-                    return .connected(fd)
-                }
-                return .pending(fd)
-            } catch {
-                Syscall.close(fd)
-                throw error
-            }
-        } catch {
-            return .failed(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
+        switch BlockingConnector.start(address, trafficClass: marking?.trafficClass, onTrafficClassRefused: { marking?.report($0) }) {
+        case .connected(let descriptor): .connected(descriptor)
+        case .pending(let descriptor): .pending(descriptor)
+        case .failed(let error): .failed(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
         }
     }
 
     /// Waits (on a worker) for a ``Quick/pending(_:)`` connect, up to `timeout` (none: the
     /// kernel's own limit); the descriptor is closed if it failed.
-    static func finish(_ fd: Int32, address: SocketAddress, timeout: Duration?) -> Result<Int32, CommandError> {
-        let limit = timeout.map { Int32(clamping: Int64($0.milliseconds.rounded(.up))) } ?? -1
+    static func finish(_ pending: SourcelessDescriptor, address: SocketAddress, timeout: Duration?) -> Result<SourcelessDescriptor, CommandError> {
         do throws(SystemError) {
-            guard try Syscall.wait(for: fd, forWriting: true, timeoutMilliseconds: limit) else {
-                Syscall.close(fd)
+            guard let descriptor = try BlockingConnector.finish(pending, address: address, timeout: timeout) else {
                 return .failure(CommandError("connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))", code: .timeout))
             }
-            let error = try Syscall.pendingError(fd)
-            guard error == 0 else { throw SystemError(errno: error, call: "connect", context: address.description) }
-            return .success(fd)
+            return .success(descriptor)
         } catch {
-            Syscall.close(fd)
             return .failure(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
         }
     }

@@ -21,13 +21,13 @@ struct Tunnel {
 
     /// The tunnel as a descriptor, set up on this thread (``BlockingConnector`` to a numeric
     /// first hop, then ``BlockingProxyChain``): no dispatch thread starts for a plain session.
-    func openDescriptor(to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> Int32 {
+    func openDescriptor(to host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
         Console.note("proxy: " + choice.summary, level: 1)
         let started = ContinuousClock.now
         let first = choice.hops[0]
-        let fd: Int32
+        let descriptor: SourcelessDescriptor
         do {
-            fd = try dialer.connect(host: first.host, port: first.port, source: source, device: device, timeout: timeout)
+            descriptor = try dialer.connect(host: first.host, port: first.port, source: source, device: device, timeout: timeout)
         } catch {
             throw CommandError("cannot reach proxy \(first): \(error.message)", code: error.code)
         }
@@ -35,12 +35,12 @@ struct Tunnel {
         let log = EventLog.current.withLock { $0 }
         let chain = BlockingProxyChain(proxies: choice.hops, ipv4Enabled: !dialer.settings.ipv6Only, ipv6Enabled: !dialer.settings.ipv4Only)
         do throws(AsyncSocketError) {
-            try chain.negotiate(on: fd, host: host, port: port, timeout: budget) { report in noteHop(report, level: 1, log: log) }
+            try chain.negotiate(on: descriptor.fd, host: host, port: port, timeout: budget) { report in noteHop(report, level: 1, log: log) }
         } catch {
-            Syscall.close(fd)
+            Syscall.close(descriptor.fd)
             throw Tunnel.explain(error, target: Endpoint(host: host, port: port).description, chain: choice.hops)
         }
-        return fd
+        return descriptor
     }
 
     private func noteHop(_ report: ProxyHopReport, level: Int, log: EventLog?) {
