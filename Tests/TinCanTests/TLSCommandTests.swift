@@ -18,6 +18,26 @@ final class TLSCommandTests: XCTestCase {
 
     /// --show-cert prints the chain even when it does not verify (fetching a certificate in
     /// order to trust it is its main use), and still exits 4 with the reason.
+    /// TLS to a numeric host is dialled on the main thread, as a plain connect is: its
+    /// connect(2) comes before any thread starts (dispatch's threads come with the handshake).
+    func testTLSToANumericHostConnectsBeforeAnyThreadStarts() throws {
+        let (listener, port) = try Tool.listener(["--tls"])
+        defer { listener.stop() }
+        listener.closeInput()
+        let trace = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-tls-strace-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: trace) }
+        let traced = try Tool.run(
+            ["-f", "-e", "trace=clone,clone3,connect", "-o", trace, Tool.tincan, "tls", "--insecure", "--send", "numeric\\n", "127.0.0.1", String(port)],
+            program: "/usr/bin/strace")
+        XCTAssertEqual(traced.status, 0, traced.err)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdoutText, "numeric\n")
+        let lines = fileText(trace).split(separator: "\n")
+        let connect = try XCTUnwrap(lines.firstIndex { $0.contains("connect(") && $0.contains("htons(\(port))") }, "\(lines)")
+        let firstThread = lines.firstIndex { $0.contains("clone") } ?? lines.count
+        XCTAssertLessThan(connect, firstThread, "a thread started before the connect: \(lines.prefix(4).joined(separator: "\n"))")
+    }
+
     func testShowCertPrintsAChainThatFailsVerification() throws {
         let (selfSigned, port) = try server("self")
         defer { selfSigned.stop() }

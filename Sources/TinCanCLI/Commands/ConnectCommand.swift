@@ -154,6 +154,21 @@ struct Dialer {
 
     /// A connected socket (its delegate cleared), or the error to report.
     func open(_ target: Target, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> AsyncSocket {
+        if case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
+            // A numeric host needs no lookup: it is dialled on this thread, as a plain connect
+            // is, and the socket adopts the connection, so no dispatch thread starts before
+            // there is one (TLS, STARTTLS and proxy dialogues then run on the socket).
+            let descriptor = try connect(host: host, port: port, source: source, device: device, timeout: timeout)
+            do throws(AsyncSocketError) {
+                let socket = try AsyncSocket.adopting(connected: descriptor.fd, socketQueue: DispatchQueue(label: "tincan.connect"))
+                // The relay takes the descriptor over: a peer's early end of stream must not close it.
+                socket.autoDisconnectOnClosedReadStream = false
+                return socket
+            } catch {
+                Syscall.close(descriptor.fd)
+                throw CommandError("connect to \(target.description) failed: \(error)")
+            }
+        }
         let watcher = ConnectWatcher(settings: settings)
         let queue = DispatchQueue(label: "tincan.connect")
         let socket = AsyncSocket(delegate: watcher, delegateQueue: queue, socketQueue: queue)
