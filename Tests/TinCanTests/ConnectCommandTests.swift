@@ -215,4 +215,23 @@ final class SignalTests: XCTestCase {
         XCTAssertEqual(tool.wait(), 128 + SIGTERM)
         XCTAssertEqual(try String(contentsOfFile: output, encoding: .utf8), "first part\n")
     }
+
+    /// SIGUSR1's statistics count a connection made on the quick road (a numeric host, no -v)
+    /// as they count any other, over TLS too.
+    func testSIGUSR1CountsAConnectionToANumericHost() throws {
+        for tls in [false, true] {
+            let (listener, port) = try Tool.listener(tls ? ["--tls"] : [])
+            defer { listener.stop() }
+            let client = try Tool((tls ? ["tls", "--insecure"] : ["connect"]) + ["127.0.0.1", String(port)])
+            defer { client.stop() }
+            waitUntil("the listener's client") { listener.stderrText.contains("connection from 127.0.0.1") }
+            client.send("counted\n")
+            waitUntil("the line across") { listener.stdoutText == "counted\n" }
+            client.signal(SIGUSR1)
+            waitUntil("the statistics (tls: \(tls))") { client.stderrText.contains("statistics: 1 connection,") }
+            client.closeInput()
+            listener.closeInput()
+            XCTAssertEqual(client.wait(), 0, client.stderrText)
+        }
+    }
 }

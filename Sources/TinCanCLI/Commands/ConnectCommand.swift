@@ -222,6 +222,8 @@ struct Dialer {
             // The local address costs a getsockname: only when someone will read it.
             if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
                 announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
+            } else {
+                Statistics.connections.add(1, ordering: .relaxed)  // SIGUSR1 counts it either way
             }
             return descriptor
         } catch {
@@ -237,6 +239,8 @@ struct Dialer {
             let descriptor = try BlockingConnector.connect(unixPath: path, timeout: timeout)
             if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
                 announce(remote: path, local: nil)
+            } else {
+                Statistics.connections.add(1, ordering: .relaxed)
             }
             return descriptor
         } catch {
