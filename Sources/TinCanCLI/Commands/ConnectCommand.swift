@@ -219,12 +219,7 @@ struct Dialer {
                     log?.lookup(event)
                 },
                 onTrafficClassRefused: { settings.marking?.report($0) })
-            // The local address costs a getsockname: only when someone will read it.
-            if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
-                announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
-            } else {
-                Statistics.connections.add(1, ordering: .relaxed)  // SIGUSR1 counts it either way
-            }
+            announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
             return descriptor
         } catch {
             throw failure(error, target: Target.tcp(host: host, port: port).description)
@@ -237,11 +232,7 @@ struct Dialer {
     func connect(unixPath path: String, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
         do throws(AsyncSocketError) {
             let descriptor = try BlockingConnector.connect(unixPath: path, timeout: timeout)
-            if Console.verbosity.load(ordering: .relaxed) >= 1 || EventLog.current.withLock({ $0 }) != nil {
-                announce(remote: path, local: nil)
-            } else {
-                Statistics.connections.add(1, ordering: .relaxed)
-            }
+            announce(remote: path, local: nil)
             return descriptor
         } catch {
             throw failure(error, target: path)
@@ -256,10 +247,15 @@ struct Dialer {
         }
     }
 
-    private func announce(remote: String, local: String?) {
+    /// Counts the connection (SIGUSR1's statistics) and says it at -v and in --json; the local
+    /// address costs a getsockname, asked only when someone will read it.
+    private func announce(remote: String, local: @autoclosure () -> String?) {
         Statistics.connections.add(1, ordering: .relaxed)
+        let log = EventLog.current.withLock { $0 }
+        guard Console.verbosity.load(ordering: .relaxed) >= 1 || log != nil else { return }
+        let local = local()
         Console.note("connected to \(remote)" + (local.map { " from \($0)" } ?? ""), level: 1)
-        EventLog.current.withLock { $0 }?.connected(local: local, remote: remote)
+        log?.connected(local: local, remote: remote)
     }
 }
 

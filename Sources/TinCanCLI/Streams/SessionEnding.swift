@@ -168,9 +168,9 @@ struct SessionEnding: Sendable {
             guard let ended = inputEndedAt else { return actions }
             if let quit = policy.quitAfterEOF, now - ended >= quit {
                 finish(.quitAfterEOF, &actions)
-            } else if let wait = policy.waitAfterEOF, now >= EndHold(wait).due(ended: ended, lastMoved: activity.lastReceived) {
+            } else if let wait = policy.waitAfterEOF, now >= quietFor(wait, since: ended, activity) {
                 finish(.waitedAfterEOF, &actions)
-            } else if closeWritePending, case .untilQuiet(let delay) = policy.hold, now >= EndHold(delay).due(ended: ended, lastMoved: activity.lastReceived) {
+            } else if closeWritePending, case .untilQuiet(let delay) = policy.hold, now >= quietFor(delay, since: ended, activity) {
                 closeWrite(&actions)
             }
         }
@@ -186,10 +186,16 @@ struct SessionEnding: Sendable {
         if let limit = policy.idleTimeout { consider(lastMoved(activity) + limit) }
         if let ended = inputEndedAt {
             if let quit = policy.quitAfterEOF { consider(ended + quit) }
-            if let wait = policy.waitAfterEOF { consider(EndHold(wait).due(ended: ended, lastMoved: activity.lastReceived)) }
-            if closeWritePending, case .untilQuiet(let delay) = policy.hold { consider(EndHold(delay).due(ended: ended, lastMoved: activity.lastReceived)) }
+            if let wait = policy.waitAfterEOF { consider(quietFor(wait, since: ended, activity)) }
+            if closeWritePending, case .untilQuiet(let delay) = policy.hold { consider(quietFor(delay, since: ended, activity)) }
         }
         return next
+    }
+
+    /// When `delay` of quiet after stdin's end (and after the last byte received) is over: the
+    /// one rule every held end keeps (``EndHold``).
+    private func quietFor(_ delay: Duration, since ended: Duration, _ activity: Activity) -> Duration {
+        EndHold(delay).due(ended: ended, lastMoved: activity.lastReceived)
     }
 
     private func lastMoved(_ activity: Activity) -> Duration {
