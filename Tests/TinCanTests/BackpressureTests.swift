@@ -79,8 +79,7 @@ final class BackpressureTests: XCTestCase {
         defer { server.stop() }
         waitForListener(port: port)
         let pid = server.process.processIdentifier
-        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1 }
-        let before = descriptors()
+        let before = openDescriptors(pid)
         let total = bytes / 2 / 1_048_576 * 1_048_576
         let clients = try Tool(
             [
@@ -115,7 +114,7 @@ final class BackpressureTests: XCTestCase {
             let out = fileText(output)
             return out.contains("fast\n") && out.contains("slow\n")
         }
-        XCTAssertGreaterThanOrEqual(descriptors(), before + 2)
+        XCTAssertGreaterThanOrEqual(openDescriptors(pid), before + 2)
         let chunk = Data(repeating: 0x2A, count: 1_048_576)
         for _ in 0..<(total / 1_048_576) { server.send(chunk) }
         XCTAssertEqual(clients.wait(timeout: timeout), 0, clients.stderrText)

@@ -4,11 +4,6 @@ import XCTest
 
 /// tincan under load: many concurrent clients, every byte checked, nothing leaked afterwards.
 final class LoadTests: XCTestCase {
-    /// Open descriptors of a process.
-    private func descriptors(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-    }
-
     /// Resident set of a process in KiB.
     private func residentKiB(_ pid: Int32) -> Int {
         procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
@@ -71,20 +66,20 @@ final class LoadTests: XCTestCase {
         // monitor's timerfd) on first use, once; what is counted is what connections leave.
         XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port)], input: "warm-up\n"), "warm-up\n")
         waitUntil("the warm-up program reaped") { childProcesses(of: pid).isEmpty }
-        let fdsBefore = descriptors(pid)
+        let fdsBefore = openDescriptors(pid)
         let rssBefore = residentKiB(pid)
         let client = try Tool(["python3", "-c", LoadTests.echoClients, String(port), "1000", String(1 << 20)], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(client.wait(timeout: .seconds(240)), 0, client.stderrText)
         XCTAssertEqual(client.stdoutText, "echoed 1000 x 1048576\n")
         // Every connection's program has exited and been reaped, every descriptor closed.
-        waitUntil("tincan's descriptors back to \(fdsBefore)", timeout: .seconds(30)) { descriptors(pid) == fdsBefore }
+        waitUntil("tincan's descriptors back to \(fdsBefore)", timeout: .seconds(30)) { openDescriptors(pid) == fdsBefore }
         // Programs are spawned from dispatch threads: look for them by parent, not in the main
         // thread's list of children, and count zombies too.
         waitUntil("every program gone and reaped", timeout: .seconds(30)) { childProcesses(of: pid).isEmpty }
         XCTAssertEqual(childProcesses(of: pid).map { "\($0.pid) \($0.state)" }, [], "no program left running or unreaped")
         let rssAfter = residentKiB(pid)
-        print("listen -k --exec: 1000 clients x 1 MiB echoed; fds \(fdsBefore) -> \(descriptors(pid)); RSS \(rssBefore) KiB -> \(rssAfter) KiB")
+        print("listen -k --exec: 1000 clients x 1 MiB echoed; fds \(fdsBefore) -> \(openDescriptors(pid)); RSS \(rssBefore) KiB -> \(rssAfter) KiB")
         // A sanitizer's shadow memory grows with the work done: the bound holds for real builds.
         if ProcessInfo.processInfo.environment["TINCAN_SANITIZER"] == nil {
             XCTAssertLessThan(rssAfter, rssBefore + 16 * 1024, "memory back near its starting level")
@@ -103,14 +98,14 @@ final class LoadTests: XCTestCase {
         let pid = relay.process.processIdentifier
         // One relay first: GCD makes its timer descriptor at the first timer, once.
         XCTAssertEqual(try Tool.output(["connect", "127.0.0.1", String(port)], input: "warm-up\n"), "warm-up\n")
-        let fdsBefore = descriptors(pid)
+        let fdsBefore = openDescriptors(pid)
         let client = try Tool(["python3", "-c", LoadTests.echoClients, String(port), "1000", String(256 << 10)], program: "/usr/bin/env")
         defer { client.stop() }
         XCTAssertEqual(client.wait(timeout: .seconds(240)), 0, client.stderrText + relay.stderrText)
         XCTAssertEqual(client.stdoutText, "echoed 1000 x 262144\n")
         // Back where it was, but for the empty pipes the relays keep for the next ones (at most
         // 8 pipes, 16 descriptors; the warm-up left 2 of them).
-        waitUntil("the relay's descriptors back to \(fdsBefore) and its pipe pool", timeout: .seconds(30)) { descriptors(pid) <= fdsBefore + 12 }
+        waitUntil("the relay's descriptors back to \(fdsBefore) and its pipe pool", timeout: .seconds(30)) { openDescriptors(pid) <= fdsBefore + 12 }
         XCTAssertEqual(relay.stderrText, "", "no relay was cut")
     }
 }

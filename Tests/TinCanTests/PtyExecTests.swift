@@ -88,7 +88,7 @@ final class PtyExecTests: XCTestCase {
         let (listener, port) = try Tool.listener(["-k", "-v", "--pty", "--sh-exec", "seq 1 200 | tr '\\n' ' '; echo; echo the-last-line"])
         defer { listener.stop() }
         let pid = listener.process.processIdentifier
-        let before = descriptors(pid)
+        let before = openDescriptors(pid)
         let client = try pythonClient(port: port, runs: 100)
         XCTAssertEqual(client.wait(timeout: .seconds(120)), 0, client.stderrText)
         let runs = client.stdoutText.components(separatedBy: "--end--").dropLast()
@@ -96,11 +96,36 @@ final class PtyExecTests: XCTestCase {
         let cut = runs.first(where: { !$0.contains("the-last-line") }) ?? ""
         XCTAssertEqual(runs.filter { $0.contains("199 200 \r\nthe-last-line\r\n") }.count, 100, "\(cut.debugDescription)\n\(listener.stderrText)")
         // Each session's program is reaped and its descriptors closed once its client is gone.
-        waitUntil("the sessions' descriptors closed (\(before) before them)") { descriptors(pid) <= before + 2 }
+        waitUntil("the sessions' descriptors closed (\(before) before them)") { openDescriptors(pid) <= before + 2 }
     }
 
-    private func descriptors(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    /// The peer's end does not end the session: a program that ignores the hang-up and writes
+    /// 2.5 s later still reaches the client, whole, and both ends exit 0.
+    func testAProgramThatWritesLongAfterThePeersEndIsHeard() throws {
+        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", "trap '' HUP; echo ready; sleep 2.5; echo the-late-line"])
+        defer { listener.stop() }
+        let client = try Tool(
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+                got = b""
+                while b"ready" not in got:
+                    b = s.recv(65536)
+                    if not b: break
+                    got += b
+                s.shutdown(socket.SHUT_WR)
+                while True:
+                    b = s.recv(65536)
+                    if not b: break
+                    got += b
+                sys.stdout.write(got.decode("utf-8", "replace"))
+                """, String(port),
+            ], program: "/usr/bin/env")
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertTrue(client.stdoutText.hasSuffix("ready\r\nthe-late-line\r\n"), client.stdoutText.debugDescription)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
     /// The peer's end of stream hangs the terminal up: the program gets SIGHUP.

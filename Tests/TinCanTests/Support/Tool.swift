@@ -163,6 +163,11 @@ func waitUntil(
     }
 }
 
+/// How many descriptors process `pid` holds open (-1 if it is gone).
+func openDescriptors(_ pid: Int32) -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+}
+
 /// The text of a file, or "" if there is none (yet).
 func fileText(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
