@@ -28,8 +28,19 @@ final class PackageTests: XCTestCase {
         return try Tool.run(["-c", command], timeout: timeout, environment: merged, program: "/bin/bash")
     }
 
-    /// The release binary, or a skip (a failure in CI, whose test command builds it).
-    private func releaseBinary() throws -> String {
+    /// scripts/package's files for this run, made once for the class (a few seconds each
+    /// time): their folder and the version. XCTest runs a class's tests one after another.
+    nonisolated(unsafe) private static var made: (dist: String, version: String)?
+
+    override class func tearDown() {
+        if let made { try? FileManager.default.removeItem(atPath: (made.dist as NSString).deletingLastPathComponent) }
+        made = nil
+    }
+
+    /// The release files, made from the release binary; a skip without one (a failure in CI,
+    /// whose test command builds it first).
+    private func package() throws -> (dist: String, version: String) {
+        if let made = Self.made { return made }
         let binary = root.appendingPathComponent(".build/release/tincan").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             let why = "no release binary at \(binary): run scripts/build --product tincan first (scripts/test does)"
@@ -39,17 +50,22 @@ final class PackageTests: XCTestCase {
             }
             throw XCTSkip(why)
         }
-        return binary
+        let version = try XCTUnwrap(try Tool.run(["--version"], program: binary).out.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+        let dist = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-dist-\(getpid())-\(UInt32.random(in: 0...UInt32.max))/dist").path
+        let packaged = try shell("\(root.path)/scripts/package", environment: ["TINCAN_BIN": binary, "OUT": dist])
+        guard packaged.status == 0 else {
+            XCTFail("scripts/package exited \(packaged.status): \(packaged.err)")
+            throw XCTSkip("failed")
+        }
+        Self.made = (dist, version)
+        return (dist, version)
     }
 
     func testTheDebianPackagePassesLintianInstallsAndRemovesCleanly() throws {
-        let binary = try releaseBinary()
-        let version = try XCTUnwrap(try Tool.run(["--version"], program: binary).out.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
-        let made = try shell("\(root.path)/scripts/package", environment: ["TINCAN_BIN": binary, "OUT": scratch + "/dist"])
-        XCTAssertEqual(made.status, 0, made.err)
-        let deb = scratch + "/dist/tincan_\(version)_amd64.deb"
-        XCTAssertTrue(FileManager.default.fileExists(atPath: deb), "\(deb): \(made.err)")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: scratch + "/dist/tincan-\(version).debug"))
+        let (dist, version) = try package()
+        let deb = dist + "/tincan_\(version)_amd64.deb"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: deb), deb)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dist + "/tincan-\(version).debug"))
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         XCTAssertTrue(readme.contains("dist/tincan_\(version)_amd64.deb"), "the README's Install section names this version's package")
 
@@ -116,12 +132,9 @@ final class PackageTests: XCTestCase {
     }
 
     func testTheArchiveUnpacksWithItsInstallLineAndRuns() throws {
-        let binary = try releaseBinary()
-        let version = try XCTUnwrap(try Tool.run(["--version"], program: binary).out.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
-        let made = try shell("\(root.path)/scripts/package", environment: ["TINCAN_BIN": binary, "OUT": scratch + "/dist"])
-        XCTAssertEqual(made.status, 0, made.err)
+        let (dist, version) = try package()
         let name = "tincan-\(version)-linux-x86_64"
-        let archive = scratch + "/dist/\(name).tar.gz"
+        let archive = dist + "/\(name).tar.gz"
         // The install line of its INSTALL, into a prefix of ours, without sudo.
         let listing = try shell("tar -xzOf '\(archive)' \(name)/INSTALL")
         let line = try XCTUnwrap(listing.out.split(separator: "\n").first { $0.contains("tar -xzf") }, listing.out)
@@ -129,7 +142,7 @@ final class PackageTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
         let command = line.trimmingCharacters(in: .whitespaces)
             .replacingOccurrences(of: "sudo ", with: "").replacingOccurrences(of: "/usr/local", with: "'\(prefix)'")
-        let unpacked = try shell("cd '\(scratch)/dist' && \(command)")
+        let unpacked = try shell("cd '\(dist)' && \(command)")
         XCTAssertEqual(unpacked.status, 0, "\(command): \(unpacked.err)")
         let files = (FileManager.default.enumerator(atPath: prefix)?.allObjects as? [String] ?? []).filter {
             var directory: ObjCBool = false
