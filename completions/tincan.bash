@@ -34,16 +34,16 @@ _tincan() {
             ;;
         listen)
             case "$prev" in
-                --forward-unix|--forward-ca|--forward-cert|--forward-key|-U|--unix|--cert|--key|--ca|--keylog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --forward-unix|--forward-ca|--forward-cert|--forward-key|--proxy-auth-file|-U|--unix|--cert|--key|--ca|--keylog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -e|--exec|-c|--sh-exec) COMPREPLY=($(compgen -c -- "$cur")); return ;;
                 --proxy-protocol) COMPREPLY=($(compgen -W "v1 v2" -- "$cur")); return ;;
                 --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
                 -f|--format) COMPREPLY=($(compgen -W "raw hex json" -- "$cur")); return ;;
-                -m|--max-conns|--send-timeout|--allow|--deny|--dscp|--tos|--pty-term|--pty-size|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy|--proxy-user|--idle-timeout|--user-timeout|-q|--quit-after-eof|--handshake-timeout|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
+                -m|--max-conns|--send-timeout|--allow|--deny|--dscp|--tos|--pty-term|--pty-size|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy-auth|--proxy|--proxy-user|--idle-timeout|--user-timeout|-q|--quit-after-eof|--handshake-timeout|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --send-timeout --allow --deny --dscp --tos -e --exec -c --sh-exec --pty --pty-term --pty-size --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --proxy --proxy-user --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --handshake-timeout --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --send-timeout --allow --deny --dscp --tos -e --exec -c --sh-exec --pty --pty-term --pty-size --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --socks5 --proxy-auth --proxy-auth-file --open --proxy --proxy-user --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --handshake-timeout --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -122,3 +122,18 @@ extension SocketAddress {
         }
     }
 }
+
+extension SocketAddress {
+    /// The IPv4 address of these 4 bytes (network order) on `port`.
+    init(ipv4Bytes bytes: ArraySlice<UInt8>, port: UInt16) {
+        let address = bytes.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        self.init(storage: .ipv4(address: address, port: port))
+    }
+
+    /// The IPv6 address of these 16 bytes (network order) on `port`.
+    init(ipv6Bytes bytes: ArraySlice<UInt8>, port: UInt16) {
+        let high = bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let low = bytes.dropFirst(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        self.init(storage: .ipv6(high: high, low: low, port: port, scopeID: 0, flowInfo: 0))
+    }
+}

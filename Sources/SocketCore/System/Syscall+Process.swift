@@ -14,6 +14,25 @@ extension Syscall {
         try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try writeAll(fd, raw, isSocket: false) } }.get()
     }
 
+    /// The contents of a small file (at most `limit` bytes; more is an EFBIG error) and its
+    /// permission bits, read through one descriptor so both describe the same file.
+    public static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> (contents: [UInt8], permissions: UInt32) {
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        var info = stat()
+        try retrying("fstat", path) { fstat(fd, &info) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw SystemError(errno: EINVAL, call: "open", context: path) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { raw in Result { () throws(SystemError) in try read(fd, into: raw) } }.get() ?? 0
+            if count == 0 { break }
+            contents += chunk[..<count]
+            guard contents.count <= limit else { throw SystemError(errno: EFBIG, call: "read", context: path) }
+        }
+        return (contents, UInt32(info.st_mode & 0o7777))
+    }
+
     /// True if `fd` is an open descriptor.
     public static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 

@@ -85,6 +85,15 @@ final class QueuePoller: @unchecked Sendable {
         let poller = try QueuePoller(queue: queue)
         try poller.start()
         registry.withLock { $0[ObjectIdentifier(queue)] = poller }
+        queue.setSpecific(key: onQueueKey, value: ObjectIdentifier(queue))
+    }
+
+    /// Marks each shared queue with itself, so code can tell it already runs there.
+    private static let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Whether the caller runs on `queue`, a shared queue (false for any other queue).
+    static func isRunning(on queue: DispatchQueue) -> Bool {
+        DispatchQueue.getSpecific(key: onQueueKey) == ObjectIdentifier(queue)
     }
 
     private static let registry = Mutex<[ObjectIdentifier: QueuePoller]>([:])

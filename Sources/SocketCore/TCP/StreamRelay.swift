@@ -97,15 +97,18 @@ public final class StreamRelay: @unchecked Sendable {
     /// Kept alive until it ends (the sources only hold it weakly).
     private var retained: StreamRelay?
 
-    /// Starts moving bytes (both directions at once).
-    /// Starts both directions. The first moves run on the calling thread (inside `queue.sync`):
-    /// bytes and ends already waiting cost no thread hop, and a short connection may be over
-    /// (its completion called) before this returns. Call it from outside `queue`.
+    /// Starts both directions. The first moves run on the calling thread (inside `queue.sync`,
+    /// or directly when called on `queue` itself, a shared queue): bytes and ends already
+    /// waiting cost no thread hop, and a short connection may be over (its completion called)
+    /// before this returns.
     public func start() {
-        queue.sync {
-            forward.pump()
-            backward.pump()
-        }
+        guard !QueuePoller.isRunning(on: queue) else { return pumpBoth() }
+        queue.sync { pumpBoth() }
+    }
+
+    private func pumpBoth() {
+        forward.pump()
+        backward.pump()
     }
 
     /// Ends the relay at once: both sockets are reset; `completion` hears it as cut, for

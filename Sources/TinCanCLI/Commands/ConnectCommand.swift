@@ -199,8 +199,11 @@ struct Dialer {
     }
 
     /// Connects to a numeric `host` on the calling thread (``BlockingConnector``): the
-    /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``.
-    func connect(host: String, port: UInt16, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
+    /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``;
+    /// `onFailure` hears the connector's own error first (a proxy server answers with its cause).
+    func connect(
+        host: String, port: UInt16, source: String?, device: String?, timeout: Duration?, onFailure: (AsyncSocketError) -> Void = { _ in }
+    ) throws(CommandError) -> SourcelessDescriptor {
         let connector = BlockingConnector(
             configuration: HappyEyeballs.Configuration(
                 attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
@@ -222,6 +225,7 @@ struct Dialer {
             announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
             return descriptor
         } catch {
+            onFailure(error)
             throw failure(error, target: Target.tcp(host: host, port: port).description)
         }
     }

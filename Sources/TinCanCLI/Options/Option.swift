@@ -60,6 +60,7 @@ public enum Option: String, CaseIterable, Sendable {
     case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
     case noWindowSize = "no-window-size"
+    case open
     case parallel
     case pin
     case preferIPv4 = "prefer-ipv4"
@@ -67,6 +68,8 @@ public enum Option: String, CaseIterable, Sendable {
     case progress
     case proxy
     case proxyAddress = "proxy-address"
+    case proxyAuth = "proxy-auth"
+    case proxyAuthFile = "proxy-auth-file"
     case proxyProtocol = "proxy-protocol"
     case proxyType = "proxy-type"
     case proxyUser = "proxy-user"
@@ -81,6 +84,7 @@ public enum Option: String, CaseIterable, Sendable {
     case servername
     case shExec = "sh-exec"
     case showCert = "show-cert"
+    case socks5
     case source
     case starttls
     case xmpphost

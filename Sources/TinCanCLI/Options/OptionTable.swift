@@ -386,11 +386,31 @@ public enum OptionTable {
                 OptionSpec(
                     .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
                     help:
-                        "With --forward or --forward-unix: give up dialling the upstream (and its proxies) after this long; a Unix upstream whose backlog is full is waited for until then."
+                        "With --forward, --forward-unix or --socks5: give up dialling the upstream (and its proxies) after this long (a SOCKS client then hears 0x06); a Unix upstream whose backlog is full is waited for until then."
                 ),
                 OptionSpec(
                     .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
-                    help: "With --forward: dial the upstream from this local address and/or port."),
+                    help: "With --forward or --socks5: dial the upstream from this local address and/or port."),
+                OptionSpec(
+                    .socks5,
+                    help:
+                        "Be a SOCKS proxy: each client's SOCKS5 CONNECT (RFC 1928; IPv4, IPv6 or a name this side resolves, with Happy Eyeballs) or SOCKS4/4a CONNECT becomes its upstream, relayed as --forward relays (splice, ends and resets passed on, --proxy chains, -s, --connect-timeout). Replies say why a connect failed (refused 0x05, network or host unreachable 0x03/0x04, timed out 0x06, BIND and UDP ASSOCIATE 0x07, unknown address type 0x08). Never open by accident: without --proxy-auth, --proxy-auth-file or --allow it listens on loopback only, and any other address needs --open. A client has --handshake-timeout for its whole request; none costs a thread while it waits."
+                ),
+                OptionSpec(
+                    .proxyAuth, value: .text, valueName: "USER:PASS", repeatable: true,
+                    help:
+                        "With --socks5: require this user name and password (RFC 1929; SOCKS4 clients, which carry no password, are then refused); repeat for more users. Compared in constant time, never logged. A password on the command line is visible to other local users: prefer --proxy-auth-file."
+                ),
+                OptionSpec(
+                    .proxyAuthFile, value: .path, valueName: "FILE",
+                    help:
+                        "With --socks5: the users, one USER:PASS a line ('#' comments). A file that others may read or write is refused: chmod 600 it."
+                ),
+                OptionSpec(
+                    .open,
+                    help:
+                        "With --socks5: allow listening beyond loopback with no --proxy-auth and no --allow, an open proxy anyone who reaches the port can use (said at start)."
+                ),
             ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
                 OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
                 OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
@@ -399,7 +419,9 @@ public enum OptionTable {
                 OptionSpec(.requireClientCert, help: "Accept only clients with a valid certificate (mutual TLS)."),
                 OptionSpec(
                     .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
-                    help: "With --tls: how long a client has to complete its TLS handshake before it is closed (a client that sends nothing costs no thread while it waits)."),
+                    help:
+                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5, its whole proxy request (a client that sends nothing costs no thread while it waits)."
+                ),
                 OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
                 OptionSpec(
                     .keylog, value: .path, valueName: "FILE",
@@ -427,6 +449,11 @@ public enum OptionTable {
             (
                 "tincan listen -k 8080 --forward 127.0.0.1:8081 --proxy-protocol v2",
                 "Tell a server behind the relay (haproxy accept-proxy, nginx proxy_protocol) each client's address."
+            ),
+            ("tincan listen --socks5 1080", "A SOCKS5 (and SOCKS4/4a) proxy on loopback: curl --socks5-hostname 127.0.0.1:1080 ... goes through it."),
+            (
+                "tincan listen --socks5 --proxy-auth-file users.txt 0.0.0.0 1080",
+                "A SOCKS5 proxy for other hosts, for the users of a mode-600 file of user:password lines."
             ),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
             ("tincan listen --pty --exec '/bin/bash -i' 127.0.0.1 7000", "A shell on a terminal of its own for one client, on loopback only; use it with tincan connect --raw."),

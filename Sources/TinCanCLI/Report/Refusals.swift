@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest
 
         var summary: String {
             switch self {
@@ -20,6 +20,8 @@ enum Refusals {
             case .upstream: "upstreams not reached"
             case .idle: "closed idle (--idle-timeout)"
             case .slow: "dropped for not reading (--send-timeout)"
+            case .authentication: "proxy clients refused their credentials"
+            case .proxyRequest: "proxy requests refused or never made"
             }
         }
     }

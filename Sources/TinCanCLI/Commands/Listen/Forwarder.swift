@@ -3,8 +3,9 @@ import Glibc
 import SocketCore
 import Synchronization
 
-/// `listen --forward HOST:PORT` (or `--forward-unix PATH`): each admitted client is joined to a
-/// new upstream connection. Plain at both ends, a ``StreamRelay`` splices the bytes; with TLS at
+/// `listen --forward HOST:PORT` (or `--forward-unix PATH`, or `--socks5`, where each client's
+/// proxy request names its upstream: ProxyService.swift): each admitted client is joined to a
+/// new upstream connection (TLS at either end: Forwarder+TLS.swift). Plain at both ends, a ``StreamRelay`` splices the bytes; with TLS at
 /// either end (--tls: termination, --forward-tls: origination, or both) a ``SocketBridge``
 /// moves them through the sessions. Each direction's end is passed on by itself. The upstream is
 /// dialled as `connect` would (Happy Eyeballs, --connect-timeout, -s, --proxy), on a worker
@@ -20,7 +21,8 @@ import Synchronization
 final class Forwarder: ListenMode, @unchecked Sendable {
     // @unchecked Sendable: `outcome` is written under its lock; the rest is immutable.
     struct Upstream: Sendable {
-        let target: Target
+        /// Where every client goes; nil when each names its own (`--socks5`).
+        let target: Target?
         let dial: UpstreamDial.Options
         /// TLS to the upstream (--forward-tls), loaded once for every connection.
         let tls: TLSContext?
@@ -35,10 +37,16 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     let keepOpen: Bool
     /// --idle-timeout: a quiet client's relay is cut (both sides reset).
     let idle: IdleWatch?
+    /// --socks5: the proxy dialogue each client speaks before its relay, which names its upstream.
+    let service: ProxyService?
     private let outcome = Locked<CommandError??>(nil)
     private let ended = DispatchSemaphore(value: 0)
 
-    init(settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool, idle: IdleWatch? = nil) {
+    init(
+        settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool, idle: IdleWatch? = nil,
+        service: ProxyService? = nil
+    ) {
+        self.service = service
         self.settings = settings
         self.gate = gate
         self.upstream = upstream
@@ -63,7 +71,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         // A numeric upstream reached directly is connected without a thread when the kernel
         // connects at once (loopback); a TLS client's handshake needs none either. Only a dial
         // that blocks (a name, a proxy, a connect under way) gets a thread of its own.
-        let quick = UpstreamDial.quickAddress(upstream.target, options: upstream.dial)
+        let quick = upstream.target.flatMap { UpstreamDial.quickAddress($0, options: upstream.dial) }
         do throws(AsyncSocketError) {
             while let accepted = try listener.waitForConnection() {
                 guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
@@ -82,6 +90,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                     } else {
                         client.queue.sync { serve(client, quick: quick) }
                     }
+                } else if service != nil {
+                    greet(client(accepted))
                 } else {
                     reachUpstream(client(accepted), secured: nil, quick: quick)
                 }
@@ -100,7 +110,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// Runs `body`, which blocks (a dial, a wait for a connect), on a thread of its own: never
     /// on a shared dispatch worker. Without a thread the client is closed and said so.
-    private func onThread(
+    func onThread(
         _ client: Client, secured clientSocket: AsyncSocket?, alsoClosing other: Int32? = nil,
         _ body: @escaping @Sendable () -> Void
     ) {
@@ -112,7 +122,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     /// One client's journey, its steps in order.
-    private struct Client: Sendable {
+    struct Client: Sendable {
         /// Accepted on the listener's thread: it never had a dispatch source (the relay needs that).
         let descriptor: SourcelessDescriptor
         var fd: Int32 { descriptor.fd }
@@ -121,6 +131,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let source: SocketAddress?
         let destination: SocketAddress?
         let log: EventLog?
+        /// Its upstream: --forward's, or the one its proxy request named (set before the dial).
+        var target: Target
+        /// With --socks5: the answer its proxy dialogue owes it, sent once the dial is done.
+        var answer: ProxyAnswer?
         let started = ContinuousClock.now
         /// The queue its sockets and relay run on: one of a few shared by every client, so the
         /// events of a connection (handshake, reads, writes) meet no thread hand-off.
@@ -138,6 +152,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let client = Client(
             descriptor: accepted.sourceless, peer: peer, source: accepted.peer,
             destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
+            target: upstream.target ?? .tcp(host: "", port: 0), answer: nil,
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
         return client
@@ -146,7 +161,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// Connects the client's upstream: a numeric one reached directly starts here, and its relay
     /// too when the kernel connects at once; a connect still under way, or a dial that blocks
     /// (a name to look up, proxies), runs on a thread of its own.
-    private func reachUpstream(_ client: Client, secured clientSocket: AsyncSocket?, quick address: SocketAddress?) {
+    func reachUpstream(_ client: Client, secured clientSocket: AsyncSocket?, quick address: SocketAddress?) {
         guard let address else {
             return onThread(client, secured: clientSocket) { [self] in dialUpstream(client, secured: clientSocket) }
         }
@@ -166,61 +181,19 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         }
     }
 
-    /// The client side's TLS handshake (no thread waits for it), then the upstream.
-    private func serve(_ client: Client, quick: SocketAddress?) {
-        let peer = client.peer
-        guard let clientTLS else { return reachUpstream(client, secured: nil, quick: quick) }
-        let socket: AsyncSocket
-        do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd, queue: client.queue) } catch {
-            Syscall.close(client.fd)
-            return report("\(peer): \(error)", code: nil)
-        }
-        socket.startTLS(clientTLS.settings, context: clientTLS, timeout: settings.handshakeTimeout) { [self] result in
-            switch result {
-            case .success(let info):
-                Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
-                client.log?.emit(
-                    "tls",
-                    [
-                        ("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
-                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
-                    ])
-                // A client that reset right after its handshake (its session tickets met the
-                // reset) and sent nothing can neither send nor hear anything: no upstream is
-                // bothered for it, as haproxy does for a client that aborts before the connect.
-                guard !socket.peerHasGone else {
-                    socket.disconnect()
-                    let line = "\(peer): the client reset the connection after its TLS handshake; no upstream dialled"
-                    client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
-                    return report(line, code: nil, kind: .gone)
-                }
-                reachUpstream(client, secured: socket, quick: quick)
-            case .failure(.system(let reset)) where reset.errno == ECONNRESET:
-                // Reset during its handshake: nobody is left to answer, as after it.
-                socket.disconnect()
-                let line = "\(peer): the client reset the connection during its TLS handshake; no upstream dialled"
-                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
-                report(line, code: nil, kind: .gone)
-            case .failure(let error):
-                socket.disconnect()
-                let line = TLSOptions.explain(error, peer: peer).message + "; closed the client"
-                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client TLS failed")), ("error", .string(line))])
-                report(line, code: nil, kind: .handshake)
-            }
-        }
-    }
-
     /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
     /// (after the upstream's TLS handshake, with --forward-tls).
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
-        switch UpstreamDial.dial(upstream.target, options: upstream.dial, settings: settings) {
+        switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings) {
         case .failure(let error): unreachable(client, error, secured: clientSocket)
         case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
         }
     }
 
-    private func unreachable(_ client: Client, _ error: CommandError, secured clientSocket: AsyncSocket?) {
-        let name = upstream.target.description
+    private func unreachable(_ client: Client, _ failure: UpstreamDial.Failure, secured clientSocket: AsyncSocket?) {
+        let name = client.target.description
+        let error = failure.error
+        if let answer = client.answer { answer.send(.failed(failure.cause), to: client.fd) }
         if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
         client.log?.emit(
             "forward",
@@ -233,7 +206,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// The upstream is connected: the PROXY header, then TLS towards it or the relay.
     private func connected(_ client: Client, upstream descriptor: SourcelessDescriptor, secured clientSocket: AsyncSocket?) {
-        let name = upstream.target.description
+        let name = client.target.description
         let fd = descriptor.fd
         func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
         if let version = upstream.proxyHeader {
@@ -245,7 +218,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
             }
         }
-        if upstream.target.isTCP { settings.liveness.apply(to: fd) }
+        if let answer = client.answer, !answer.connected(client.fd, upstream: fd) {
+            closeClient()
+            Syscall.close(fd)
+            return report("\(client.peer): the proxy client went before its answer was sent; closed the client", code: nil, kind: .gone)
+        }
+        if client.target.isTCP { settings.liveness.apply(to: fd) }
         let took = ContinuousClock.now - client.started
         Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)
         client.log?.emit(
@@ -261,66 +239,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         }
     }
 
-    /// TLS at either end: both ends become AsyncSockets, the upstream's handshake runs when
-    /// --forward-tls asks for it, then the bridge joins them. A failure closes both.
-    private func secureAndBridge(_ client: Client, _ clientSocket: AsyncSocket?, upstream fd: Int32) {
-        let name = upstream.target.description
-        let clientEnd: AsyncSocket
-        if let clientSocket {
-            clientEnd = clientSocket
-        } else {
-            do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd, queue: client.queue) } catch {
-                Syscall.close(client.fd)
-                Syscall.close(fd)
-                return report("\(client.peer): \(error)", code: nil)
-            }
-        }
-        let upstreamEnd: AsyncSocket
-        do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
-            clientEnd.disconnect()
-            Syscall.close(fd)
-            return report("\(client.peer): \(error)", code: nil)
-        }
-        guard let tls = upstream.tls else { return bridge(clientEnd, upstreamEnd, client: client) }
-        upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? StreamSettings.handshakeTimeoutDefault) { [self] result in
-            switch result {
-            case .success(let info):
-                Console.note("\(client.peer): TLS to upstream \(name), \(info.protocolVersion) \(info.cipher)", level: 1)
-                client.log?.emit(
-                    "tls",
-                    [
-                        ("client", .string(client.peer)), ("side", .string("upstream")), ("version", .string(info.protocolVersion)),
-                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
-                    ])
-                bridge(clientEnd, upstreamEnd, client: client)
-            case .failure(let error):
-                clientEnd.disconnect()
-                upstreamEnd.disconnect()
-                let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
-                client.log?.emit(
-                    "forward",
-                    [
-                        ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("upstream TLS failed")),
-                        ("error", .string(explained.message)),
-                    ])
-                report("\(client.peer): \(explained.message); closed the client", code: explained.code)
-            }
-        }
-    }
-
-    /// An AsyncSocket for one end of a bridge: it must see each end of stream, not close at it.
-    private static func socket(_ fd: Int32, queue: DispatchQueue) throws(AsyncSocketError) -> AsyncSocket {
-        let socket = try AsyncSocket.adopting(connected: fd, socketQueue: queue)
-        socket.autoDisconnectOnClosedReadStream = false
-        return socket
-    }
-
     /// Through a proxy the client's end is held as `connect` holds it: many proxies close both
     /// directions at a half-close.
-    private var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.holdDelay }
+    var hold: Duration? { upstream.dial.proxies == nil ? nil : StreamSettings.holdDelay }
 
     /// The relay's names for its two ends, as its failure lines say them.
-    private func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(upstream.target.description)") }
+    func names(_ client: Client) -> (String, String) { ("the client \(client.peer)", "upstream \(client.target.description)") }
 
     private func splice(_ client: Client, upstream: SourcelessDescriptor) {
         let watched = Watched()
@@ -341,32 +265,19 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         }
     }
 
-    private func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
-        let watched = Watched()
-        let bridge = SocketBridge(
-            clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
-            queue: client.queue
-        ) { [self] report in
-            idle?.forget(watched.token.withLock { $0 })
-            closed(client, report)
-        }
-        watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
-        bridge.start()
-    }
-
     /// A relay's entry in the idle watch, set once it is watched.
-    private final class Watched: Sendable {
+    final class Watched: Sendable {
         let token = Locked<Int?>(nil)
     }
 
-    private static let idleReason = "the client was idle (--idle-timeout)"
+    static let idleReason = "the client was idle (--idle-timeout)"
 
     /// A relay's move, for SIGUSR1's statistics: from the client is received, to it is sent.
-    private static let count: @Sendable (Bool, Int) -> Void = { forward, n in
+    static let count: @Sendable (Bool, Int) -> Void = { forward, n in
         if forward { Statistics.received.add(n, ordering: .relaxed) } else { Statistics.sent.add(n, ordering: .relaxed) }
     }
 
-    private func closed(_ client: Client, _ report: StreamRelay.Report) {
+    func closed(_ client: Client, _ report: StreamRelay.Report) {
         let summary = "\(client.peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
         if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
         client.log?.emit(
@@ -380,7 +291,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// A client that failed before its relay: with -k counted and said at -v (one client: the
     /// run's error line says it), and the client is done.
-    private func report(_ line: String, code: ExitCode?, kind: Refusals.Kind = .upstream) {
+    func report(_ line: String, code: ExitCode?, kind: Refusals.Kind = .upstream) {
         if keepOpen { Refusals.note(kind, line) }
         finished(code.map { CommandError(line, code: $0) } ?? CommandError(line))
     }

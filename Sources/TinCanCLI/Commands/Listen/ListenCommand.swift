@@ -24,6 +24,8 @@ struct ListenCommand {
     let proxyHeader: ProxyProtocolHeader.Version?
     /// --broker / --chat: clients hear one another.
     let broker: Broker.Sharing
+    /// --socks5: each client names its upstream in a proxy dialogue.
+    let service: ProxyService?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -45,13 +47,13 @@ struct ListenCommand {
             throw UsageError("\(error)", command: name)
         }
         broker = args.has(.chat) ? .chat : args.has(.broker) ? .broker : .none
-        keepOpen = args.has(.keepOpen) || broker != .none
+        keepOpen = args.has(.keepOpen) || broker != .none || args.has(.socks5)
         maxConnections = args.integer(.maxConns) ?? 1000
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
         } else {
-            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .handshakeTimeout]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) where args.has(option)
+            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) ? [] : [Option.handshakeTimeout]) where args.has(option)
             {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
@@ -65,10 +67,12 @@ struct ListenCommand {
             upstream = .unix(try Target.unixPath(path, command: name))
         } else {
             upstream = nil
-            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .forwardTls, .proxyProtocol] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for the upstream of --forward", command: name)
+            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .proxyProtocol] where args.has(option) && !args.has(.socks5) {
+                throw UsageError("--\(option.rawValue) is for the upstream of --forward or --socks5", command: name)
             }
+            if args.has(.forwardTls) { throw UsageError("--forward-tls is for the upstream of --forward", command: name) }
         }
+        service = try ProxyService.parse(args, address: address, target: target, filter: filter, settings: settings)
         let forwardOptions: [Option] = [.forwardServername, .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey]
         switch upstream {
         case .tcp(let host, _)? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: host)
@@ -89,7 +93,9 @@ struct ListenCommand {
             if case .unix = upstream, args.has(.proxy) { throw UsageError("a proxy reaches a host and port: not with --forward-unix", command: name) }
         }
         // The upstream's proxies: --proxy only (a listener does not follow ALL_PROXY).
-        let proxies = upstream == nil ? nil : try ProxyChoice.choose(args, host: nil, environment: { $0 == ProxyChoice.passwordVariable ? Syscall.environment($0) : nil }).choice
+        let proxies =
+            upstream == nil && service == nil
+            ? nil : try ProxyChoice.choose(args, host: nil, environment: { $0 == ProxyChoice.passwordVariable ? Syscall.environment($0) : nil }).choice
         if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
@@ -99,7 +105,7 @@ struct ListenCommand {
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
-        if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil) {
+        if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil || service != nil) {
             throw UsageError("--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)", command: name)
         }
     }
@@ -118,13 +124,13 @@ struct ListenCommand {
         if keepOpen { Syscall.raiseDescriptorLimit() }
         let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
         // --idle-timeout per connection where no session relay of ours measures it.
-        let idle = settings.idleTimeout.flatMap { limit in keepOpen || upstream != nil ? IdleWatch(limit: limit, text: settings.idleText) : nil }
+        let idle = settings.idleTimeout.flatMap { limit in keepOpen || upstream != nil || service != nil ? IdleWatch(limit: limit, text: settings.idleText) : nil }
         // How connections are served is decided before the first one can arrive.
         let mode: any ListenMode
         switch (keepOpen, program) {
-        case (_, _) where upstream != nil:
-            let upstream = Forwarder.Upstream(target: upstream!, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
-            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle)
+        case (_, _) where upstream != nil || service != nil:
+            let upstream = Forwarder.Upstream(target: upstream, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
+            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
         case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil)
@@ -148,12 +154,13 @@ struct ListenCommand {
         do throws(AsyncSocketError) {
             switch target {
             case .unix(let path): try listener.accept(onUnixPath: path)
-            case .tcp(_, let port): try listener.accept(onInterface: address, port: port)
+            case .tcp(_, let port): try listener.accept(onInterface: service?.loopbackOnly == true ? "loopback" : address, port: port)
             }
         } catch {
             throw CommandError(ListenCommand.explain(error, target: target, address: address))
         }
         Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
+        if let service { Console.note(service.announcement(listening: listener.listeningAddresses, filter: filter), level: service.isOpen || service.loopbackOnly ? 0 : 1) }
         try mode.run(listener: listener)
     }
 

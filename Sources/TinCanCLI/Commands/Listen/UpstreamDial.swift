@@ -16,9 +16,16 @@ enum UpstreamDial {
         var marking: TrafficMarking?
     }
 
+    /// Why a dial failed: the line to report, and its cause as a proxy server answers it.
+    struct Failure: Error {
+        let error: CommandError
+        let cause: ProxyConnectError
+    }
+
     /// The connected descriptor (non-blocking; the caller's), or why not.
-    static func dial(_ target: Target, options: Options, settings: StreamSettings) -> Result<SourcelessDescriptor, CommandError> {
-        Result { () throws(CommandError) -> SourcelessDescriptor in
+    static func dial(_ target: Target, options: Options, settings: StreamSettings) -> Result<SourcelessDescriptor, Failure> {
+        var cause: ProxyConnectError?
+        let result = Result { () throws(CommandError) -> SourcelessDescriptor in
             let dialer = Dialer(settings: settings)
             switch target {
             case .tcp(let host, let port):
@@ -26,11 +33,14 @@ enum UpstreamDial {
                     return try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
                         to: host, port: port, source: options.source, device: options.device, timeout: options.timeout)
                 }
-                return try dialer.connect(host: host, port: port, source: options.source, device: options.device, timeout: options.timeout)
+                return try dialer.connect(
+                    host: host, port: port, source: options.source, device: options.device, timeout: options.timeout,
+                    onFailure: { error in cause = ProxyConnectError(error) })
             case .unix(let path):
                 return try dialer.connect(unixPath: path, timeout: options.timeout)
             }
         }
+        return result.mapError { error in Failure(error: error, cause: cause ?? (error.code == .timeout ? .ttlExpired : .generalFailure)) }
     }
 
     /// The upstream as an address to connect to straight from the accepting thread: a numeric
@@ -48,27 +58,40 @@ enum UpstreamDial {
         case connected(SourcelessDescriptor)
         /// Still under way: a worker waits for it with ``finish(_:address:timeout:)``.
         case pending(SourcelessDescriptor)
-        case failed(CommandError)
+        case failed(Failure)
     }
 
     static func start(_ address: SocketAddress, marking: TrafficMarking?) -> Quick {
         switch BlockingConnector.start(address, trafficClass: marking?.trafficClass, onTrafficClassRefused: { marking?.report($0) }) {
         case .connected(let descriptor): .connected(descriptor)
         case .pending(let descriptor): .pending(descriptor)
-        case .failed(let error): .failed(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
+        case .failed(let error):
+            .failed(Failure(error: CommandError("connect to \(address) failed: \(error.lowercaseReason)"), cause: ProxyConnectError(errno: error.errno)))
         }
     }
 
     /// Waits (on a worker) for a ``Quick/pending(_:)`` connect, up to `timeout` (none: the
     /// kernel's own limit); the descriptor is closed if it failed.
-    static func finish(_ pending: SourcelessDescriptor, address: SocketAddress, timeout: Duration?) -> Result<SourcelessDescriptor, CommandError> {
+    static func finish(_ pending: SourcelessDescriptor, address: SocketAddress, timeout: Duration?) -> Result<SourcelessDescriptor, Failure> {
         do throws(SystemError) {
             guard let descriptor = try BlockingConnector.finish(pending, address: address, timeout: timeout) else {
-                return .failure(CommandError("connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))", code: .timeout))
+                let line = "connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))"
+                return .failure(Failure(error: CommandError(line, code: .timeout), cause: .ttlExpired))
             }
             return .success(descriptor)
         } catch {
-            return .failure(CommandError("connect to \(address) failed: \(error.lowercaseReason)"))
+            return .failure(Failure(error: CommandError("connect to \(address) failed: \(error.lowercaseReason)"), cause: ProxyConnectError(errno: error.errno)))
+        }
+    }
+}
+
+extension ProxyConnectError {
+    /// A connector's error as a proxy server answers it.
+    init(_ error: AsyncSocketError) {
+        switch error {
+        case .connectFailed(let failure), .connectTimeout(let failure): self.init(failure)
+        case .system(let error): self.init(errno: error.errno)
+        default: self = .generalFailure
         }
     }
 }

@@ -1,0 +1,118 @@
+import Dispatch
+import Glibc
+import SocketCore
+
+/// TLS at either end of a forwarder's relay: the client's handshake (--tls: termination), the
+/// upstream's (--forward-tls: origination), and the bridge that moves bytes through the sessions.
+extension Forwarder {
+    /// The client side's TLS handshake (no thread waits for it), then the upstream.
+    func serve(_ client: Client, quick: SocketAddress?) {
+        let peer = client.peer
+        guard let clientTLS else { return reachUpstream(client, secured: nil, quick: quick) }
+        let socket: AsyncSocket
+        do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd, queue: client.queue) } catch {
+            Syscall.close(client.fd)
+            return report("\(peer): \(error)", code: nil)
+        }
+        socket.startTLS(clientTLS.settings, context: clientTLS, timeout: settings.handshakeTimeout) { [self] result in
+            switch result {
+            case .success(let info):
+                Console.note("\(peer): TLS from the client, \(info.protocolVersion) \(info.cipher)", level: 1)
+                client.log?.emit(
+                    "tls",
+                    [
+                        ("client", .string(peer)), ("side", .string("client")), ("version", .string(info.protocolVersion)),
+                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
+                    ])
+                // A client that reset right after its handshake (its session tickets met the
+                // reset) and sent nothing can neither send nor hear anything: no upstream is
+                // bothered for it, as haproxy does for a client that aborts before the connect.
+                guard !socket.peerHasGone else {
+                    socket.disconnect()
+                    let line = "\(peer): the client reset the connection after its TLS handshake; no upstream dialled"
+                    client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
+                    return report(line, code: nil, kind: .gone)
+                }
+                reachUpstream(client, secured: socket, quick: quick)
+            case .failure(.system(let reset)) where reset.errno == ECONNRESET:
+                // Reset during its handshake: nobody is left to answer, as after it.
+                socket.disconnect()
+                let line = "\(peer): the client reset the connection during its TLS handshake; no upstream dialled"
+                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
+                report(line, code: nil, kind: .gone)
+            case .failure(let error):
+                socket.disconnect()
+                let line = TLSOptions.explain(error, peer: peer).message + "; closed the client"
+                client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client TLS failed")), ("error", .string(line))])
+                report(line, code: nil, kind: .handshake)
+            }
+        }
+    }
+
+    /// TLS at either end: both ends become AsyncSockets, the upstream's handshake runs when
+    /// --forward-tls asks for it, then the bridge joins them. A failure closes both.
+    func secureAndBridge(_ client: Client, _ clientSocket: AsyncSocket?, upstream fd: Int32) {
+        let name = client.target.description
+        let clientEnd: AsyncSocket
+        if let clientSocket {
+            clientEnd = clientSocket
+        } else {
+            do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd, queue: client.queue) } catch {
+                Syscall.close(client.fd)
+                Syscall.close(fd)
+                return report("\(client.peer): \(error)", code: nil)
+            }
+        }
+        let upstreamEnd: AsyncSocket
+        do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
+            clientEnd.disconnect()
+            Syscall.close(fd)
+            return report("\(client.peer): \(error)", code: nil)
+        }
+        guard let tls = upstream.tls else { return bridge(clientEnd, upstreamEnd, client: client) }
+        upstreamEnd.startTLS(tls.settings, context: tls, timeout: upstream.dial.timeout ?? StreamSettings.handshakeTimeoutDefault) { [self] result in
+            switch result {
+            case .success(let info):
+                Console.note("\(client.peer): TLS to upstream \(name), \(info.protocolVersion) \(info.cipher)", level: 1)
+                client.log?.emit(
+                    "tls",
+                    [
+                        ("client", .string(client.peer)), ("side", .string("upstream")), ("version", .string(info.protocolVersion)),
+                        ("cipher", .string(info.cipher)), ("alpn", info.alpn.map(JSONValue.string) ?? .null),
+                    ])
+                bridge(clientEnd, upstreamEnd, client: client)
+            case .failure(let error):
+                clientEnd.disconnect()
+                upstreamEnd.disconnect()
+                let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
+                client.log?.emit(
+                    "forward",
+                    [
+                        ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("upstream TLS failed")),
+                        ("error", .string(explained.message)),
+                    ])
+                report("\(client.peer): \(explained.message); closed the client", code: explained.code)
+            }
+        }
+    }
+
+    /// An AsyncSocket for one end of a bridge: it must see each end of stream, not close at it.
+    static func socket(_ fd: Int32, queue: DispatchQueue) throws(AsyncSocketError) -> AsyncSocket {
+        let socket = try AsyncSocket.adopting(connected: fd, socketQueue: queue)
+        socket.autoDisconnectOnClosedReadStream = false
+        return socket
+    }
+
+    func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
+        let watched = Watched()
+        let bridge = SocketBridge(
+            clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+            queue: client.queue
+        ) { [self] report in
+            idle?.forget(watched.token.withLock { $0 })
+            closed(client, report)
+        }
+        watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
+        bridge.start()
+    }
+}

@@ -1,0 +1,150 @@
+import SocketCore
+import XCTest
+
+/// The SOCKS server dialogue as a pure machine: what it answers to each client message, fed
+/// whole or a byte at a time, and the reply codes a failed connect comes to.
+final class ProxyServerDialogueTests: XCTestCase {
+    /// Feeds `input` in pieces of `piece` bytes, collecting every step.
+    private func feed(_ dialogue: inout SOCKSServerDialogue, _ input: [UInt8], piece: Int = .max) -> [ProxyServerStep] {
+        var steps: [ProxyServerStep] = []
+        var offset = 0
+        while offset < input.count {
+            let end = min(input.count, offset + min(piece, input.count))
+            steps += dialogue.received(Array(input[offset..<end]))
+            offset = end
+        }
+        return steps
+    }
+
+    private let connect80: [UInt8] = [5, 1, 0, 1, 127, 0, 0, 1, 0, 80]
+
+    func testSOCKS5WithoutAuthenticationWholeAndByteByByte() {
+        for piece in [Int.max, 1, 3] {
+            var socks = SOCKSServerDialogue(users: nil)
+            let steps = feed(&socks, [5, 2, 2, 0] + connect80 + Array("early".utf8), piece: piece)
+            XCTAssertEqual(
+                steps, [.send([5, 0]), .connect(ProxyRequest(version: .socks5, target: .address(.loopbackIPv4(port: 80)), port: 80, user: nil))],
+                "piece \(piece)")
+            if piece == .max { XCTAssertEqual(socks.leftover, Array("early".utf8), "what came with the request is kept for the target") }
+            XCTAssertEqual(socks.received([1, 2, 3]), [], "nothing is read after the request")
+        }
+    }
+
+    func testSOCKS5NamesAndIPv6() throws {
+        var named = SOCKSServerDialogue(users: nil)
+        let name = Array("example.test".utf8)
+        XCTAssertEqual(
+            named.received([5, 1, 0] + [5, 1, 0, 3, UInt8(name.count)] + name + [0x01, 0xBB]),
+            [.send([5, 0]), .connect(ProxyRequest(version: .socks5, target: .name("example.test"), port: 443, user: nil))])
+        var six = SOCKSServerDialogue(users: nil)
+        let steps = six.received([5, 1, 0] + [5, 1, 0, 4] + [0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [1] + [0, 22])
+        XCTAssertEqual(steps.last, .connect(ProxyRequest(version: .socks5, target: .address(try SocketAddress(ip: "2001:db8::1", port: 22)), port: 22, user: nil)))
+        var bad = SOCKSServerDialogue(users: nil)
+        guard case .refuse(let refusal)? = bad.received([5, 1, 0] + [5, 1, 0, 3, 3] + Array("a b".utf8) + [0, 80]).last else {
+            return XCTFail("a name with a space is refused")
+        }
+        XCTAssertEqual(refusal.reply, [5, 4, 0, 1, 0, 0, 0, 0, 0, 0])
+    }
+
+    func testSOCKS5RefusalsCarryTheirReplyCodes() {
+        let cases: [([UInt8], [UInt8], ProxyRefusal.Kind)] = [
+            ([5, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1, 0, 80], [5, 7, 0, 1, 0, 0, 0, 0, 0, 0], .unsupported),  // BIND
+            ([5, 1, 0, 5, 3, 0, 1, 0, 0, 0, 0, 0, 0], [5, 7, 0, 1, 0, 0, 0, 0, 0, 0], .unsupported),  // UDP ASSOCIATE
+            ([5, 1, 0, 5, 1, 0, 9, 1], [5, 8, 0, 1, 0, 0, 0, 0, 0, 0], .unsupported),  // address type 9
+            ([5, 1, 2], [5, 0xFF], .authentication),  // only user/password offered, none required
+        ]
+        for (input, reply, kind) in cases {
+            var socks = SOCKSServerDialogue(users: nil)
+            guard case .refuse(let refusal)? = socks.received(input).last else { return XCTFail("\(input) is refused") }
+            XCTAssertEqual(refusal.reply, reply, "\(input)")
+            XCTAssertEqual(refusal.kind, kind, "\(input)")
+        }
+        var http = SOCKSServerDialogue(users: nil)
+        guard case .refuse(let refusal)? = http.received(Array("GET / HTTP/1.1\r\n".utf8)).last else { return XCTFail("HTTP is not SOCKS") }
+        XCTAssertEqual(refusal.reply, [], "not SOCKS: no SOCKS answer")
+        XCTAssertTrue(refusal.detail.contains("0x47"), refusal.detail)
+    }
+
+    func testUsernameAndPasswordAuthentication() {
+        let users = ProxyUsers([ProxyCredentials(user: "alice", password: "s3cret")])
+        func login(_ user: String, _ password: String) -> [UInt8] {
+            [1, UInt8(user.utf8.count)] + Array(user.utf8) + [UInt8(password.utf8.count)] + Array(password.utf8)
+        }
+        var good = SOCKSServerDialogue(users: users)
+        XCTAssertEqual(
+            feed(&good, [5, 2, 0, 2] + login("alice", "s3cret") + connect80, piece: 2),
+            [.send([5, 2]), .send([1, 0]), .connect(ProxyRequest(version: .socks5, target: .address(.loopbackIPv4(port: 80)), port: 80, user: "alice"))])
+        var wrong = SOCKSServerDialogue(users: users)
+        guard case .refuse(let refusal)? = wrong.received([5, 1, 2] + login("alice", "s3cres")).last else { return XCTFail("a wrong password") }
+        XCTAssertEqual(refusal.reply, [1, 1])
+        XCTAssertFalse(refusal.detail.contains("s3cre"), "never the password: \(refusal.detail)")
+        var none = SOCKSServerDialogue(users: users)
+        guard case .refuse(let noMethod)? = none.received([5, 1, 0]).last else { return XCTFail("no authentication offered") }
+        XCTAssertEqual(noMethod.reply, [5, 0xFF])
+        var four = SOCKSServerDialogue(users: users)
+        guard case .refuse(let socks4)? = four.received([4, 1, 0, 80, 127, 0, 0, 1, 0]).last else { return XCTFail("SOCKS4 has no password") }
+        XCTAssertEqual(socks4.reply, [0, 91, 0, 0, 0, 0, 0, 0])
+    }
+
+    func testSOCKS4And4a() {
+        var four = SOCKSServerDialogue(users: nil)
+        XCTAssertEqual(
+            feed(&four, [4, 1, 0, 80, 127, 0, 0, 1] + Array("bob".utf8) + [0], piece: 1),
+            [.connect(ProxyRequest(version: .socks4, target: .address(.loopbackIPv4(port: 80)), port: 80, user: "bob"))])
+        XCTAssertEqual(four.reply(.connected(bound: .loopbackIPv4(port: 5000))), [0, 90, 0x13, 0x88, 127, 0, 0, 1])
+        XCTAssertEqual(four.reply(.failed(.connectionRefused)), [0, 91, 0, 0, 0, 0, 0, 0])
+        var fourA = SOCKSServerDialogue(users: nil)
+        XCTAssertEqual(
+            fourA.received([4, 1, 1, 187, 0, 0, 0, 1, 0] + Array("localhost".utf8) + [0]),
+            [.connect(ProxyRequest(version: .socks4a, target: .name("localhost"), port: 443, user: nil))])
+        var endless = SOCKSServerDialogue(users: nil)
+        let steps = endless.received([4, 1, 0, 80, 127, 0, 0, 1] + Array(repeating: UInt8(ascii: "u"), count: 2000))
+        guard case .refuse(let refusal)? = steps.last else { return XCTFail("a user ID without an end is refused") }
+        XCTAssertEqual(refusal.kind, .malformed)
+    }
+
+    func testSOCKS5Replies() throws {
+        var socks = SOCKSServerDialogue(users: nil)
+        _ = socks.received([5, 1, 0] + connect80)
+        XCTAssertEqual(socks.reply(.connected(bound: .loopbackIPv4(port: 40000))), [5, 0, 0, 1, 127, 0, 0, 1, 0x9C, 0x40])
+        XCTAssertEqual(socks.reply(.connected(bound: try SocketAddress(ip: "::1", port: 1))), [5, 0, 0, 4] + Array(repeating: 0, count: 15) + [1, 0, 1])
+        XCTAssertEqual(socks.reply(.failed(.ttlExpired)), [5, 6, 0, 1, 0, 0, 0, 0, 0, 0])
+    }
+
+    func testConnectFailuresBecomeReplyCodes() throws {
+        let address = SocketAddress.loopbackIPv4(port: 1)
+        func failure(_ errno: Int32) -> ConnectFailure {
+            ConnectFailure(target: "t:1", attempts: [.init(address: address, outcome: .failed(SystemError(errno: errno, call: "connect")))])
+        }
+        XCTAssertEqual(ProxyConnectError(failure(ECONNREFUSED)), .connectionRefused)
+        XCTAssertEqual(ProxyConnectError(failure(ENETUNREACH)), .networkUnreachable)
+        XCTAssertEqual(ProxyConnectError(failure(EHOSTUNREACH)), .hostUnreachable)
+        XCTAssertEqual(ProxyConnectError(failure(EACCES)), .generalFailure)
+        XCTAssertEqual(ProxyConnectError(ConnectFailure(target: "t:1", timedOutAfterMilliseconds: 100)), .ttlExpired)
+        XCTAssertEqual(
+            ProxyConnectError(ConnectFailure(target: "nowhere.test:1", resolveErrors: [ResolveError(host: "nowhere.test", family: nil, reason: "Name or service not known")])),
+            .hostUnreachable, "a name that does not resolve")
+        let mixed = ConnectFailure(
+            target: "t:1",
+            attempts: [
+                .init(address: address, outcome: .failed(SystemError(errno: ENETUNREACH, call: "connect"))),
+                .init(address: address, outcome: .failed(SystemError(errno: ECONNREFUSED, call: "connect"))),
+            ])
+        XCTAssertEqual(ProxyConnectError(mixed), .connectionRefused, "refused anywhere: something is there")
+    }
+
+    func testUsersFileAndConstantTimeCheck() throws {
+        let users = try ProxyUsers(lines: "# who\nalice:s3cret\r\n\nbob:pa:ss\n", source: "users")
+        XCTAssertEqual(users.count, 2)
+        XCTAssertTrue(users.accepts(user: "bob", password: "pa:ss"), "the first colon splits")
+        XCTAssertTrue(users.accepts(user: "alice", password: "s3cret"), "CRLF lines")
+        XCTAssertFalse(users.accepts(user: "alice", password: "s3cre"))
+        XCTAssertFalse(users.accepts(user: "alice", password: "s3crett"))
+        XCTAssertFalse(users.accepts(user: "bob", password: "s3cret"), "another user's password")
+        XCTAssertThrowsError(try ProxyUsers(lines: "alice:ok\nnocolon\n", source: "users")) { error in
+            XCTAssertEqual("\(error)", "users:2: no ':' between the user name and the password")
+        }
+        XCTAssertThrowsError(try ProxyUsers(lines: "alice:\n", source: "f")) { error in XCTAssertTrue("\(error)".hasPrefix("f:1: the password is 0 bytes"), "\(error)") }
+        XCTAssertThrowsError(try ProxyUsers(lines: "# nobody\n", source: "f")) { error in XCTAssertEqual("\(error)", "f: it names no user") }
+    }
+}

@@ -1,0 +1,223 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `listen --socks5`: a SOCKS proxy, driven by real clients (curl's SOCKS5, SOCKS5 with the
+/// name resolved by the proxy, SOCKS4 and SOCKS4a; tincan's own --proxy client), chained to
+/// microsocks, and by a python client where the bytes on the wire are the point (reply codes,
+/// optimistic data, hostile requests).
+final class ProxyServerTests: XCTestCase {
+    /// A SOCKS proxy on 127.0.0.1 (loopback: no credentials needed to start it).
+    private func proxy(_ arguments: [String], address: String = "127.0.0.1") throws -> (Tool, UInt16) {
+        let port = freePort()
+        let tool = try Tool(["listen", "--socks5"] + arguments + [address, String(port)])
+        waitForListener(port: port)
+        return (tool, port)
+    }
+
+    /// A python3 http.server serving `page` as /page.txt: its port, and what stops it and
+    /// removes its files.
+    private func webServer(page: String) throws -> (UInt16, () -> Void) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-socks-\(getpid())-\(UUID().uuidString.prefix(6))").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try page.write(toFile: "\(dir)/page.txt", atomically: true, encoding: .utf8)
+        let port = freePort()
+        let server = try Tool(["python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", dir], program: "/usr/bin/env")
+        waitForListener(port: port)
+        return (
+            port,
+            {
+                server.stop()
+                try? FileManager.default.removeItem(atPath: dir)
+            }
+        )
+    }
+
+    /// Connects to the proxy, sends each hex message of `messages` (reading what comes back
+    /// after each, up to 2 s), and prints each answer in hex (`eof` when the proxy closed, and
+    /// nothing more; `silent` when nothing came), then `closed`, `reset` or `open` as the proxy
+    /// left the connection.
+    private static let rawClient = """
+        import socket, sys, time
+        port = int(sys.argv[1]); messages = [bytes.fromhex(m) for m in sys.argv[2:]]
+        c = socket.create_connection(('127.0.0.1', port)); c.settimeout(2)
+        for m in messages:
+            if m: c.sendall(m)
+            try:
+                got = c.recv(4096)
+            except socket.timeout:
+                got = None
+            print('silent' if got is None else got.hex() if got else 'eof', flush=True)
+            if got == b'': sys.exit(0)
+        try:
+            c.settimeout(3); rest = c.recv(4096)
+            print('closed' if not rest else 'more ' + rest.hex())
+        except socket.timeout:
+            print('open')
+        except ConnectionResetError:
+            print('reset')
+        """
+
+    private func raw(_ port: UInt16, _ messages: [String]) throws -> [String] {
+        let r = try Tool.run(["python3", "-c", ProxyServerTests.rawClient, String(port)] + messages, input: "", program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 0, r.err)
+        return r.out.split(separator: "\n").map(String.init)
+    }
+
+    func testCurlThroughEverySOCKSVersion() throws {
+        let page = String(repeating: "through the SOCKS proxy\n", count: 5000)
+        let (webPort, stopServer) = try webServer(page: page)
+        defer { stopServer() }
+        let (listener, port) = try proxy(["-v"])
+        defer { listener.stop() }
+        let ways: [(String, String)] = [
+            ("--socks5", "127.0.0.1"), ("--socks5-hostname", "localhost"), ("--socks4", "127.0.0.1"), ("--socks4a", "localhost"),
+        ]
+        for (option, host) in ways {
+            let curl = try Tool(["-sS", "--max-time", "10", option, "127.0.0.1:\(port)", "http://\(host):\(webPort)/page.txt"], program: "/usr/bin/curl")
+            curl.closeInput()
+            XCTAssertEqual(curl.wait(), 0, "\(option): \(curl.stderrText)")
+            XCTAssertTrue(curl.stdoutText == page, "\(option): the page arrived whole (\(curl.stdoutText.utf8.count) bytes)")
+        }
+        waitUntil("four relays closed") { listener.stderrText.components(separatedBy: ": closed; ").count - 1 == 4 }
+        for line in ["socks5 CONNECT 127.0.0.1:\(webPort)", "socks5 CONNECT localhost:\(webPort)", "socks4 CONNECT 127.0.0.1:\(webPort)", "socks4a CONNECT localhost:\(webPort)"] {
+            XCTAssertTrue(listener.stderrText.contains(line), "-v names each request: \(line)\n\(listener.stderrText)")
+        }
+        XCTAssertTrue(listener.process.isRunning, "a proxy serves many clients (-k implied)")
+    }
+
+    func testRepliesSayWhyAndWhatIsNotServed() throws {
+        let (listener, port) = try proxy([])
+        defer { listener.stop() }
+        let closed = freePort()
+        let portHex = String(format: "%04x", closed)
+        // Refused: 0x05, then the connection is closed.
+        XCTAssertEqual(try raw(port, ["050100", "050100017f000001" + portHex]), ["0500", "05050001000000000000", "closed"])
+        // BIND and UDP ASSOCIATE: 0x07; an unknown address type: 0x08; IPv6 refused: 0x05.
+        XCTAssertEqual(try raw(port, ["050100", "050200017f0000010050"]), ["0500", "05070001000000000000", "closed"])
+        XCTAssertEqual(try raw(port, ["050100", "05030001000000000000"]), ["0500", "05070001000000000000", "closed"])
+        XCTAssertEqual(try raw(port, ["050100", "0501000901"]), ["0500", "05080001000000000000", "closed"])
+        XCTAssertEqual(
+            try raw(port, ["050100", "05010004" + String(repeating: "00", count: 15) + "01" + portHex]), ["0500", "05050001000000000000", "closed"])
+        // SOCKS4 to a closed port: 91.
+        XCTAssertEqual(try raw(port, ["0401" + portHex + "7f00000100"]), ["005b000000000000", "closed"])
+        // Not SOCKS at all: closed without an answer.
+        XCTAssertEqual(try raw(port, ["474554202f20485454502f312e310d0a0d0a"]), ["eof"])
+        XCTAssertTrue(listener.process.isRunning)
+    }
+
+    func testWhatTheClientSendsWithItsRequestReachesTheTarget() throws {
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let (listener, port) = try proxy([])
+        defer { listener.stop() }
+        // Greeting, request and "early bird" in one write: the reply, then the echo of it.
+        let request = "050100" + "050100017f000001" + String(format: "%04x", echo.port) + Data("early bird".utf8).map { String(format: "%02x", $0) }.joined()
+        let lines = try raw(port, [request, ""])
+        // The method reply, the connect reply and the echo may come in one read or several.
+        let wire = lines.filter { !["silent", "open", "closed"].contains($0) }.map { $0.replacingOccurrences(of: "more ", with: "") }.joined()
+        let early = Data("early bird".utf8).map { String(format: "%02x", $0) }.joined()
+        XCTAssertTrue(wire.hasPrefix("0500" + "050000017f000001"), "the method, then success with the bound address: \(lines)")
+        XCTAssertEqual(wire.count, (2 + 10 + 10) * 2, "\(lines)")
+        XCTAssertTrue(wire.hasSuffix(early), "the early bytes came back: \(lines)")
+    }
+
+    func testCredentialsFromTheCommandLineAndAPrivateFile() throws {
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let (listener, port) = try proxy(["-v", "--proxy-auth", "alice:s3cret"])
+        defer { listener.stop() }
+        let good = try Tool.run(["connect", "--half-close", "--proxy", "socks5://alice:s3cret@127.0.0.1:\(port)", "127.0.0.1", String(echo.port)], input: "hello\n")
+        XCTAssertEqual(good.status, 0, good.err)
+        XCTAssertEqual(good.out, "hello\n")
+        let wrong = try Tool.run(["connect", "--half-close", "--proxy", "socks5://alice:guess@127.0.0.1:\(port)", "127.0.0.1", String(echo.port)], input: "hello\n")
+        XCTAssertNotEqual(wrong.status, 0)
+        XCTAssertTrue(wrong.err.contains("refused the user name and password"), wrong.err)
+        let curl = try Tool.run(["-sS", "--max-time", "5", "--socks5", "127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"], input: "", program: "/usr/bin/curl")
+        XCTAssertEqual(curl.status, 97, "curl offers no credentials: \(curl.err)")
+        XCTAssertEqual(try raw(port, ["0401" + String(format: "%04x", echo.port) + "7f00000100"]), ["005b000000000000", "closed"], "SOCKS4 has no password")
+        waitUntil("three refusals said") { listener.stderrText.components(separatedBy: "refused its proxy request").count - 1 == 3 }
+        XCTAssertTrue(listener.stderrText.contains("socks5 CONNECT 127.0.0.1:\(echo.port) as alice"), listener.stderrText)
+        XCTAssertFalse(listener.stderrText.contains("s3cret") || listener.stderrText.contains("guess"), "never a password: \(listener.stderrText)")
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-socks-users-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/users"
+        try "# users\nbob:pa:ss\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o644)
+        let exposed = try Tool.run(["listen", "--socks5", "--proxy-auth-file", file, "127.0.0.1", String(freePort())], input: "")
+        XCTAssertEqual(exposed.status, 2, exposed.err)
+        XCTAssertTrue(exposed.err.contains("mode 644") && exposed.err.contains("chmod 600 \(file)"), exposed.err)
+        chmod(file, 0o600)
+        let (fromFile, filePort) = try proxy(["--proxy-auth-file", file])
+        defer { fromFile.stop() }
+        let bob = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://bob:pa%3Ass@127.0.0.1:\(filePort)", "localhost", String(echo.port)], input: "from bob\n")
+        XCTAssertEqual(bob.out, "from bob\n", bob.err)
+        try "bob\n".write(toFile: file, atomically: true, encoding: .utf8)
+        chmod(file, 0o600)
+        let bad = try Tool.run(["listen", "--socks5", "--proxy-auth-file", file, "127.0.0.1", String(freePort())], input: "")
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.err.contains("\(file):1: no ':'"), bad.err)
+    }
+
+    func testNeverAnOpenProxyByAccident() throws {
+        let anywhere = try Tool.run(["listen", "--socks5", "0.0.0.0", String(freePort())], input: "")
+        XCTAssertEqual(anywhere.status, 2)
+        XCTAssertTrue(anywhere.err.contains("open to anyone") && anywhere.err.contains("--open"), anywhere.err)
+        let misplaced = try Tool.run(["listen", "--proxy-auth", "a:b", String(freePort())], input: "")
+        XCTAssertEqual(misplaced.status, 2)
+        XCTAssertTrue(misplaced.err.contains("add --socks5"), misplaced.err)
+        // No address, no credentials: loopback only, and said at start without -v.
+        let port = freePort()
+        let local = try Tool(["listen", "--socks5", String(port)])
+        defer { local.stop() }
+        waitForListener(port: port)
+        waitUntil("the start line") { local.stderrText.contains("loopback only") }
+        XCTAssertTrue(local.stderrText.contains("127.0.0.1:\(port)"), local.stderrText)
+        let tcp = try String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)
+        let listening = tcp.split(separator: "\n").filter { $0.contains(String(format: ":%04X ", port)) && $0.contains(" 0A ") }
+        XCTAssertEqual(listening.count, 1, "one IPv4 listener")
+        XCTAssertTrue(listening.allSatisfy { $0.contains("0100007F:") }, "bound to 127.0.0.1 only: \(listening)")
+        // --open: said at start, at any level.
+        let openPort = freePort()
+        let open = try Tool(["listen", "--socks5", "--open", "-4", "0.0.0.0", String(openPort)])
+        defer { open.stop() }
+        waitForListener(port: openPort)
+        waitUntil("the open line") { open.stderrText.contains("an open SOCKS proxy") }
+    }
+
+    func testHostileClientsAreClosedAndNothingIsLeftOpen() throws {
+        let (listener, port) = try proxy(["--handshake-timeout", "1s", "-v"])
+        defer { listener.stop() }
+        let before = openDescriptors(listener.process.processIdentifier)
+        // A greeting cut short, then closed; a user ID with no end; a client that sends one
+        // byte and waits; one that never reads (its greeting repeated a thousand times).
+        XCTAssertEqual(try raw(port, ["05"]), ["eof"], "one byte, then nothing: closed at --handshake-timeout (1 s)")
+        XCTAssertEqual(try raw(port, ["0401005078000001" + String(repeating: "75", count: 2000)]), ["eof"], "an endless user ID")
+        let flood = String(repeating: "050100", count: 1000)
+        let answer = try raw(port, [flood])
+        XCTAssertEqual(answer.first.map { $0.hasPrefix("0500") }, true, "the first greeting is answered: \(answer)")
+        waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == before }
+        XCTAssertTrue(listener.stderrText.contains("sent no whole request within 1 s"), listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("longer than 1024 bytes"), listener.stderrText)
+    }
+
+    func testChainedThroughMicrosocksAndBulkKeepsEveryByte() throws {
+        let upstream = try RealProxy.microsocks()
+        defer { upstream.stop() }
+        // An echo: microsocks closes both directions at a half-close, so a target that answers
+        // only after the client's end (sha256AfterEOF) could not be heard through it.
+        let sink = try PythonPeer(PythonPeers.echoMany)
+        defer { sink.stop() }
+        let (listener, port) = try proxy(["--proxy", "socks5h://127.0.0.1:\(upstream.port)"])
+        defer { listener.stop() }
+        let payload = (0..<400_000).map { "line \($0) through two SOCKS proxies\n" }.joined()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-socks-bulk-\(getpid())").path
+        try payload.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let client = try Tool(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(sink.port)], stdinFile: file)
+        XCTAssertEqual(client.wait(timeout: .seconds(60)), 0, client.stderrText)
+        XCTAssertTrue(client.stdoutText == payload, "every byte through two proxies and back (\(client.stdoutText.utf8.count) of \(payload.utf8.count))")
+    }
+}
