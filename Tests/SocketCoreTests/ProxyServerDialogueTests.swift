@@ -148,3 +148,105 @@ final class ProxyServerDialogueTests: XCTestCase {
         XCTAssertThrowsError(try ProxyUsers(lines: "# nobody\n", source: "f")) { error in XCTAssertEqual("\(error)", "f: it names no user") }
     }
 }
+
+/// The HTTP proxy dialogue: CONNECT, absolute-form requests rewritten for the origin, and every
+/// refusal's status.
+final class HTTPProxyServerDialogueTests: XCTestCase {
+    private func head(_ text: String) -> [UInt8] { Array(text.replacingOccurrences(of: "\n", with: "\r\n").utf8) }
+
+    private func refusal(_ input: [UInt8], users: ProxyUsers? = nil) -> ProxyRefusal? {
+        var http = HTTPProxyServerDialogue(users: users)
+        guard case .refuse(let refusal)? = http.received(input).last else { return nil }
+        return refusal
+    }
+
+    func testConnectOpensATunnelAndKeepsWhatFollows() {
+        for piece in [Int.max, 1, 7] {
+            var http = HTTPProxyServerDialogue(users: nil)
+            let input = head("CONNECT example.test:443 HTTP/1.1\nHost: example.test:443\n\n") + [0x16, 3, 1]
+            var steps: [ProxyServerStep] = []
+            var offset = 0
+            while offset < input.count {
+                let end = min(input.count, offset + min(piece, input.count))
+                steps += http.received(Array(input[offset..<end]))
+                offset = end
+            }
+            XCTAssertEqual(steps, [.connect(ProxyRequest(version: .http, target: .name("example.test"), port: 443, user: nil))], "piece \(piece)")
+            if piece == .max { XCTAssertEqual(http.leftover, [0x16, 3, 1], "a ClientHello sent with the request goes to the target") }
+            XCTAssertEqual(String(decoding: http.reply(.connected(bound: nil)), as: UTF8.self), "HTTP/1.1 200 Connection established\r\n\r\n")
+        }
+        var six = HTTPProxyServerDialogue(users: nil)
+        XCTAssertEqual(
+            six.received(head("CONNECT [::1]:22 HTTP/1.1\n\n")),
+            [.connect(ProxyRequest(version: .http, target: .address(.loopbackIPv6(port: 22)), port: 22, user: nil))])
+    }
+
+    func testAnAbsoluteURLIsRewrittenForTheOrigin() {
+        var http = HTTPProxyServerDialogue(users: nil)
+        let input =
+            head(
+                "POST http://origin.test:8080/submit?x=1#frag HTTP/1.1\nHost: wrong.test\nProxy-Connection: keep-alive\nConnection: keep-alive, X-Secret\nX-Secret: 1\nKeep-Alive: 5\nTE: trailers\nContent-Length: 4\nAccept: */*\n\n"
+            ) + Array("body".utf8)
+        XCTAssertEqual(http.received(input), [.connect(ProxyRequest(version: .http, method: "POST", target: .name("origin.test"), port: 8080, user: nil))])
+        XCTAssertEqual(
+            String(decoding: http.leftover, as: UTF8.self),
+            "POST /submit?x=1 HTTP/1.1\r\nHost: origin.test:8080\r\nContent-Length: 4\r\nAccept: */*\r\nConnection: close\r\n\r\nbody")
+        XCTAssertEqual(http.reply(.connected(bound: nil)), [], "the origin's response is the answer")
+        var bare = HTTPProxyServerDialogue(users: nil)
+        _ = bare.received(head("GET http://127.0.0.1 HTTP/1.0\n\n"))
+        XCTAssertEqual(String(decoding: bare.leftover, as: UTF8.self), "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    }
+
+    func testRefusalsHaveTheirStatus() throws {
+        let cases: [([UInt8], String, ProxyRefusal.Kind)] = [
+            (head("GET /index.html HTTP/1.1\nHost: x\n\n"), "HTTP/1.1 400 ", .unsupported),
+            (head("GET https://x/ HTTP/1.1\n\n"), "HTTP/1.1 400 ", .unsupported),
+            (head("CONNECT example.test HTTP/1.1\n\n"), "HTTP/1.1 400 ", .malformed),
+            (head("CONNECT user@example.test:443 HTTP/1.1\n\n"), "HTTP/1.1 400 ", .malformed),
+            (head("GET http://x/ HTTP/2.0\n\n"), "HTTP/1.1 400 ", .malformed),
+            (head("GET http://x/ HTTP/1.1\nBad Field: 1\n\n"), "HTTP/1.1 400 ", .malformed),
+            (head("GET http://x/ HTTP/1.1\n" + String(repeating: "A: b\n", count: 101) + "\n"), "HTTP/1.1 431 ", .malformed),
+            (Array(repeating: UInt8(ascii: "a"), count: HTTPProxyServerDialogue.headLimit + 1), "HTTP/1.1 431 ", .malformed),
+        ]
+        for (input, status, kind) in cases {
+            let found = try XCTUnwrap(refusal(input), String(decoding: input.prefix(60), as: UTF8.self))
+            XCTAssertTrue(String(decoding: found.reply, as: UTF8.self).hasPrefix(status), "\(found.detail)")
+            XCTAssertTrue(String(decoding: found.reply, as: UTF8.self).contains("Connection: close\r\n"))
+            XCTAssertEqual(found.kind, kind, found.detail)
+        }
+        var waiting = HTTPProxyServerDialogue(users: nil)
+        XCTAssertEqual(waiting.received(head("GET http://x/ HTTP/1.1\nHost: x\n")), [], "no blank line yet: more is awaited")
+    }
+
+    func testBasicCredentials() throws {
+        let users = ProxyUsers([ProxyCredentials(user: "alice", password: "s3:cret")])
+        let missing = try XCTUnwrap(refusal(head("CONNECT x.test:443 HTTP/1.1\n\n"), users: users))
+        let text = String(decoding: missing.reply, as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 407 ") && text.contains("Proxy-Authenticate: Basic realm=\"tincan\""), text)
+        let wrong = try XCTUnwrap(refusal(head("CONNECT x.test:443 HTTP/1.1\nProxy-Authorization: Basic \(Base64.encode(Array("alice:guess".utf8)))\n\n"), users: users))
+        XCTAssertEqual(wrong.kind, .authentication)
+        XCTAssertFalse(wrong.detail.contains("guess"))
+        var good = HTTPProxyServerDialogue(users: users)
+        XCTAssertEqual(
+            good.received(head("GET http://x.test/ HTTP/1.1\nproxy-authorization: basic \(Base64.encode(Array("alice:s3:cret".utf8)))\n\n")),
+            [.connect(ProxyRequest(version: .http, method: "GET", target: .name("x.test"), port: 80, user: "alice"))])
+        XCTAssertFalse(String(decoding: good.leftover, as: UTF8.self).lowercased().contains("proxy-authorization"), "credentials never reach the origin")
+    }
+
+    func testFailuresAnswer502Or504Or403() {
+        var http = HTTPProxyServerDialogue(users: nil)
+        _ = http.received(head("CONNECT x.test:443 HTTP/1.1\n\n"))
+        for (error, status) in [(ProxyConnectError.connectionRefused, "502"), (.hostUnreachable, "502"), (.ttlExpired, "504"), (.notAllowed, "403")] {
+            XCTAssertTrue(String(decoding: http.reply(.failed(error)), as: UTF8.self).hasPrefix("HTTP/1.1 \(status) "), "\(error)")
+        }
+    }
+
+    func testOnePortServesBoth() {
+        var both = DetectingProxyDialogue(socks: true, http: true, users: nil)
+        XCTAssertEqual(both.received([5, 1, 0]), [.send([5, 0])])
+        var http = DetectingProxyDialogue(socks: true, http: true, users: nil)
+        XCTAssertEqual(http.received(head("CONNECT x.test:1 HTTP/1.1\n\n")), [.connect(ProxyRequest(version: .http, target: .name("x.test"), port: 1, user: nil))])
+        var socksOnly = DetectingProxyDialogue(socks: true, http: false, users: nil)
+        guard case .refuse? = socksOnly.received(head("CONNECT x.test:1 HTTP/1.1\n\n")).last else { return XCTFail("HTTP on a SOCKS-only port") }
+    }
+}

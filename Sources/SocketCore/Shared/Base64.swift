@@ -22,18 +22,23 @@ public enum Base64 {
     /// Lowercase hex of a base64 string's bytes (pins may be given either way); empty if it is
     /// not base64.
     static func decodeToHex(_ text: String) -> String {
+        (decode(text) ?? []).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(by: "")
+    }
+
+    /// The bytes of base64 text (padding optional), or nil if a character is not base64.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var bits = 0
         var value = 0
         var bytes: [UInt8] = []
         for c in text.utf8 where c != UInt8(ascii: "=") {
-            guard let index = alphabet.firstIndex(of: c) else { return "" }
-            value = value << 6 | index
+            guard let index = alphabet.firstIndex(of: c) else { return nil }
+            value = (value << 6 | index) & 0xFFFF
             bits += 6
             if bits >= 8 {
                 bits -= 8
                 bytes.append(UInt8((value >> bits) & 0xFF))
             }
         }
-        return bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(by: "")
+        return bytes
     }
 }

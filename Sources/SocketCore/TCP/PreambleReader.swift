@@ -1,25 +1,26 @@
 import Dispatch
 
-/// Reads what a client sends before its session — a proxy request today — and answers it, on
-/// a shared queue (``AsyncSocket/sharedQueue(label:)``): while the client is slow no thread
-/// waits for it and no dispatch source is made, so the descriptor it gives back can still go
-/// to a ``StreamRelay``.
+/// Reads what a client sends before its session — a proxy request today — and answers it: on a
+/// plain descriptor, on a shared queue (``AsyncSocket/sharedQueue(label:)``), where no thread
+/// waits for a slow client and no dispatch source is made, so the descriptor can still go to a
+/// ``StreamRelay``; or through an ``AsyncSocket`` (a TLS session) with its queued reads.
 ///
 /// ```swift
 /// try PreambleReader.run(SOCKSServerDialogue(users: nil), on: accepted.sourceless, queue: queue, timeout: .seconds(10)) { outcome in
-///     if case .request(let descriptor, let dialogue, let request) = outcome { /* connect, reply, relay */ }
+///     if case .request(let dialogue, let request) = outcome { /* connect, reply, relay */ }
 /// }
 /// ```
 public enum PreambleReader {
     /// How a client's preamble ended.
     public enum Outcome<Dialogue: ProxyServerDialogue>: Sendable {
-        /// The request is whole: the descriptor (the caller's now, never watched by a dispatch
-        /// source), the dialogue (for its reply and ``ProxyServerDialogue/leftover``) and the request.
-        case request(SourcelessDescriptor, Dialogue, ProxyRequest)
-        /// The dialogue refused the client: its reply was sent and the descriptor closed.
+        /// The request is whole: the dialogue (for its reply and ``ProxyServerDialogue/leftover``)
+        /// and the request. The connection is the caller's again (a descriptor never watched by
+        /// a dispatch source).
+        case request(Dialogue, ProxyRequest)
+        /// The dialogue refused the client: its reply was sent and the connection closed.
         case refused(ProxyRefusal)
         /// The client closed, reset, stopped reading or ran out of time before its request
-        /// was whole (why, in a phrase); the descriptor is closed.
+        /// was whole (why, in a phrase); the connection is closed.
         case failed(String)
     }
 
@@ -39,6 +40,81 @@ public enum PreambleReader {
         }
         let run = PreambleRun(dialogue, descriptor: descriptor, poller: poller, completion: completion)
         queue.async { run.start(timeout: timeout) }
+    }
+
+    /// Runs `dialogue` over `socket` (connected, perhaps secured) with its queued reads and
+    /// writes, until it asks to connect or refuses, or the client goes or `timeout` passes;
+    /// `completion` runs on the socket's queue. A refusal's answer is written before the socket
+    /// is closed; after a request, what the client sent past it (beyond ``readSize`` a read)
+    /// stays queued in the socket.
+    public static func run<Dialogue: ProxyServerDialogue>(
+        _ dialogue: Dialogue, on socket: AsyncSocket, timeout: Duration, completion: @escaping @Sendable (Outcome<Dialogue>) -> Void
+    ) {
+        let run = SocketPreambleRun(dialogue, socket: socket, deadline: .now + timeout, timeout: timeout, completion: completion)
+        socket.socketQueue.async { run.next() }
+    }
+}
+
+/// One client's preamble over an AsyncSocket: touched only on the socket's queue.
+private final class SocketPreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Sendable {
+    // @unchecked Sendable: `dialogue` and `over` are read and written on the socket queue only.
+    private let socket: AsyncSocket
+    private var dialogue: Dialogue
+    private let deadline: ContinuousClock.Instant
+    private let timeout: Duration
+    private let completion: @Sendable (PreambleReader.Outcome<Dialogue>) -> Void
+    private var over = false
+
+    init(
+        _ dialogue: Dialogue, socket: AsyncSocket, deadline: ContinuousClock.Instant, timeout: Duration,
+        completion: @escaping @Sendable (PreambleReader.Outcome<Dialogue>) -> Void
+    ) {
+        self.dialogue = dialogue
+        self.socket = socket
+        self.deadline = deadline
+        self.timeout = timeout
+        self.completion = completion
+    }
+
+    func next() {
+        let left = deadline - .now
+        guard left > .zero else { return fail("sent no whole request within \(timeout.components.seconds) s") }
+        socket.readData(maxLength: PreambleReader.readSize, timeout: left) { [self] result in
+            // Off the read pump before writing or reading again on the same socket.
+            socket.socketQueue.async { [self] in received(result) }
+        }
+    }
+
+    private func received(_ result: Result<ArraySlice<UInt8>, AsyncSocketError>) {
+        guard !over else { return }
+        let bytes: ArraySlice<UInt8>
+        switch result {
+        case .success(let data): bytes = data
+        case .failure(.readTimeout): return fail("sent no whole request within \(timeout.components.seconds) s")
+        case .failure(.closedByPeer), .failure(.readStreamClosed): return fail("closed the connection before its request was whole")
+        case .failure(let error): return fail("ended its connection (\(error)) before its request was whole")
+        }
+        for step in dialogue.received(Array(bytes)) {
+            switch step {
+            case .send(let reply): socket.write(reply, timeout: deadline - .now)
+            case .connect(let request):
+                over = true
+                return completion(.request(dialogue, request))
+            case .refuse(let refusal):
+                over = true
+                if !refusal.reply.isEmpty { socket.write(refusal.reply, timeout: .seconds(5)) }
+                socket.disconnectAfterWriting()
+                return completion(.refused(refusal))
+            }
+        }
+        next()
+    }
+
+    private func fail(_ reason: String) {
+        guard !over else { return }
+        over = true
+        socket.disconnect()
+        completion(.failed(reason))
     }
 }
 
@@ -95,7 +171,7 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
                     guard send(bytes) else { return fail("does not read what the server answers") }
                 case .connect(let request):
                     finish()
-                    return completion(.request(descriptor, dialogue, request))
+                    return completion(.request(dialogue, request))
                 case .refuse(let refusal):
                     _ = send(refusal.reply)
                     finish()

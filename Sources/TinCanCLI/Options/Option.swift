@@ -39,6 +39,7 @@ public enum Option: String, CaseIterable, Sendable {
     case help
     case helpAll = "help-all"
     case hex
+    case httpProxy = "http-proxy"
     case idleTimeout = "idle-timeout"
     case keepalive
     case userTimeout = "user-timeout"

@@ -386,30 +386,35 @@ public enum OptionTable {
                 OptionSpec(
                     .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
                     help:
-                        "With --forward, --forward-unix or --socks5: give up dialling the upstream (and its proxies) after this long (a SOCKS client then hears 0x06); a Unix upstream whose backlog is full is waited for until then."
+                        "With --forward, --forward-unix, --socks5 or --http-proxy: give up dialling the upstream (and its proxies) after this long (a SOCKS client then hears 0x06); a Unix upstream whose backlog is full is waited for until then."
                 ),
                 OptionSpec(
                     .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
-                    help: "With --forward or --socks5: dial the upstream from this local address and/or port."),
+                    help: "With --forward, --socks5 or --http-proxy: dial the upstream from this local address and/or port."),
                 OptionSpec(
                     .socks5,
                     help:
-                        "Be a SOCKS proxy: each client's SOCKS5 CONNECT (RFC 1928; IPv4, IPv6 or a name this side resolves, with Happy Eyeballs) or SOCKS4/4a CONNECT becomes its upstream, relayed as --forward relays (splice, ends and resets passed on, --proxy chains, -s, --connect-timeout). Replies say why a connect failed (refused 0x05, network or host unreachable 0x03/0x04, timed out 0x06, BIND and UDP ASSOCIATE 0x07, unknown address type 0x08). Never open by accident: without --proxy-auth, --proxy-auth-file or --allow it listens on loopback only, and any other address needs --open. A client has --handshake-timeout for its whole request; none costs a thread while it waits."
+                        "Be a SOCKS proxy: each client's SOCKS5 CONNECT (RFC 1928; IPv4, IPv6 or a name this side resolves, with Happy Eyeballs) or SOCKS4/4a CONNECT becomes its upstream, relayed as --forward relays (splice, ends and resets passed on, --proxy chains, -s, --connect-timeout). Replies say why a connect failed (refused 0x05, network or host unreachable 0x03/0x04, timed out 0x06, BIND and UDP ASSOCIATE 0x07, unknown address type 0x08). With --tls, SOCKS inside TLS. Never open by accident: without --proxy-auth, --proxy-auth-file, --allow or --require-client-cert it listens on loopback only, and any other address needs --open. A client has --handshake-timeout for its whole request; none costs a thread while it waits."
+                ),
+                OptionSpec(
+                    .httpProxy,
+                    help:
+                        "Be an HTTP proxy (ncat's --proxy-type http server): CONNECT host:port opens a tunnel (200 once connected), and a request for an absolute http:// URL (GET, POST, ...) goes to its origin in origin form with the URL's Host, the hop-by-hop fields dropped and Connection: close (one request per connection). 502 when the target cannot be reached, 504 when connecting timed out, 400 for what is not a proxy request, 431 for a head over 32 KiB or 100 fields. With --socks5 too, one port serves both (the first byte tells). With --tls, an HTTPS proxy (curl --proxy https://). The same rules as --socks5 keep it from being open by accident."
                 ),
                 OptionSpec(
                     .proxyAuth, value: .text, valueName: "USER:PASS", repeatable: true,
                     help:
-                        "With --socks5: require this user name and password (RFC 1929; SOCKS4 clients, which carry no password, are then refused); repeat for more users. Compared in constant time, never logged. A password on the command line is visible to other local users: prefer --proxy-auth-file."
+                        "With --socks5 or --http-proxy: require this user name and password (SOCKS5's RFC 1929, HTTP's Proxy-Authorization: Basic, else 407; SOCKS4 clients, which carry no password, are then refused); repeat for more users. Compared in constant time, never logged. A password on the command line is visible to other local users: prefer --proxy-auth-file."
                 ),
                 OptionSpec(
                     .proxyAuthFile, value: .path, valueName: "FILE",
                     help:
-                        "With --socks5: the users, one USER:PASS a line ('#' comments). A file that others may read or write is refused: chmod 600 it."
+                        "With --socks5 or --http-proxy: the users, one USER:PASS a line ('#' comments). A file that others may read or write is refused: chmod 600 it."
                 ),
                 OptionSpec(
                     .open,
                     help:
-                        "With --socks5: allow listening beyond loopback with no --proxy-auth and no --allow, an open proxy anyone who reaches the port can use (said at start)."
+                        "With --socks5 or --http-proxy: allow listening beyond loopback with no --proxy-auth and no --allow, an open proxy anyone who reaches the port can use (said at start)."
                 ),
             ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
                 OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
@@ -420,7 +425,7 @@ public enum OptionTable {
                 OptionSpec(
                     .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
                     help:
-                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5, its whole proxy request (a client that sends nothing costs no thread while it waits)."
+                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5 or --http-proxy, its whole proxy request (a client that sends nothing costs no thread while it waits)."
                 ),
                 OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
                 OptionSpec(
@@ -454,6 +459,10 @@ public enum OptionTable {
             (
                 "tincan listen --socks5 --proxy-auth-file users.txt 0.0.0.0 1080",
                 "A SOCKS5 proxy for other hosts, for the users of a mode-600 file of user:password lines."
+            ),
+            (
+                "tincan listen --http-proxy --tls --cert proxy.pem --key proxy.key --proxy-auth-file users.txt 0.0.0.0 3128",
+                "An HTTPS proxy (curl --proxy https://HOST:3128 --proxy-user USER:PASS) for the users of a file."
             ),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
             ("tincan listen --pty --exec '/bin/bash -i' 127.0.0.1 7000", "A shell on a terminal of its own for one client, on loopback only; use it with tincan connect --raw."),

@@ -42,20 +42,25 @@ public struct ProxyRequest: Sendable, Equatable, CustomStringConvertible {
         case socks4a
         /// SOCKS5 (RFC 1928).
         case socks5
+        /// An HTTP proxy request: CONNECT, or a method with an absolute `http://` URL.
+        case http
     }
 
     /// The protocol the client spoke.
     public let version: Version
+    /// `CONNECT` (every SOCKS request, HTTP CONNECT) or the HTTP method forwarded (`GET`, ...).
+    public let method: String
     /// The host: a name for the server to resolve, or an address.
     public let target: ProxyTarget
     /// The port.
     public let port: UInt16
-    /// The user the client authenticated as (SOCKS5 with RFC 1929), or its SOCKS4 user ID.
+    /// The user the client authenticated as (SOCKS5 with RFC 1929, HTTP Basic), or its SOCKS4 user ID.
     public let user: String?
 
     /// A request from a client speaking `version`.
-    public init(version: Version, target: ProxyTarget, port: UInt16, user: String?) {
+    public init(version: Version, method: String = "CONNECT", target: ProxyTarget, port: UInt16, user: String?) {
         self.version = version
+        self.method = method
         self.target = target
         self.port = port
         self.user = user

@@ -33,6 +33,7 @@ extension Forwarder {
                     client.log?.emit("forward", [("client", .string(peer)), ("result", .string("client gone")), ("error", .string(line))])
                     return report(line, code: nil, kind: .gone)
                 }
+                if service != nil { return greet(client, secured: socket) }
                 reachUpstream(client, secured: socket, quick: quick)
             case .failure(.system(let reset)) where reset.errno == ECONNRESET:
                 // Reset during its handshake: nobody is left to answer, as after it.

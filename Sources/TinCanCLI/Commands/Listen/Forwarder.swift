@@ -193,8 +193,13 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func unreachable(_ client: Client, _ failure: UpstreamDial.Failure, secured clientSocket: AsyncSocket?) {
         let name = client.target.description
         let error = failure.error
-        if let answer = client.answer { answer.send(.failed(failure.cause), to: client.fd) }
-        if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
+        if let answer = client.answer {
+            answer.refuse(failure.cause, client: client.fd, secured: clientSocket)
+        } else if let clientSocket {
+            clientSocket.disconnect()
+        } else {
+            Syscall.close(client.fd)
+        }
         client.log?.emit(
             "forward",
             [
@@ -218,7 +223,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
             }
         }
-        if let answer = client.answer, !answer.connected(client.fd, upstream: fd) {
+        if let answer = client.answer, !answer.connected(client: client.fd, secured: clientSocket, upstream: fd) {
             closeClient()
             Syscall.close(fd)
             return report("\(client.peer): the proxy client went before its answer was sent; closed the client", code: nil, kind: .gone)

@@ -47,13 +47,13 @@ struct ListenCommand {
             throw UsageError("\(error)", command: name)
         }
         broker = args.has(.chat) ? .chat : args.has(.broker) ? .broker : .none
-        keepOpen = args.has(.keepOpen) || broker != .none || args.has(.socks5)
+        keepOpen = args.has(.keepOpen) || broker != .none || args.has(.socks5) || args.has(.httpProxy)
         maxConnections = args.integer(.maxConns) ?? 1000
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
         } else {
             for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) ? [] : [Option.handshakeTimeout]) where args.has(option)
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) ? [] : [Option.handshakeTimeout]) where args.has(option)
             {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
@@ -67,8 +67,8 @@ struct ListenCommand {
             upstream = .unix(try Target.unixPath(path, command: name))
         } else {
             upstream = nil
-            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .proxyProtocol] where args.has(option) && !args.has(.socks5) {
-                throw UsageError("--\(option.rawValue) is for the upstream of --forward or --socks5", command: name)
+            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .proxyProtocol] where args.has(option) && !args.has(.socks5) && !args.has(.httpProxy) {
+                throw UsageError("--\(option.rawValue) is for the upstream of --forward, --socks5 or --http-proxy", command: name)
             }
             if args.has(.forwardTls) { throw UsageError("--forward-tls is for the upstream of --forward", command: name) }
         }

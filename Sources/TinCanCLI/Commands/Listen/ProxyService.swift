@@ -1,10 +1,14 @@
 import SocketCore
 
-/// `listen --socks5`: each client speaks a SOCKS dialogue first (``SOCKSServerDialogue``, read
-/// by ``PreambleReader`` on the client's shared queue: no thread waits for a slow client), and
-/// the target it names becomes its upstream on the forwarder's one road — the same dial,
-/// answer, relay and report as `--forward`.
+/// `listen --socks5`, `listen --http-proxy` (or both on one port): each client speaks a proxy
+/// dialogue first (``DetectingProxyDialogue``, read by ``PreambleReader`` on the client's shared
+/// queue: no thread waits for a slow client), and the target it names becomes its upstream on
+/// the forwarder's one road — the same dial, answer, relay and report as `--forward`.
 struct ProxyService: Sendable {
+    /// --socks5: SOCKS5 and SOCKS4/4a.
+    let socks: Bool
+    /// --http-proxy: CONNECT and absolute-URL requests.
+    let http: Bool
     /// --proxy-auth, --proxy-auth-file: who may use it (nil: anyone the gate admits).
     let users: ProxyUsers?
     /// --handshake-timeout: how long a client has for its whole request.
@@ -17,28 +21,28 @@ struct ProxyService: Sendable {
     /// The largest --proxy-auth-file read.
     static let usersFileLimit = 1 << 20
 
-    /// --socks5's settings (nil without it), and the rules that keep a proxy from being open by
+    /// The settings of --socks5 and --http-proxy (nil without either), and the rules that keep a proxy from being open by
     /// accident: without credentials or --allow it listens on loopback, and only --open takes
     /// it beyond.
     static func parse(_ args: ParsedArguments, address: String?, target: Target, filter: PeerFilter, settings: StreamSettings) throws(UsageError)
         -> ProxyService?
     {
         let name = args.command.name
-        guard args.has(.socks5) else {
+        guard args.has(.socks5) || args.has(.httpProxy) else {
             for option in [Option.proxyAuth, .proxyAuthFile, .open] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for a proxy server: add --socks5", command: name)
+                throw UsageError("--\(option.rawValue) is for a proxy server: add --socks5 or --http-proxy", command: name)
             }
             return nil
         }
+        let what = args.has(.socks5) ? "--socks5" : "--http-proxy"
         let conflicts: [(Option, String)] = [
-            (.forward, "--socks5 takes each client's upstream from its request: not with --forward"),
-            (.forwardUnix, "--socks5 takes each client's upstream from its request: not with --forward-unix"),
-            (.exec, "--socks5 relays each client to its target: not with --exec"), (.shExec, "--socks5 relays each client to its target: not with --sh-exec"),
-            (.broker, "--socks5 relays each client to its target: not with --broker"), (.chat, "--socks5 relays each client to its target: not with --chat"),
-            (.udp, "--socks5 serves TCP CONNECT: not with -u"),
-            (.tls, "--socks5 with --tls is not served yet: put `tincan listen -k --tls ... --forward` in front of it"),
-            (.send, "--send and --expect talk over stdin/stdout: not with --socks5"), (.expect, "--send and --expect talk over stdin/stdout: not with --socks5"),
-            (.sendTimeout, "--send-timeout is for the hub of -k, --broker and --chat: not with --socks5"),
+            (.forward, "\(what) takes each client's upstream from its request: not with --forward"),
+            (.forwardUnix, "\(what) takes each client's upstream from its request: not with --forward-unix"),
+            (.exec, "\(what) relays each client to its target: not with --exec"), (.shExec, "\(what) relays each client to its target: not with --sh-exec"),
+            (.broker, "\(what) relays each client to its target: not with --broker"), (.chat, "\(what) relays each client to its target: not with --chat"),
+            (.udp, "\(what) serves TCP: not with -u"),
+            (.send, "--send and --expect talk over stdin/stdout: not with \(what)"), (.expect, "--send and --expect talk over stdin/stdout: not with \(what)"),
+            (.sendTimeout, "--send-timeout is for the hub of -k, --broker and --chat: not with \(what)"),
         ]
         for (option, line) in conflicts where args.has(option) { throw UsageError(line, command: name) }
         var credentials: [ProxyCredentials] = []
@@ -69,52 +73,68 @@ struct ProxyService: Sendable {
         let users = credentials.isEmpty ? nil : ProxyUsers(credentials)
         var loopbackOnly = false
         var isOpen = false
-        if case .tcp = target, users == nil, filter.allow.isEmpty {
+        // Client certificates (mutual TLS) admit only their holders, as credentials do.
+        if case .tcp = target, users == nil, filter.allow.isEmpty, !args.has(.requireClientCert) {
             if args.has(.open) {
                 isOpen = true
             } else if let address {
                 let loopback = ["localhost", "loopback"].contains(address.lowercased()) || ((try? SocketAddress(ip: address, port: 0))?.isLoopback ?? false)
                 guard loopback else {
                     throw UsageError(
-                        "a SOCKS proxy on \(address) with no --proxy-auth and no --allow is open to anyone who reaches it: add --proxy-auth USER:PASS or --allow CIDR, or --open if that is what you want",
+                        "a proxy on \(address) with no --proxy-auth and no --allow is open to anyone who reaches it: add --proxy-auth USER:PASS or --allow CIDR, or --open if that is what you want",
                         command: name)
                 }
             } else {
                 loopbackOnly = true
             }
         }
-        return ProxyService(users: users, timeout: settings.handshakeTimeout, loopbackOnly: loopbackOnly, isOpen: isOpen)
+        return ProxyService(socks: args.has(.socks5), http: args.has(.httpProxy), users: users, timeout: settings.handshakeTimeout, loopbackOnly: loopbackOnly, isOpen: isOpen)
     }
 
     /// The line said at start: who may use the proxy (always said when it is open, or kept to
     /// loopback though no address was given).
     func announcement(listening: [String], filter: PeerFilter) -> String {
         let place = listening.joined(by: ", ")
-        if isOpen { return "an open SOCKS proxy on \(place): anyone who reaches it may use it (--open)" }
+        let kind = socks && http ? "SOCKS and HTTP proxy" : socks ? "SOCKS proxy" : "HTTP proxy"
+        if isOpen { return "an open \(kind) on \(place): anyone who reaches it may use it (--open)" }
         if loopbackOnly {
-            return "SOCKS proxy on \(place): loopback only, as it has no --proxy-auth and no --allow (add one, or --open, to serve other hosts)"
+            return "\(kind) on \(place): loopback only, as it has no --proxy-auth and no --allow (add one, or --open, to serve other hosts)"
         }
-        if let users { return "SOCKS proxy on \(place) for \(users.count) user\(users.count == 1 ? "" : "s")" + (filter.allow.isEmpty ? "" : " in --allow") }
-        return "SOCKS proxy on \(place) for clients in --allow"
+        if users == nil && filter.allow.isEmpty { return "\(kind) on \(place) for anyone on this machine (no --proxy-auth and no --allow)" }
+        if let users { return "\(kind) on \(place) for \(users.count) user\(users.count == 1 ? "" : "s")" + (filter.allow.isEmpty ? "" : " in --allow") }
+        return "\(kind) on \(place) for clients in --allow"
     }
 }
 
 /// What a proxy client is owed once its upstream is dialled: the dialogue's reply, and the
-/// bytes it sent after its request, which go to the upstream before the relay starts.
+/// bytes it sent after its request, which go to the upstream before the relay starts. A plain
+/// client is answered on its descriptor; a TLS client (`secured`) through its session.
 struct ProxyAnswer: Sendable {
     let reply: @Sendable (ProxyConnectOutcome) -> [UInt8]
     let leftover: [UInt8]
 
-    /// Tells the client its connect failed (best effort: it is closed next).
-    func send(_ outcome: ProxyConnectOutcome, to client: Int32) {
-        _ = ProxyAnswer.sendWhole(reply(outcome), to: client)
+    /// Tells the client why its connect failed, then closes it (after the answer is written).
+    func refuse(_ error: ProxyConnectError, client fd: Int32, secured: AsyncSocket?) {
+        let bytes = reply(.failed(error))
+        if let secured {
+            if !bytes.isEmpty { secured.write(bytes, timeout: .seconds(5)) }
+            secured.disconnectAfterWriting()
+        } else {
+            _ = ProxyAnswer.sendWhole(bytes, to: fd)
+            Syscall.close(fd)
+        }
     }
 
     /// Tells the client it is connected, then passes on what it sent early; false when either
     /// could not be sent whole.
-    func connected(_ client: Int32, upstream: Int32) -> Bool {
-        ProxyAnswer.sendWhole(reply(.connected(bound: Syscall.localAddress(upstream))), to: client)
-            && ProxyAnswer.sendWhole(leftover, to: upstream)
+    func connected(client fd: Int32, secured: AsyncSocket?, upstream: Int32) -> Bool {
+        let bytes = reply(.connected(bound: Syscall.localAddress(upstream)))
+        if let secured {
+            if !bytes.isEmpty { secured.write(bytes) }
+        } else if !ProxyAnswer.sendWhole(bytes, to: fd) {
+            return false
+        }
+        return ProxyAnswer.sendWhole(leftover, to: upstream)
     }
 
     /// One send on a fresh socket, whose buffer has room for a few short messages.
@@ -125,23 +145,12 @@ struct ProxyAnswer: Sendable {
 }
 
 extension Forwarder {
-    /// A proxy client's dialogue, then its upstream: the one it asked for.
+    /// A plain proxy client's dialogue (on its descriptor, no thread waiting), then its upstream.
     func greet(_ client: Client) {
         guard let service else { return }
-        let dialogue = SOCKSServerDialogue(users: service.users)
         do throws(AsyncSocketError) {
-            try PreambleReader.run(dialogue, on: client.descriptor, queue: client.queue, timeout: service.timeout) { [self] outcome in
-                switch outcome {
-                case .request(_, let dialogue, let request): requested(client, dialogue, request)
-                case .refused(let refusal):
-                    let line = "\(client.peer): refused its proxy request: \(refusal.detail)"
-                    client.log?.emit("proxy", [("client", .string(client.peer)), ("result", .string("refused")), ("error", .string(line))])
-                    report(line, code: nil, kind: refusal.kind == .authentication ? .authentication : .proxyRequest)
-                case .failed(let reason):
-                    let line = "\(client.peer): the proxy client \(reason)"
-                    client.log?.emit("proxy", [("client", .string(client.peer)), ("result", .string("no request")), ("error", .string(line))])
-                    report(line, code: nil, kind: .proxyRequest)
-                }
+            try PreambleReader.run(service.dialogue, on: client.descriptor, queue: client.queue, timeout: service.timeout) { [self] outcome in
+                heard(outcome, client: client, secured: nil)
             }
         } catch {
             Syscall.close(client.fd)
@@ -149,16 +158,38 @@ extension Forwarder {
         }
     }
 
-    private func requested(_ client: Client, _ dialogue: SOCKSServerDialogue, _ request: ProxyRequest) {
+    /// A TLS proxy client's dialogue, through its session, then its upstream.
+    func greet(_ client: Client, secured socket: AsyncSocket) {
+        guard let service else { return }
+        PreambleReader.run(service.dialogue, on: socket, timeout: service.timeout) { [self] outcome in
+            heard(outcome, client: client, secured: socket)
+        }
+    }
+
+    private func heard(_ outcome: PreambleReader.Outcome<DetectingProxyDialogue>, client: Client, secured: AsyncSocket?) {
+        switch outcome {
+        case .request(let dialogue, let request): requested(client, dialogue, request, secured: secured)
+        case .refused(let refusal):
+            let line = "\(client.peer): refused its proxy request: \(refusal.detail)"
+            client.log?.emit("proxy", [("client", .string(client.peer)), ("result", .string("refused")), ("error", .string(line))])
+            report(line, code: nil, kind: refusal.kind == .authentication ? .authentication : .proxyRequest)
+        case .failed(let reason):
+            let line = "\(client.peer): the proxy client \(reason)"
+            client.log?.emit("proxy", [("client", .string(client.peer)), ("result", .string("no request")), ("error", .string(line))])
+            report(line, code: nil, kind: .proxyRequest)
+        }
+    }
+
+    private func requested(_ client: Client, _ dialogue: DetectingProxyDialogue, _ request: ProxyRequest, secured: AsyncSocket?) {
         var client = client
         client.target = .tcp(host: request.target.description, port: request.port)
         client.answer = ProxyAnswer(reply: { dialogue.reply($0) }, leftover: dialogue.leftover)
-        Console.note("\(client.peer): \(request.version.rawValue) CONNECT \(request)" + (request.user.map { " as \($0)" } ?? ""), level: 1)
+        Console.note("\(client.peer): \(request.version.rawValue) \(request.method) \(request)" + (request.user.map { " as \($0)" } ?? ""), level: 1)
         client.log?.emit(
             "proxy",
             [
-                ("client", .string(client.peer)), ("method", .string(request.version.rawValue)), ("target", .string(request.description)),
-                ("user", request.user.map(JSONValue.string) ?? .null), ("result", .string("request")),
+                ("client", .string(client.peer)), ("protocol", .string(request.version.rawValue)), ("method", .string(request.method)),
+                ("target", .string(request.description)), ("user", request.user.map(JSONValue.string) ?? .null), ("result", .string("request")),
             ])
         let quick: SocketAddress?
         if case .address(let address) = request.target {
@@ -166,6 +197,11 @@ extension Forwarder {
         } else {
             quick = nil
         }
-        reachUpstream(client, secured: nil, quick: quick)
+        reachUpstream(client, secured: secured, quick: quick)
     }
+}
+
+extension ProxyService {
+    /// A new dialogue for one client.
+    var dialogue: DetectingProxyDialogue { DetectingProxyDialogue(socks: socks, http: http, users: users) }
 }

@@ -1,0 +1,193 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `listen --http-proxy`: curl through it both ways (an absolute URL forwarded, CONNECT
+/// tunnels), tincan's own `--proxy http://` client, Basic credentials, what the origin gets on
+/// the wire (recorded by a python origin), and hostile requests.
+final class HTTPProxyServerTests: XCTestCase {
+    private func proxy(_ arguments: [String]) throws -> (Tool, UInt16) {
+        let port = freePort()
+        let tool = try Tool(["listen", "--http-proxy"] + arguments + ["127.0.0.1", String(port)])
+        waitForListener(port: port)
+        return (tool, port)
+    }
+
+    private func curl(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        try Tool.run(["-sS", "--max-time", "10"] + arguments, input: "", program: "/usr/bin/curl")
+    }
+
+    /// An origin that writes each request head it gets (up to its blank line) and what follows
+    /// of its body (Content-Length) to `record`, then answers `200` with "recorded\n" and closes.
+    private static func recorder(_ record: String) -> String {
+        "record = '\(record)'\n" + PythonPeers.listenPrelude + """
+            while True:
+                c, _ = s.accept(); data = b''
+                while b'\\r\\n\\r\\n' not in data:
+                    chunk = c.recv(65536)
+                    if not chunk: break
+                    data += chunk
+                head, _, body = data.partition(b'\\r\\n\\r\\n')
+                length = 0
+                for line in head.split(b'\\r\\n')[1:]:
+                    name, _, value = line.partition(b':')
+                    if name.strip().lower() == b'content-length': length = int(value)
+                while len(body) < length:
+                    chunk = c.recv(65536)
+                    if not chunk: break
+                    body += chunk
+                open(record, 'ab').write(head + b'\\r\\n\\r\\n' + body)
+                c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 9\\r\\nConnection: close\\r\\n\\r\\nrecorded\\n'); c.close()
+            """
+    }
+
+    func testCurlForwardedAndTunnelledToARealOrigin() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-httpproxy-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let page = String(repeating: "through the HTTP proxy\n", count: 5000)
+        try page.write(toFile: "\(dir)/page.txt", atomically: true, encoding: .utf8)
+        let webPort = freePort()
+        let web = try Tool(["python3", "-m", "http.server", String(webPort), "--bind", "127.0.0.1", "--directory", dir], program: "/usr/bin/env")
+        defer { web.stop() }
+        waitForListener(port: webPort)
+        let (listener, port) = try proxy(["-v"])
+        defer { listener.stop() }
+        let forwarded = try curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(webPort)/page.txt"])
+        XCTAssertEqual(forwarded.status, 0, forwarded.err)
+        XCTAssertTrue(forwarded.out == page, "forwarded whole (\(forwarded.out.utf8.count) bytes)")
+        let tunnelled = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://localhost:\(webPort)/page.txt"])
+        XCTAssertEqual(tunnelled.status, 0, tunnelled.err)
+        XCTAssertTrue(tunnelled.out == page, "tunnelled whole (\(tunnelled.out.utf8.count) bytes)")
+        let missing = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(webPort)/nothing-here"])
+        XCTAssertEqual(missing.out, "404", "the origin's own status passes through")
+        let closed = freePort()
+        let unreachable = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(closed)/"])
+        XCTAssertEqual(unreachable.out, "502", unreachable.err)
+        let tunnelRefused = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(closed)/"])
+        XCTAssertTrue(tunnelRefused.err.contains("502"), tunnelRefused.err)
+        waitUntil("the requests said") { listener.stderrText.contains("http CONNECT localhost:\(webPort)") }
+        XCTAssertTrue(listener.stderrText.contains("http GET 127.0.0.1:\(webPort)"), listener.stderrText)
+    }
+
+    func testTheOriginGetsOriginFormAndNoHopByHopFields() throws {
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-httpproxy-record-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let origin = try PythonPeer(HTTPProxyServerTests.recorder(record))
+        defer { origin.stop() }
+        let (listener, port) = try proxy(["--proxy-auth", "alice:s3cret"])
+        defer { listener.stop() }
+        let posted = try curl([
+            "-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:s3cret", "-H", "Connection: X-Private", "-H", "X-Private: 1", "-H",
+            "Proxy-Connection: keep-alive", "--data-binary", "field=value", "http://localhost:\(origin.port)/form?q=1",
+        ])
+        XCTAssertEqual(posted.status, 0, posted.err)
+        XCTAssertEqual(posted.out, "recorded\n")
+        let wire = fileText(record)
+        XCTAssertTrue(wire.hasPrefix("POST /form?q=1 HTTP/1.1\r\nHost: localhost:\(origin.port)\r\n"), wire)
+        XCTAssertTrue(wire.hasSuffix("Connection: close\r\n\r\nfield=value"), wire)
+        for gone in ["Proxy-Authorization", "Proxy-Connection", "X-Private", "keep-alive"] {
+            XCTAssertFalse(wire.lowercased().contains(gone.lowercased()), "\(gone) reached the origin: \(wire)")
+        }
+        let anonymous = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
+        XCTAssertEqual(anonymous.out, "407")
+        let wrong = try curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:guess", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
+        XCTAssertEqual(wrong.out, "407")
+        // tincan's own client, through CONNECT with credentials.
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let through = try Tool.run(["connect", "--half-close", "--proxy", "http://alice:s3cret@127.0.0.1:\(port)", "localhost", String(echo.port)], input: "hi\n")
+        XCTAssertEqual(through.out, "hi\n", through.err)
+        XCTAssertFalse(listener.stderrText.contains("s3cret") || listener.stderrText.contains("guess"), listener.stderrText)
+    }
+
+    func testHostileRequestsAreAnsweredAndClosed() throws {
+        let (listener, port) = try proxy(["--handshake-timeout", "1s", "-v"])
+        defer { listener.stop() }
+        let before = openDescriptors(listener.process.processIdentifier)
+        // 10 000 header fields, a head with no end, a request line that is not HTTP, a
+        // client that stops halfway: each gets its answer (or the timeout) and is closed.
+        let script = """
+            import socket, sys, time
+            port = int(sys.argv[1])
+            def ask(data, wait=3):
+                c = socket.create_connection(('127.0.0.1', port)); c.settimeout(wait)
+                try:
+                    c.sendall(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                got = b''
+                try:
+                    while True:
+                        chunk = c.recv(65536)
+                        if not chunk: break
+                        got += chunk
+                except socket.timeout:
+                    got += b' (still open)'
+                except ConnectionResetError:
+                    got += b' (reset)'
+                first = got.split(b'\\r\\n')[0].decode(errors='replace')
+                print(first if first else 'closed', flush=True)
+            ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\n' + b'X-A: b\\r\\n' * 10000 + b'\\r\\n')
+            ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nX-Long: ' + b'a' * 40000)
+            ask(b'\\x16\\x03\\x01 not a request\\r\\n\\r\\n')
+            ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nHost: x\\r\\n')
+            """
+        let r = try Tool.run(["python3", "-c", script, String(port)], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(
+            r.out.split(separator: "\n").map(String.init),
+            [
+                "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 400 Bad Request",
+                "closed",
+            ], r.out)
+        waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == before }
+        XCTAssertTrue(listener.stderrText.contains("sent no whole request within 1 s"), listener.stderrText)
+    }
+
+    func testAnHTTPSProxyAndSOCKSOverTLSWithClientCertificates() throws {
+        let tls = TLSFixtures.shared
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-httpsproxy-record-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let origin = try PythonPeer(HTTPProxyServerTests.recorder(record))
+        defer { origin.stop() }
+        // Client certificates admit only their holders: no credentials or --allow needed, and
+        // still loopback here.
+        let (listener, port) = try proxy([
+            "--socks5", "--tls", "--cert", tls.path("server.pem"), "--key", tls.path("server.key"), "--require-client-cert", "--ca", tls.path("ca.pem"), "-v",
+        ])
+        defer { listener.stop() }
+        let proxyTLS = ["--proxy-cacert", tls.path("ca.pem"), "--proxy-cert", tls.path("client.pem"), "--proxy-key", tls.path("client.key")]
+        let forwarded = try curl(proxyTLS + ["-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/over-tls"])
+        XCTAssertEqual(forwarded.status, 0, forwarded.err)
+        XCTAssertEqual(forwarded.out, "recorded\n")
+        XCTAssertTrue(fileText(record).hasPrefix("GET /over-tls HTTP/1.1\r\n"), fileText(record))
+        let tunnelled = try curl(proxyTLS + ["-p", "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/tunnelled"])
+        XCTAssertEqual(tunnelled.out, "recorded\n", tunnelled.err)
+        let noCertificate = try curl(["--proxy-cacert", tls.path("ca.pem"), "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/"])
+        XCTAssertNotEqual(noCertificate.status, 0, "no client certificate, no proxy")
+        // SOCKS5 inside TLS, with tincan's own client: --tls to the proxy is the session's
+        // TLS, so the SOCKS dialogue is checked by a python client wrapped in TLS.
+        let script = """
+            import socket, ssl, sys
+            ctx = ssl.create_default_context(cafile=sys.argv[2]); ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+            c = ctx.wrap_socket(socket.create_connection(('127.0.0.1', int(sys.argv[1]))), server_hostname='localhost')
+            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 1, 0, 1, 127, 0, 0, 1]) + int(sys.argv[5]).to_bytes(2, 'big'))
+            reply = b''
+            while len(reply) < 10: reply += c.recv(10 - len(reply))
+            assert reply[:2] == bytes([5, 0]), reply
+            c.sendall(b'inside TLS\\n'); got = b''
+            while not got.endswith(b'\\n'): got += c.recv(100)
+            print(got.decode(), end='')
+            """
+        let socks = try Tool.run(
+            ["python3", "-c", script, String(port), tls.path("ca.pem"), tls.path("client.pem"), tls.path("client.key"), String(echo.port)], input: "",
+            program: "/usr/bin/env")
+        XCTAssertEqual(socks.out, "inside TLS\n", socks.err)
+        waitUntil("the requests said") { listener.stderrText.contains("socks5 CONNECT 127.0.0.1:\(echo.port)") }
+        XCTAssertTrue(listener.stderrText.contains("TLS from the client"), listener.stderrText)
+    }
+}
