@@ -86,6 +86,24 @@ final class ProxyServerDialogueTests: XCTestCase {
         XCTAssertEqual(socks4.reply, [0, 91, 0, 0, 0, 0, 0, 0])
     }
 
+    func testUDPAssociateWhenServedAndItsDatagramHeader() throws {
+        var socks = SOCKSServerDialogue(users: nil, udp: true)
+        XCTAssertEqual(
+            socks.received([5, 1, 0, 5, 3, 0, 1, 0, 0, 0, 0, 0, 0]),
+            [.send([5, 0]), .connect(ProxyRequest(version: .socks5, method: "UDP ASSOCIATE", target: .address(.anyIPv4(port: 0)), port: 0, user: nil))])
+        let wrapped = SOCKSDatagram.wrap([1, 2, 3], from: .loopbackIPv4(port: 53))
+        XCTAssertEqual(wrapped, [0, 0, 0, 1, 127, 0, 0, 1, 0, 53, 1, 2, 3])
+        let parsed = try SOCKSDatagram.parse(wrapped)
+        XCTAssertEqual(parsed.target, .address(.loopbackIPv4(port: 53)))
+        XCTAssertEqual(Array(wrapped[parsed.payloadOffset...]), [1, 2, 3])
+        let named = try SOCKSDatagram.parse([0, 0, 0, 3, 4] + Array("host".utf8) + [0, 7, 9])
+        XCTAssertEqual(named, SOCKSDatagram.Outbound(target: .name("host"), port: 7, payloadOffset: 11))
+        XCTAssertEqual(SOCKSDatagram.wrap([], from: .loopbackIPv6(port: 1)).count, 4 + 16 + 2)
+        XCTAssertThrowsError(try SOCKSDatagram.parse([0, 0, 1, 1, 127, 0, 0, 1, 0, 53])) { XCTAssertEqual($0 as? SOCKSDatagram.Drop, .fragment(1)) }
+        XCTAssertThrowsError(try SOCKSDatagram.parse([0, 0, 0, 1, 127])) { XCTAssertEqual($0 as? SOCKSDatagram.Drop, .truncated) }
+        XCTAssertThrowsError(try SOCKSDatagram.parse([0, 0, 0, 7, 1, 2])) { XCTAssertEqual($0 as? SOCKSDatagram.Drop, .badAddress) }
+    }
+
     func testSOCKS4And4a() {
         var four = SOCKSServerDialogue(users: nil)
         XCTAssertEqual(

@@ -93,9 +93,9 @@ final class ProxyServerTests: XCTestCase {
         let portHex = String(format: "%04x", closed)
         // Refused: 0x05, then the connection is closed.
         XCTAssertEqual(try raw(port, ["050100", "050100017f000001" + portHex]), ["0500", "05050001000000000000", "closed"])
-        // BIND and UDP ASSOCIATE: 0x07; an unknown address type: 0x08; IPv6 refused: 0x05.
+        // BIND and an unknown command: 0x07; an unknown address type: 0x08; IPv6 refused: 0x05.
         XCTAssertEqual(try raw(port, ["050100", "050200017f0000010050"]), ["0500", "05070001000000000000", "closed"])
-        XCTAssertEqual(try raw(port, ["050100", "05030001000000000000"]), ["0500", "05070001000000000000", "closed"])
+        XCTAssertEqual(try raw(port, ["050100", "05090001000000000000"]), ["0500", "05070001000000000000", "closed"])
         XCTAssertEqual(try raw(port, ["050100", "0501000901"]), ["0500", "05080001000000000000", "closed"])
         XCTAssertEqual(
             try raw(port, ["050100", "05010004" + String(repeating: "00", count: 15) + "01" + portHex]), ["0500", "05050001000000000000", "closed"])
@@ -219,5 +219,57 @@ final class ProxyServerTests: XCTestCase {
         let client = try Tool(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(sink.port)], stdinFile: file)
         XCTAssertEqual(client.wait(timeout: .seconds(60)), 0, client.stderrText)
         XCTAssertTrue(client.stdoutText == payload, "every byte through two proxies and back (\(client.stdoutText.utf8.count) of \(payload.utf8.count))")
+    }
+
+    func testUDPAssociateRelaysBothWaysForAsLongAsItsConnection() throws {
+        let echo = try PythonPeer(
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
+            while True:
+                d, a = s.recvfrom(65536); s.sendto(b'echo:' + d, a)
+            """)
+        defer { echo.stop() }
+        let (listener, port) = try proxy(["-v", "--proxy-auth", "alice:s3cret"])
+        defer { listener.stop() }
+        // RFC 1928 §7 by hand: associate from our UDP port, three datagrams and their echoes (each
+        // with a header naming the echo server), a fragment (dropped: the next answer is the
+        // datagram after it), a datagram by name; then the TCP connection closes the association.
+        let script = """
+            import socket, sys
+            port, echo = int(sys.argv[1]), int(sys.argv[2])
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
+            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
+            c.sendall(bytes([5, 1, 2])); assert c.recv(2) == bytes([5, 2])
+            c.sendall(bytes([1, 5]) + b'alice' + bytes([6]) + b's3cret'); assert c.recv(2) == bytes([1, 0])
+            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
+            r = b''
+            while len(r) < 10: r += c.recv(10 - len(r))
+            assert r[:4] == bytes([5, 0, 0, 1]), r
+            relay = (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
+            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
+            for i in range(3):
+                u.sendto(header + b'datagram %d' % i, relay)
+                data, source = u.recvfrom(65536)
+                assert source == relay, source
+                print(data[:10] == header, data[10:].decode(), flush=True)
+            u.sendto(bytes([0, 0, 1]) + header[3:] + b'a fragment', relay)
+            u.sendto(bytes([0, 0, 0, 3, 9]) + b'localhost' + echo.to_bytes(2, 'big') + b'by name', relay)
+            print(u.recvfrom(65536)[0][10:].decode(), flush=True)
+            c.close()
+            """
+        var afterFirst = 0
+        // Twice: the first association also starts dispatch's own descriptors (its epoll set,
+        // eventfd and timer), which stay; the second must leave nothing behind.
+        for round in 1...2 {
+            let r = try Tool.run(["python3", "-c", script, String(port), String(echo.port)], input: "", program: "/usr/bin/env")
+            XCTAssertEqual(r.status, 0, r.err)
+            XCTAssertEqual(r.out, "True echo:datagram 0\nTrue echo:datagram 1\nTrue echo:datagram 2\necho:by name\n")
+            waitUntil("the association ends with its connection") { listener.stderrText.components(separatedBy: "UDP association closed").count - 1 == round }
+            if round == 1 { afterFirst = openDescriptors(listener.process.processIdentifier) }
+        }
+        XCTAssertTrue(listener.stderrText.contains("4 datagrams to targets, 4 back; 1 dropped"), listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("socks5 UDP ASSOCIATE from 127.0.0.1:"), listener.stderrText)
+        waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == afterFirst }
     }
 }

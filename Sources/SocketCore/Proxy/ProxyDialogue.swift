@@ -113,7 +113,7 @@ func hexQuote(_ bytes: [UInt8], limit: Int = 16) -> String {
 
 extension SocketAddress {
     /// The address's bytes in network order: 4 for IPv4, 16 for IPv6 (nil for Unix).
-    var networkBytes: [UInt8]? {
+    public var networkBytes: [UInt8]? {
         switch storage {
         case .ipv4(let address, _): (0..<4).map { UInt8(truncatingIfNeeded: address >> (24 - 8 * $0)) }
         case .ipv6(let high, let low, _, _, _):

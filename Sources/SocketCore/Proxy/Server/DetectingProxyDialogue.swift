@@ -15,14 +15,16 @@ public struct DetectingProxyDialogue: ProxyServerDialogue {
 
     private var inner: Inner
     private let users: ProxyUsers?
+    private let udp: Bool
 
-    /// A dialogue for a port that serves SOCKS (`socks`), HTTP (`http`) or both, requiring one
-    /// of `users` when given. At least one of the two must be true.
-    public init(socks: Bool, http: Bool, users: ProxyUsers?) {
+    /// A dialogue for a port that serves SOCKS (`socks`; UDP ASSOCIATE too with `udp`), HTTP
+    /// (`http`) or both, requiring one of `users` when given. At least one of the two must be true.
+    public init(socks: Bool, http: Bool, users: ProxyUsers?, udp: Bool = false) {
         precondition(socks || http, "a proxy speaks SOCKS, HTTP or both")
         self.users = users
+        self.udp = udp
         switch (socks, http) {
-        case (true, false): inner = .socks(SOCKSServerDialogue(users: users))
+        case (true, false): inner = .socks(SOCKSServerDialogue(users: users, udp: udp))
         case (false, true): inner = .http(HTTPProxyServerDialogue(users: users))
         default: inner = .undecided
         }
@@ -32,7 +34,7 @@ public struct DetectingProxyDialogue: ProxyServerDialogue {
         switch inner {
         case .undecided:
             guard let first = bytes.first else { return [] }
-            inner = first == 4 || first == 5 ? .socks(SOCKSServerDialogue(users: users)) : .http(HTTPProxyServerDialogue(users: users))
+            inner = first == 4 || first == 5 ? .socks(SOCKSServerDialogue(users: users, udp: udp)) : .http(HTTPProxyServerDialogue(users: users))
             return received(bytes)
         case .socks(var dialogue):
             let steps = dialogue.received(bytes)

@@ -66,6 +66,10 @@ public struct ProxyRequest: Sendable, Equatable, CustomStringConvertible {
         self.user = user
     }
 
+    /// The ``method`` of a SOCKS5 UDP ASSOCIATE: the target is where the client will send its
+    /// datagrams from (zeros when it does not know yet).
+    public static let udpAssociate = "UDP ASSOCIATE"
+
     /// `host:port`, IPv6 in brackets.
     public var description: String { Endpoint(host: target.description, port: port).description }
 }

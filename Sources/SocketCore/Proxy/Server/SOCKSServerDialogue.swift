@@ -22,9 +22,14 @@ public struct SOCKSServerDialogue: ProxyServerDialogue {
         case start, methods, authentication, request, finished
     }
 
-    /// A SOCKS server that requires one of `users` (SOCKS5 only), or no authentication.
-    public init(users: ProxyUsers?) {
+    /// Whether UDP ASSOCIATE (RFC 1928 §7) is served; else it is answered 0x07.
+    let servesUDP: Bool
+
+    /// A SOCKS server that requires one of `users` (SOCKS5 only), or no authentication, and
+    /// serves UDP ASSOCIATE when `udp` says so.
+    public init(users: ProxyUsers?, udp: Bool = false) {
         self.users = users
+        servesUDP = udp
     }
 
     public mutating func received(_ bytes: [UInt8]) -> [ProxyServerStep] {
@@ -131,11 +136,16 @@ public struct SOCKSServerDialogue: ProxyServerDialogue {
         }
         leftover = Array(held[length...])
         held = []
-        guard command == 1 else {
+        switch command {
+        case 1: return finish(.connect(ProxyRequest(version: .socks5, target: target, port: port, user: user)))
+        case 3 where servesUDP:
+            // The address the client will send its datagrams from (zeros: not known yet).
+            return finish(.connect(ProxyRequest(version: .socks5, method: ProxyRequest.udpAssociate, target: target, port: port, user: user)))
+        default:
             let what = command == 2 ? "BIND" : command == 3 ? "UDP ASSOCIATE" : "command \(hexQuote([command]))"
-            return finish(.refuse(ProxyRefusal(.unsupported, "the SOCKS5 client asked for \(what); this server serves CONNECT", reply: failure5(.commandNotSupported))))
+            let served = servesUDP ? "CONNECT and UDP ASSOCIATE" : "CONNECT"
+            return finish(.refuse(ProxyRefusal(.unsupported, "the SOCKS5 client asked for \(what); this server serves \(served)", reply: failure5(.commandNotSupported))))
         }
-        return finish(.connect(ProxyRequest(version: .socks5, target: target, port: port, user: user)))
     }
 
     private mutating func request4() -> ProxyServerStep? {

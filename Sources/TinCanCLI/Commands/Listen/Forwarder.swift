@@ -302,7 +302,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     /// A client is done (nil: cleanly): room for another, and the end of a one-client run.
-    private func finished(_ error: CommandError?) {
+    func finished(_ error: CommandError?) {
         gate.closed()
         guard !keepOpen else { return }
         let first = outcome.withLock { current -> Bool in

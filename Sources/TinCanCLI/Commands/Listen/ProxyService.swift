@@ -181,6 +181,7 @@ extension Forwarder {
     }
 
     private func requested(_ client: Client, _ dialogue: DetectingProxyDialogue, _ request: ProxyRequest, secured: AsyncSocket?) {
+        if request.method == ProxyRequest.udpAssociate { return associate(client, dialogue, request, secured: secured) }
         var client = client
         client.target = .tcp(host: request.target.description, port: request.port)
         client.answer = ProxyAnswer(reply: { dialogue.reply($0) }, leftover: dialogue.leftover)
@@ -201,7 +202,51 @@ extension Forwarder {
     }
 }
 
+extension Forwarder {
+    /// A SOCKS5 UDP ASSOCIATE: a UDP socket on the address the client reached, told in the
+    /// reply; the TCP connection stays open until the client ends it, and the association with it.
+    private func associate(_ client: Client, _ dialogue: DetectingProxyDialogue, _ request: ProxyRequest, secured: AsyncSocket?) {
+        let control: AsyncSocket
+        if let secured {
+            control = secured
+        } else {
+            do throws(AsyncSocketError) { control = try AsyncSocket.adopting(connected: client.fd, socketQueue: client.queue) } catch {
+                Syscall.close(client.fd)
+                return report("\(client.peer): \(error)", code: nil)
+            }
+        }
+        Console.note("\(client.peer): socks5 UDP ASSOCIATE from \(request)" + (request.user.map { " as \($0)" } ?? ""), level: 1)
+        guard let local = Syscall.localAddress(client.fd), let source = client.source else {
+            control.write(dialogue.reply(.failed(.generalFailure)))
+            control.disconnectAfterWriting()
+            return report("\(client.peer): no address for a UDP association", code: nil, kind: .proxyRequest)
+        }
+        do throws(UDPSocketError) {
+            let (association, bound) = try UDPAssociation.open(
+                control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request
+            ) { [self] summary, out, back in
+                Console.note("\(client.peer): \(summary)", level: 1)
+                client.log?.emit(
+                    "closed", [("client", .string(client.peer)), ("udp_sent", .number(Double(out))), ("udp_received", .number(Double(back)))])
+                finished(nil)
+            }
+            client.log?.emit(
+                "proxy",
+                [
+                    ("client", .string(client.peer)), ("protocol", .string("socks5")), ("method", .string(request.method)),
+                    ("relay", .string(bound.description)), ("result", .string("associated")),
+                ])
+            control.write(dialogue.reply(.connected(bound: bound)))
+            association.start()
+        } catch {
+            control.write(dialogue.reply(.failed(.generalFailure)))
+            control.disconnectAfterWriting()
+            report("\(client.peer): no UDP association: \(error)", code: nil, kind: .proxyRequest)
+        }
+    }
+}
+
 extension ProxyService {
-    /// A new dialogue for one client.
-    var dialogue: DetectingProxyDialogue { DetectingProxyDialogue(socks: socks, http: http, users: users) }
+    /// A new dialogue for one client (SOCKS5 serves UDP ASSOCIATE).
+    var dialogue: DetectingProxyDialogue { DetectingProxyDialogue(socks: socks, http: http, users: users, udp: true) }
 }

@@ -1,0 +1,133 @@
+import Dispatch
+import SocketCore
+
+/// A SOCKS5 UDP ASSOCIATE (RFC 1928 §7): a UDP socket on the address the client reached, whose
+/// port the client is told. Datagrams from the client's address (its IP, and the port it named
+/// or the first one it sends from) lose their SOCKS header (``SOCKSDatagram``) and go to their
+/// destination; datagrams from anywhere else come back to the client with a header naming their
+/// sender. Fragments, other senders' datagrams posing as the client's, and datagrams before the
+/// client's port is known are dropped and counted. The association lives as long as its TCP
+/// connection: the client's close (or reset) ends it.
+final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
+    // @unchecked Sendable: the mutable fields below are touched on `queue` only.
+    private let control: AsyncSocket
+    private let udp: AsyncUDPSocket
+    private let queue: DispatchQueue
+    private let peer: String
+    /// The client's UDP address: its IP, and its port once known.
+    private let clientIP: SocketAddress
+    private var clientPort: UInt16?
+    private var out = 0
+    private var back = 0
+    private var dropped = 0
+    private var lastDrop: String?
+    private var over = false
+    private let ended: @Sendable (_ summary: String, _ out: Int, _ back: Int) -> Void
+    private var retained: UDPAssociation?
+
+    private init(
+        control: AsyncSocket, queue: DispatchQueue, peer: String, clientIP: SocketAddress, clientPort: UInt16?,
+        ended: @escaping @Sendable (String, Int, Int) -> Void
+    ) {
+        self.control = control
+        self.queue = queue
+        self.peer = peer
+        self.clientIP = clientIP
+        self.clientPort = clientPort
+        self.ended = ended
+        udp = AsyncUDPSocket(delegate: nil, delegateQueue: nil)
+    }
+
+    /// Opens the association for a client connected on `control`, which came from `client` to
+    /// `local`, and asked to send from `request`'s address; `answer` writes the SOCKS reply.
+    /// Returns the bound UDP address, or throws why none could be opened.
+    static func open(
+        control: AsyncSocket, queue: DispatchQueue, peer: String, client: SocketAddress, local: SocketAddress, request: ProxyRequest,
+        ended: @escaping @Sendable (String, Int, Int) -> Void
+    ) throws(UDPSocketError) -> (UDPAssociation, SocketAddress) {
+        // The port the client named, when it named its own address (zeros: not known yet).
+        var port: UInt16? = request.port == 0 ? nil : request.port
+        if case .address(let named) = request.target, !named.isUnspecified, named.host != client.host { port = nil }
+        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, ended: ended)
+        association.udp.setDelegate(association, delegateQueue: queue)
+        do throws(UDPSocketError) {
+            try association.udp.bind(to: local.withPort(0))
+            try association.udp.beginReceiving()
+        } catch {
+            association.udp.close()
+            throw error
+        }
+        guard let bound = association.udp.localAddress else {
+            association.udp.close()
+            throw .closed
+        }
+        association.retained = association
+        return (association, bound)
+    }
+
+    /// Watches the TCP connection: its end (or anything it sends, which has no meaning here) ends
+    /// the association.
+    func start() {
+        control.readData(maxLength: 4096, timeout: nil) { [self] result in
+            queue.async { [self] in
+                switch result {
+                case .success: start()
+                case .failure(.closedByPeer), .failure(.readStreamClosed): end("the client closed its TCP connection")
+                case .failure(let error): end("the TCP connection ended: \(error)")
+                }
+            }
+        }
+    }
+
+    /// Ends it now (on `queue`): `--idle-timeout`, the listener's end.
+    func cancel(_ reason: String) { queue.async { [self] in end(reason) } }
+
+    private func end(_ reason: String) {
+        guard !over else { return }
+        over = true
+        udp.setDelegate(nil, delegateQueue: nil)
+        udp.close()
+        control.disconnect()
+        var summary = "UDP association closed (\(reason)); \(out) datagrams to targets, \(back) back"
+        if dropped > 0 { summary += "; \(dropped) dropped (last: \(lastDrop ?? "?"))" }
+        ended(summary, out, back)
+        retained = nil
+    }
+
+    func udpSocket(_ sock: AsyncUDPSocket, didReceive datagram: Datagram, filterContext: (any Sendable)?) {
+        guard !over else { return }
+        let source = datagram.source
+        if source.host == clientIP.host && (clientPort == nil || clientPort == source.port) {
+            if clientPort == nil { clientPort = source.port }
+            return fromClient(datagram.data)
+        }
+        guard let port = clientPort else { return drop("a datagram from \(source) before the client sent any") }
+        let reply = SOCKSDatagram.wrap(datagram.data, from: source)
+        udp.send(reply, to: clientIP.withPort(port), timeout: nil, tag: 0)
+        back += 1
+    }
+
+    private func fromClient(_ data: [UInt8]) {
+        let outbound: SOCKSDatagram.Outbound
+        do throws(SOCKSDatagram.Drop) { outbound = try SOCKSDatagram.parse(data) } catch { return drop("a client datagram \(error)") }
+        let payload = Array(data[outbound.payloadOffset...])
+        switch outbound.target {
+        case .address(let address): udp.send(payload, to: address, timeout: nil, tag: 0)
+        case .name(let name): udp.send(payload, toHost: name, port: outbound.port, timeout: nil, tag: 0)
+        }
+        out += 1
+    }
+
+    func udpSocket(_ sock: AsyncUDPSocket, didNotSendDataWithTag tag: Int, error: UDPSocketError) { drop("a datagram not sent: \(error)") }
+
+    private func drop(_ why: String) {
+        dropped += 1
+        lastDrop = why
+        Console.note("\(peer): UDP association dropped \(why)", level: 2)
+    }
+}
+
+extension SocketAddress {
+    /// The wildcard address of its family (0.0.0.0 or ::).
+    fileprivate var isUnspecified: Bool { networkBytes?.allSatisfy { $0 == 0 } ?? false }
+}
