@@ -137,7 +137,11 @@ final class ProxyServerDialogueTests: XCTestCase {
         XCTAssertEqual(ProxyConnectError(failure(ECONNREFUSED)), .connectionRefused)
         XCTAssertEqual(ProxyConnectError(failure(ENETUNREACH)), .networkUnreachable)
         XCTAssertEqual(ProxyConnectError(failure(EHOSTUNREACH)), .hostUnreachable)
-        XCTAssertEqual(ProxyConnectError(failure(EACCES)), .generalFailure)
+        XCTAssertEqual(ProxyConnectError(failure(EINVAL)), .generalFailure)
+        XCTAssertEqual(ProxyConnectError(failure(EACCES)), .notAllowed)
+        let ruled = ConnectFailure(target: "t:1", attempts: [.init(address: address, outcome: .failed(.refusedByRules(address.description)))])
+        XCTAssertEqual(ProxyConnectError(ruled), .notAllowed)
+        XCTAssertTrue(ruled.description.contains("not allowed by the destination rules"), ruled.description)
         XCTAssertEqual(ProxyConnectError(ConnectFailure(target: "t:1", timedOutAfterMilliseconds: 100)), .ttlExpired)
         XCTAssertEqual(
             ProxyConnectError(ConnectFailure(target: "nowhere.test:1", resolveErrors: [ResolveError(host: "nowhere.test", family: nil, reason: "Name or service not known")])),

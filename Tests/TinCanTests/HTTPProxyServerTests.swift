@@ -190,4 +190,35 @@ final class HTTPProxyServerTests: XCTestCase {
         waitUntil("the requests said") { listener.stderrText.contains("socks5 CONNECT 127.0.0.1:\(echo.port)") }
         XCTAssertTrue(listener.stderrText.contains("TLS from the client"), listener.stderrText)
     }
+
+    func testDestinationRulesHoldWhateverNameIsUsed() throws {
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        // Only this echo's port, and never this machine's addresses by network: localhost is
+        // refused although its name is allowed, 127.0.0.1 and [::1] too.
+        let (listener, port) = try proxy(["--socks5", "-v", "--allow-dest", "*:\(echo.port)", "--deny-dest", "127.0.0.0/8", "--deny-dest", "[::1]"])
+        defer { listener.stop() }
+        let byName = try curl(["--socks5-hostname", "127.0.0.1:\(port)", "http://localhost:\(echo.port)/"])
+        XCTAssertEqual(byName.status, 97, byName.err)
+        XCTAssertTrue(byName.err.contains("not allowed") || byName.err.contains("(2)"), byName.err)
+        let connect = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"])
+        XCTAssertTrue(connect.err.contains("403"), connect.err)
+        let tincan = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(echo.port)], input: "x\n")
+        XCTAssertNotEqual(tincan.status, 0)
+        XCTAssertTrue(tincan.err.contains("0x02"), tincan.err)
+        waitUntil("a line for each refused client") {
+            listener.stderrText.split(separator: "\n").filter { line in
+                line.contains("not allowed by the destination rules") && (line.contains("closed the client") || line.contains(" refused: "))
+            }.count == 3
+        }
+        XCTAssertTrue(listener.stderrText.contains("127.0.0.1:\(echo.port) not allowed by the destination rules"), listener.stderrText)
+
+        // Allowed by name and port, and by network: the echo answers.
+        let (open, openPort) = try proxy(["--socks5", "--allow-dest", "localhost:\(echo.port)", "--allow-dest", "127.0.0.0/8:\(echo.port)"])
+        defer { open.stop() }
+        let allowed = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(openPort)", "localhost", String(echo.port)], input: "allowed\n")
+        XCTAssertEqual(allowed.out, "allowed\n", allowed.err)
+        let otherPort = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(openPort)", "localhost", String(freePort())], input: "x\n")
+        XCTAssertTrue(otherPort.err.contains("0x02"), otherPort.err)
+    }
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Connects on the calling thread: the same ``HappyEyeballs`` machine as
 /// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)``, with its attempts and timers
 /// driven by poll(2) instead of a dispatch queue, so no thread, queue or timer source is made.
@@ -21,6 +23,9 @@ public struct BlockingConnector: Sendable {
     /// The traffic class each attempt is given before it connects, as ``AsyncSocket/trafficClass``
     /// (attempted: a refusal reaches `onTrafficClassRefused`, and the connection goes on).
     public var trafficClass: TrafficClass?
+    /// Which addresses may be tried (a proxy server's destination rules): one it refuses is not
+    /// connected to, and counts as an attempt that failed with EACCES. Nil: every address.
+    public var admits: (@Sendable (SocketAddress) -> Bool)?
 
     /// A connector with these knobs, binding, device and traffic class (each optional).
     public init(
@@ -52,7 +57,7 @@ public struct BlockingConnector: Sendable {
         let outcome = withoutActuallyEscaping(onEvent) { onEvent in
             withoutActuallyEscaping(onLookup) { onLookup in
                 var run = BlockingRun(
-                    host: host, port: port, binding: binding, configuration: configuration,
+                    host: host, port: port, binding: binding, configuration: configuration, admits: admits,
                     onEvent: onEvent, onLookup: onLookup)
                 return run.connect(timeout: timeout)
             }
@@ -72,6 +77,7 @@ private struct BlockingRun {
     let host: String
     let port: UInt16
     let binding: Connector.Binding
+    let admits: (@Sendable (SocketAddress) -> Bool)?
     let target: String
     let onEvent: (ConnectAttemptEvent) -> Void
     let onLookup: (LookupEvent) -> Void
@@ -90,11 +96,13 @@ private struct BlockingRun {
 
     init(
         host: String, port: UInt16, binding: Connector.Binding, configuration: HappyEyeballs.Configuration,
+        admits: (@Sendable (SocketAddress) -> Bool)?,
         onEvent: @escaping (ConnectAttemptEvent) -> Void, onLookup: @escaping (LookupEvent) -> Void
     ) {
         self.host = host
         self.port = port
         self.binding = binding
+        self.admits = admits
         self.onEvent = onEvent
         self.onLookup = onLookup
         target = Endpoint(host: host, port: port).description
@@ -176,6 +184,9 @@ private struct BlockingRun {
         case .startAttempt(let id, let address):
             attempts[id] = StartedAttempt(address: address, started: .now)
             onEvent(ConnectAttemptEvent(address: address, kind: .started, elapsed: .zero))
+            if let admits, !admits(address) {
+                return failed(id, .refusedByRules(address.description))
+            }
             do throws(SystemError) {
                 if let fd = try pending.start(id, to: address, binding: binding) {
                     connected[id] = fd

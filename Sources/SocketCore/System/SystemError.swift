@@ -25,8 +25,19 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         self.context = context
     }
 
+    /// Set for a connect that the caller's own rules refused (``BlockingConnector/admits``).
+    public private(set) var isRefusedByRules = false
+
+    /// A connect to `address` that the caller's rules refused, never attempted: EACCES, said as
+    /// "not allowed by the destination rules".
+    public static func refusedByRules(_ address: String) -> SystemError {
+        var error = SystemError(errno: EACCES, call: "connect", context: address)
+        error.isRefusedByRules = true
+        return error
+    }
+
     /// The C library's text for ``errno``, e.g. `"Connection refused"`.
-    public var reason: String { SystemError.describe(errno: errno) }
+    public var reason: String { isRefusedByRules ? "Not allowed by the destination rules" : SystemError.describe(errno: errno) }
 
     /// ``reason`` for use mid-sentence: `"connection refused"`.
     public var lowercaseReason: String { reason.lowercasedFirst }

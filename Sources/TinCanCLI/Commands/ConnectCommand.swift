@@ -200,15 +200,18 @@ struct Dialer {
 
     /// Connects to a numeric `host` on the calling thread (``BlockingConnector``): the
     /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``;
+    /// only addresses `admits` takes are tried (a proxy server's destination rules), and
     /// `onFailure` hears the connector's own error first (a proxy server answers with its cause).
     func connect(
-        host: String, port: UInt16, source: String?, device: String?, timeout: Duration?, onFailure: (AsyncSocketError) -> Void = { _ in }
+        host: String, port: UInt16, source: String?, device: String?, timeout: Duration?, admits: (@Sendable (SocketAddress) -> Bool)? = nil,
+        onFailure: (AsyncSocketError) -> Void = { _ in }
     ) throws(CommandError) -> SourcelessDescriptor {
-        let connector = BlockingConnector(
+        var connector = BlockingConnector(
             configuration: HappyEyeballs.Configuration(
                 attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
                 ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
             interface: source, device: device, trafficClass: settings.marking?.trafficClass)
+        connector.admits = admits
         let log = EventLog.current.withLock { $0 }
         do throws(AsyncSocketError) {
             let (descriptor, address) = try connector.connect(

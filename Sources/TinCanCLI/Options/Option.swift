@@ -2,6 +2,7 @@
 /// name on the command line (`--connect-timeout`).
 public enum Option: String, CaseIterable, Sendable {
     case allow
+    case allowDest = "allow-dest"
     case attemptDelay = "attempt-delay"
     case alpn
     case broadcast
@@ -17,6 +18,7 @@ public enum Option: String, CaseIterable, Sendable {
     case crlf
     case curves
     case deny
+    case denyDest = "deny-dest"
     case dscp
     case echo
     case escape

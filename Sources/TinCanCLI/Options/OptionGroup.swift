@@ -15,7 +15,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
-            .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .broker, .chat, .socks5, .httpProxy, .proxyAuth,
+            .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .broker, .chat, .socks5, .httpProxy, .allowDest, .denyDest,
+            .proxyAuth,
             .proxyAuthFile, .open:
             .relay
         case .quitAfterEof, .idleTimeout, .sendTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,

@@ -412,6 +412,16 @@ public enum OptionTable {
                         "With --socks5 or --http-proxy: the users, one USER:PASS a line ('#' comments). A file that others may read or write is refused: chmod 600 it."
                 ),
                 OptionSpec(
+                    .allowDest, value: .text, valueName: "HOST[:PORTS]", repeatable: true,
+                    help:
+                        "With --socks5 or --http-proxy: let clients reach only these destinations (repeat for more). HOST is * , a network (10.0.0.0/8, [2001:db8::]/32), a name (db.internal) or a domain with every name under it (.example.org); PORTS as 443 or 80,8000-8100. Names are checked as sent and every address a name resolves to is checked too; a refused client hears SOCKS 0x02 or HTTP 403."
+                ),
+                OptionSpec(
+                    .denyDest, value: .text, valueName: "HOST[:PORTS]", repeatable: true,
+                    help:
+                        "With --socks5 or --http-proxy: never let clients reach these destinations (as --allow-dest; a deny rule wins). For example --deny-dest 127.0.0.0/8 --deny-dest [::1] keeps clients off this machine's own services, whatever name they use."
+                ),
+                OptionSpec(
                     .open,
                     help:
                         "With --socks5 or --http-proxy: allow listening beyond loopback with no --proxy-auth and no --allow, an open proxy anyone who reaches the port can use (said at start)."

@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination
 
         var summary: String {
             switch self {
@@ -22,6 +22,7 @@ enum Refusals {
             case .slow: "dropped for not reading (--send-timeout)"
             case .authentication: "proxy clients refused their credentials"
             case .proxyRequest: "proxy requests refused or never made"
+            case .destination: "proxy requests for destinations not allowed (--allow-dest/--deny-dest)"
             }
         }
     }

@@ -138,6 +138,7 @@ public enum ProxyConnectError: UInt8, Sendable, Equatable, CustomStringConvertib
         case ENETUNREACH, ENETDOWN: self = .networkUnreachable
         case EHOSTUNREACH, EHOSTDOWN: self = .hostUnreachable
         case ETIMEDOUT: self = .ttlExpired
+        case EACCES, EPERM: self = .notAllowed
         default: self = .generalFailure
         }
     }
@@ -159,8 +160,14 @@ public enum ProxyConnectError: UInt8, Sendable, Equatable, CustomStringConvertib
         if codes.isEmpty {
             self = failure.resolveErrors.isEmpty ? .generalFailure : .hostUnreachable
         } else {
-            // Refused anywhere means something is there; else the first reason.
-            self = codes.contains(.connectionRefused) ? .connectionRefused : codes[0]
+            // Every address refused by the rules: not allowed. Refused anywhere means something
+            // is there; else the first reason.
+            if codes.allSatisfy({ $0 == .notAllowed }) {
+                self = .notAllowed
+            } else {
+                let tried = codes.filter { $0 != .notAllowed }
+                self = tried.contains(.connectionRefused) ? .connectionRefused : tried[0]
+            }
         }
     }
 

@@ -135,6 +135,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var target: Target
         /// With --socks5: the answer its proxy dialogue owes it, sent once the dial is done.
         var answer: ProxyAnswer?
+        /// With --allow-dest/--deny-dest: which of its target's addresses may be dialled.
+        var admits: (@Sendable (SocketAddress) -> Bool)?
         let started = ContinuousClock.now
         /// The queue its sockets and relay run on: one of a few shared by every client, so the
         /// events of a connection (handshake, reads, writes) meet no thread hand-off.
@@ -152,7 +154,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let client = Client(
             descriptor: accepted.sourceless, peer: peer, source: accepted.peer,
             destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
-            target: upstream.target ?? .tcp(host: "", port: 0), answer: nil,
+            target: upstream.target ?? .tcp(host: "", port: 0), answer: nil, admits: nil,
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
         return client
@@ -184,7 +186,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
     /// (after the upstream's TLS handshake, with --forward-tls).
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
-        switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings) {
+        switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits) {
         case .failure(let error): unreachable(client, error, secured: clientSocket)
         case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
         }
@@ -206,7 +208,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("unreachable")),
                 ("error", .string(error.message)),
             ])
-        report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code)
+        report("\(client.peer): upstream \(name) not reached: \(error.message); closed the client", code: error.code, kind: failure.cause == .notAllowed ? .destination : .upstream)
     }
 
     /// The upstream is connected: the PROXY header, then TLS towards it or the relay.

@@ -17,6 +17,8 @@ struct ProxyService: Sendable {
     let loopbackOnly: Bool
     /// --open made it a proxy anyone who reaches it may use.
     let isOpen: Bool
+    /// --allow-dest, --deny-dest.
+    let destinations: DestinationRules
 
     /// The largest --proxy-auth-file read.
     static let usersFileLimit = 1 << 20
@@ -29,7 +31,7 @@ struct ProxyService: Sendable {
     {
         let name = args.command.name
         guard args.has(.socks5) || args.has(.httpProxy) else {
-            for option in [Option.proxyAuth, .proxyAuthFile, .open] where args.has(option) {
+            for option in [Option.proxyAuth, .proxyAuthFile, .open, .allowDest, .denyDest] where args.has(option) {
                 throw UsageError("--\(option.rawValue) is for a proxy server: add --socks5 or --http-proxy", command: name)
             }
             return nil
@@ -88,7 +90,10 @@ struct ProxyService: Sendable {
                 loopbackOnly = true
             }
         }
-        return ProxyService(socks: args.has(.socks5), http: args.has(.httpProxy), users: users, timeout: settings.handshakeTimeout, loopbackOnly: loopbackOnly, isOpen: isOpen)
+        let destinations = try DestinationRules(allow: args.values(.allowDest), deny: args.values(.denyDest))
+        return ProxyService(
+            socks: args.has(.socks5), http: args.has(.httpProxy), users: users, timeout: settings.handshakeTimeout, loopbackOnly: loopbackOnly, isOpen: isOpen,
+            destinations: destinations)
     }
 
     /// The line said at start: who may use the proxy (always said when it is open, or kept to
@@ -185,6 +190,17 @@ extension Forwarder {
         var client = client
         client.target = .tcp(host: request.target.description, port: request.port)
         client.answer = ProxyAnswer(reply: { dialogue.reply($0) }, leftover: dialogue.leftover)
+        if let rules = service?.destinations, !rules.isEmpty {
+            if let refusal = rules.refusal(request.target, port: request.port) {
+                client.answer?.refuse(.notAllowed, client: client.fd, secured: secured)
+                let line = "\(client.peer): \(request.version.rawValue) \(request.method) \(request) refused: \(refusal)"
+                client.log?.emit(
+                    "proxy", [("client", .string(client.peer)), ("target", .string(request.description)), ("result", .string("not allowed")), ("error", .string(line))])
+                return report(line, code: nil, kind: .destination)
+            }
+            let name: String? = if case .name(let name) = request.target { name } else { nil }
+            client.admits = { address in rules.admits(address, name: name, port: request.port) }
+        }
         Console.note("\(client.peer): \(request.version.rawValue) \(request.method) \(request)" + (request.user.map { " as \($0)" } ?? ""), level: 1)
         client.log?.emit(
             "proxy",
@@ -223,7 +239,8 @@ extension Forwarder {
         }
         do throws(UDPSocketError) {
             let (association, bound) = try UDPAssociation.open(
-                control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request
+                control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request,
+                rules: service?.destinations ?? DestinationRules.none
             ) { [self] summary, out, back in
                 Console.note("\(client.peer): \(summary)", level: 1)
                 client.log?.emit(

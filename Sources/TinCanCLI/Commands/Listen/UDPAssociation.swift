@@ -6,8 +6,9 @@ import SocketCore
 /// or the first one it sends from) lose their SOCKS header (``SOCKSDatagram``) and go to their
 /// destination; datagrams from anywhere else come back to the client with a header naming their
 /// sender. Fragments, other senders' datagrams posing as the client's, and datagrams before the
-/// client's port is known are dropped and counted. The association lives as long as its TCP
-/// connection: the client's close (or reset) ends it.
+/// client's port is known are dropped and counted, as are datagrams the destination rules refuse
+/// (a name is then resolved here, and its address checked). The association lives as long as
+/// its TCP connection: the client's close (or reset) ends it.
 final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     // @unchecked Sendable: the mutable fields below are touched on `queue` only.
     private let control: AsyncSocket
@@ -17,6 +18,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     /// The client's UDP address: its IP, and its port once known.
     private let clientIP: SocketAddress
     private var clientPort: UInt16?
+    private let rules: DestinationRules
     private var out = 0
     private var back = 0
     private var dropped = 0
@@ -26,9 +28,10 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     private var retained: UDPAssociation?
 
     private init(
-        control: AsyncSocket, queue: DispatchQueue, peer: String, clientIP: SocketAddress, clientPort: UInt16?,
+        control: AsyncSocket, queue: DispatchQueue, peer: String, clientIP: SocketAddress, clientPort: UInt16?, rules: DestinationRules,
         ended: @escaping @Sendable (String, Int, Int) -> Void
     ) {
+        self.rules = rules
         self.control = control
         self.queue = queue
         self.peer = peer
@@ -43,12 +46,12 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     /// Returns the bound UDP address, or throws why none could be opened.
     static func open(
         control: AsyncSocket, queue: DispatchQueue, peer: String, client: SocketAddress, local: SocketAddress, request: ProxyRequest,
-        ended: @escaping @Sendable (String, Int, Int) -> Void
+        rules: DestinationRules, ended: @escaping @Sendable (String, Int, Int) -> Void
     ) throws(UDPSocketError) -> (UDPAssociation, SocketAddress) {
         // The port the client named, when it named its own address (zeros: not known yet).
         var port: UInt16? = request.port == 0 ? nil : request.port
         if case .address(let named) = request.target, !named.isUnspecified, named.host != client.host { port = nil }
-        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, ended: ended)
+        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, ended: ended)
         association.udp.setDelegate(association, delegateQueue: queue)
         do throws(UDPSocketError) {
             try association.udp.bind(to: local.withPort(0))
@@ -112,10 +115,25 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         do throws(SOCKSDatagram.Drop) { outbound = try SOCKSDatagram.parse(data) } catch { return drop("a client datagram \(error)") }
         let payload = Array(data[outbound.payloadOffset...])
         switch outbound.target {
-        case .address(let address): udp.send(payload, to: address, timeout: nil, tag: 0)
-        case .name(let name): udp.send(payload, toHost: name, port: outbound.port, timeout: nil, tag: 0)
+        case .address(let address):
+            guard rules.admits(address, name: nil, port: outbound.port) else { return drop("a datagram for \(address), not allowed by the destination rules") }
+            udp.send(payload, to: address, timeout: nil, tag: 0)
+            out += 1
+        case .name(let name) where rules.isEmpty:
+            udp.send(payload, toHost: name, port: outbound.port, timeout: nil, tag: 0)
+            out += 1
+        case .name(let name):
+            // Resolved here, so that the address is checked too.
+            if let refusal = rules.refusal(.name(name), port: outbound.port) { return drop("a datagram: \(refusal)") }
+            let family: SocketAddress.Family = clientIP.family == .ipv6 ? .ipv6 : .ipv4
+            SystemResolver().resolve(host: name, port: outbound.port, family: family, queue: queue) { [self] result in
+                guard !over else { return }
+                guard case .success(let addresses) = result, let address = addresses.first else { return drop("a datagram for \(name), which does not resolve") }
+                guard rules.admits(address, name: name, port: outbound.port) else { return drop("a datagram for \(name) (\(address)), not allowed by the destination rules") }
+                udp.send(payload, to: address, timeout: nil, tag: 0)
+                out += 1
+            }
         }
-        out += 1
     }
 
     func udpSocket(_ sock: AsyncUDPSocket, didNotSendDataWithTag tag: Int, error: UDPSocketError) { drop("a datagram not sent: \(error)") }

@@ -23,7 +23,10 @@ enum UpstreamDial {
     }
 
     /// The connected descriptor (non-blocking; the caller's), or why not.
-    static func dial(_ target: Target, options: Options, settings: StreamSettings) -> Result<SourcelessDescriptor, Failure> {
+    /// `admits` (a proxy server's destination rules) picks the addresses that may be tried.
+    static func dial(
+        _ target: Target, options: Options, settings: StreamSettings, admits: (@Sendable (SocketAddress) -> Bool)? = nil
+    ) -> Result<SourcelessDescriptor, Failure> {
         var cause: ProxyConnectError?
         let result = Result { () throws(CommandError) -> SourcelessDescriptor in
             let dialer = Dialer(settings: settings)
@@ -34,7 +37,7 @@ enum UpstreamDial {
                         to: host, port: port, source: options.source, device: options.device, timeout: options.timeout)
                 }
                 return try dialer.connect(
-                    host: host, port: port, source: options.source, device: options.device, timeout: options.timeout,
+                    host: host, port: port, source: options.source, device: options.device, timeout: options.timeout, admits: admits,
                     onFailure: { error in cause = ProxyConnectError(error) })
             case .unix(let path):
                 return try dialer.connect(unixPath: path, timeout: options.timeout)
