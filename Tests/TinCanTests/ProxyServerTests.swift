@@ -86,6 +86,29 @@ final class ProxyServerTests: XCTestCase {
         XCTAssertTrue(listener.process.isRunning, "a proxy serves many clients (-k implied)")
     }
 
+    func testJSONEventsTellEachRequestFromAskToClose() throws {
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let (listener, port) = try proxy(["--json", "--http-proxy"])
+        defer { listener.stop() }
+        let r = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(echo.port)], input: "ten bytes\n")
+        XCTAssertEqual(r.out, "ten bytes\n", r.err)
+        waitUntil("the closed event") { listener.stderrText.contains("\"event\":\"closed\"") }
+        let events = listener.stderrText.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(events.compactMap { $0["event"] as? String }.filter { ["proxy", "forward", "closed"].contains($0) }, ["proxy", "forward", "closed"])
+        let asked = events.first { $0["event"] as? String == "proxy" }
+        XCTAssertEqual(asked?["protocol"] as? String, "socks5")
+        XCTAssertEqual(asked?["method"] as? String, "CONNECT")
+        XCTAssertEqual(asked?["target"] as? String, "localhost:\(echo.port)")
+        let closed = try XCTUnwrap(events.first { $0["event"] as? String == "closed" })
+        XCTAssertEqual(closed["upstream"] as? String, "localhost:\(echo.port)")
+        XCTAssertEqual(closed["sent"] as? Double, 10)
+        XCTAssertEqual(closed["received"] as? Double, 10)
+        XCTAssertEqual(closed["method"] as? String, "CONNECT")
+        XCTAssertNotNil(closed["duration_ms"] as? Double)
+        XCTAssertTrue(closed["error"] is NSNull, "\(closed)")
+    }
+
     func testRepliesSayWhyAndWhatIsNotServed() throws {
         let (listener, port) = try proxy([])
         defer { listener.stop() }
@@ -271,5 +294,43 @@ final class ProxyServerTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("4 datagrams to targets, 4 back; 1 dropped"), listener.stderrText)
         XCTAssertTrue(listener.stderrText.contains("socks5 UDP ASSOCIATE from 127.0.0.1:"), listener.stderrText)
         waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == afterFirst }
+    }
+}
+
+/// Reply codes a proxy client can only get from a real network: in a private namespace,
+/// 198.19.0.1 has no route (network unreachable, nothing sent), 2001:db8::1 swallows SYNs (the
+/// connect times out) and nowhere.test is in no hosts file and no DNS is reachable.
+final class ProxyServerNamespaceTests: XCTestCase {
+    private static let ask = """
+        import socket, sys
+        port = int(sys.argv[1])
+        def socks(atyp, address, target_port):
+            c = socket.create_connection(('198.18.0.1', port)); c.settimeout(10)
+            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 1, 0, atyp]) + address + target_port.to_bytes(2, 'big'))
+            print('socks5', c.recv(10)[1], flush=True)
+        def http(target):
+            c = socket.create_connection(('198.18.0.1', port)); c.settimeout(10)
+            c.sendall(b'CONNECT ' + target + b' HTTP/1.1\\r\\n\\r\\n')
+            print('http', c.recv(100).split(b'\\r\\n')[0].decode(), flush=True)
+        socks(1, socket.inet_aton('198.19.0.1'), 80)
+        socks(4, socket.inet_pton(socket.AF_INET6, '2001:db8::1'), 80)
+        socks(3, bytes([12]) + b'nowhere.test', 80)
+        http(b'198.19.0.1:80')
+        http(b'[2001:db8::1]:80')
+        """
+
+    func testReplyCodesForAnUnreachableNetworkATimeoutAndAnUnknownName() throws {
+        try Namespace.scenario(self, setup: NamespaceCommandTests.setup, hosts: NamespaceCommandTests.hosts) {
+            let port = freePort()
+            let proxy = try Tool(["listen", "--socks5", "--http-proxy", "--allow", "198.18.0.0/24", "--connect-timeout", "500ms", "-v", "198.18.0.1", String(port)])
+            defer { proxy.stop() }
+            waitForListener(port: port, host: "198.18.0.1")
+            let r = try Tool.run(["python3", "-c", ProxyServerNamespaceTests.ask, String(port)], input: "", program: "/usr/bin/env")
+            XCTAssertEqual(r.status, 0, r.err)
+            XCTAssertEqual(
+                r.out.split(separator: "\n").map(String.init),
+                ["socks5 3", "socks5 6", "socks5 4", "http HTTP/1.1 502 Bad Gateway", "http HTTP/1.1 504 Gateway Timeout"], proxy.stderrText)
+        }
     }
 }

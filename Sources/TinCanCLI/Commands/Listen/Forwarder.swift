@@ -135,6 +135,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var target: Target
         /// With --socks5: the answer its proxy dialogue owes it, sent once the dial is done.
         var answer: ProxyAnswer?
+        /// With --socks5 or --http-proxy: what it asked for.
+        var request: ProxyRequest?
         /// With --allow-dest/--deny-dest: which of its target's addresses may be dialled.
         var admits: (@Sendable (SocketAddress) -> Bool)?
         let started = ContinuousClock.now
@@ -154,7 +156,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let client = Client(
             descriptor: accepted.sourceless, peer: peer, source: accepted.peer,
             destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
-            target: upstream.target ?? .tcp(host: "", port: 0), answer: nil, admits: nil,
+            target: upstream.target ?? .tcp(host: "", port: 0), answer: nil, request: nil, admits: nil,
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))])
         return client
@@ -287,12 +289,13 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     func closed(_ client: Client, _ report: StreamRelay.Report) {
         let summary = "\(client.peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
         if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
-        client.log?.emit(
-            "closed",
-            [
-                ("client", .string(client.peer)), ("sent", .number(Double(report.forward))), ("received", .number(Double(report.backward))),
-                ("error", report.failure.map(JSONValue.string) ?? .null),
-            ])
+        var fields: [(String, JSONValue)] = [
+            ("client", .string(client.peer)), ("upstream", .string(client.target.description)), ("sent", .number(Double(report.forward))),
+            ("received", .number(Double(report.backward))), ("duration_ms", .number((ContinuousClock.now - client.started).milliseconds.rounded(toPlaces: 3))),
+            ("error", report.failure.map(JSONValue.string) ?? .null),
+        ]
+        if let request = client.request { fields += [("protocol", .string(request.version.rawValue)), ("method", .string(request.method))] }
+        client.log?.emit("closed", fields)
         finished(report.failure.map { _ in CommandError(summary) })
     }
 
