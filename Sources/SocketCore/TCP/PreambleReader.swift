@@ -29,17 +29,24 @@ public enum PreambleReader {
     static let readSize = 1024
 
     /// Runs `dialogue` over `descriptor` on `queue` until it asks to connect or refuses, or the
-    /// client goes or `timeout` passes; `completion` runs on `queue`. Throws `badParam` when
-    /// `queue` is not a shared queue (the descriptor is then still the caller's).
+    /// client goes or `timeout` passes; `completion` runs on `queue`. With `startHere`, the first
+    /// read (what came with the connect is usually in) runs on the calling thread, inside
+    /// `queue.sync`: no thread hand-off on the way to the first answer, for a lone client;
+    /// without, on the queue's own thread (a burst is spread over the queues). Throws
+    /// `badParam` when `queue` is not a shared queue (the descriptor is then still the caller's).
     public static func run<Dialogue: ProxyServerDialogue>(
-        _ dialogue: Dialogue, on descriptor: SourcelessDescriptor, queue: DispatchQueue, timeout: Duration,
+        _ dialogue: Dialogue, on descriptor: SourcelessDescriptor, queue: DispatchQueue, timeout: Duration, startHere: Bool = false,
         completion: @escaping @Sendable (Outcome<Dialogue>) -> Void
     ) throws(AsyncSocketError) {
         guard let poller = QueuePoller.of(queue) else {
             throw .badParam("a preamble is read on a shared queue (AsyncSocket.sharedQueue(label:))")
         }
         let run = PreambleRun(dialogue, descriptor: descriptor, poller: poller, completion: completion)
-        queue.async { run.start(timeout: timeout) }
+        if startHere {
+            queue.sync { run.start(timeout: timeout) }
+        } else {
+            queue.async { run.start(timeout: timeout) }
+        }
     }
 
     /// Runs `dialogue` over `socket` (connected, perhaps secured) with its queued reads and
@@ -139,7 +146,19 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
         self.completion = completion
     }
 
+    private var timeout = Duration.zero
+
     func start(timeout: Duration) {
+        self.timeout = timeout
+        // What the client sent with its connect is usually in already: read it before asking
+        // epoll, which would otherwise wake the poller's thread for bytes this read takes.
+        readable()
+    }
+
+    /// Nothing more to read for now: wait for the client in the poller's epoll set, with the
+    /// deadline (set once, at the first wait).
+    private func waitForMore() {
+        guard watcher == nil else { return }
         timer = poller.scheduleTimer(after: timeout) { [self] in
             fail("sent no whole request within \(timeout.components.seconds) s")
         }
@@ -147,8 +166,6 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
         self.watcher = watcher
         watcher.wantsRead = true
         poller.update(watcher)
-        // What the client sent with its connect is usually in already.
-        readable()
     }
 
     private func readable() {
@@ -163,7 +180,7 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
             case .success(let value): count = value
             case .failure(let error): return fail("ended its connection (\(error.lowercaseReason)) before its request was whole")
             }
-            guard let count else { return }  // nothing more for now
+            guard let count else { return waitForMore() }
             guard count > 0 else { return fail("closed the connection before its request was whole") }
             for step in dialogue.received(Array(chunk[..<count])) {
                 switch step {

@@ -91,7 +91,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                         client.queue.sync { serve(client, quick: quick) }
                     }
                 } else if service != nil {
-                    greet(client(accepted))
+                    // A lone client's first read and answer here, inside its queue; a burst is
+                    // spread over the queues' threads (as TLS clients are).
+                    greet(client(accepted), startHere: !listener.hasConnectionWaiting)
                 } else {
                     reachUpstream(client(accepted), secured: nil, quick: quick)
                 }

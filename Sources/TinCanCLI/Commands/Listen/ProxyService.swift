@@ -151,10 +151,11 @@ struct ProxyAnswer: Sendable {
 
 extension Forwarder {
     /// A plain proxy client's dialogue (on its descriptor, no thread waiting), then its upstream.
-    func greet(_ client: Client) {
+    func greet(_ client: Client, startHere: Bool) {
         guard let service else { return }
         do throws(AsyncSocketError) {
-            try PreambleReader.run(service.dialogue, on: client.descriptor, queue: client.queue, timeout: service.timeout) { [self] outcome in
+            try PreambleReader.run(service.dialogue, on: client.descriptor, queue: client.queue, timeout: service.timeout, startHere: startHere) {
+                [self] outcome in
                 heard(outcome, client: client, secured: nil)
             }
         } catch {
