@@ -52,8 +52,8 @@ public enum PreambleReader {
     /// Runs `dialogue` over `socket` (connected, perhaps secured) with its queued reads and
     /// writes, until it asks to connect or refuses, or the client goes or `timeout` passes;
     /// `completion` runs on the socket's queue. A refusal's answer is written before the socket
-    /// is closed; after a request, what the client sent past it (beyond ``readSize`` a read)
-    /// stays queued in the socket.
+    /// is closed; after a request, what the client sent past it (beyond the read that held the
+    /// request's end, at most 1 KiB) stays queued in the socket.
     public static func run<Dialogue: ProxyServerDialogue>(
         _ dialogue: Dialogue, on socket: AsyncSocket, timeout: Duration, completion: @escaping @Sendable (Outcome<Dialogue>) -> Void
     ) {
