@@ -27,7 +27,7 @@ _tincan() {
                 -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|--user-timeout|-q|--quit-after-eof|--pty-term|--pty-size|--escape|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--parallel|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --pty --pty-term --pty-size --raw --escape --no-window-size --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix -e --exec -c --sh-exec --pty --pty-term --pty-size --raw --escape --no-window-size --tls --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --stats -z --zero-io --parallel -u --udp --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -43,7 +43,7 @@ _tincan() {
                 -m|--max-conns|--send-timeout|--allow|--deny|--dscp|--tos|--pty-term|--pty-size|--forward|--forward-servername|--forward-pin|--forward-alpn|--connect-timeout|-s|--source|--proxy-auth|--allow-dest|--deny-dest|--proxy|--proxy-user|--idle-timeout|--user-timeout|-q|--quit-after-eof|--handshake-timeout|--alpn|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--chunk|--max-size) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --send-timeout --allow --deny --dscp --tos -e --exec -c --sh-exec --pty --pty-term --pty-size --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --socks5 --http-proxy --proxy-auth --proxy-auth-file --allow-dest --deny-dest --open --proxy --proxy-user --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --handshake-timeout --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -k --keep-open -u --udp --broker --chat -m --max-conns --send-timeout --allow --deny --dscp --tos -e --exec -c --sh-exec --pty --pty-term --pty-size --forward --forward-unix --forward-tls --forward-servername --forward-ca --forward-insecure --forward-pin --forward-alpn --forward-cert --forward-key --proxy-protocol --connect-timeout -s --source --socks5 --http-proxy --proxy-auth --proxy-auth-file --allow-dest --deny-dest --open --proxy --proxy-user --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress -U --unix --tls --cert --key --ca --require-client-cert --handshake-timeout --alpn --keylog --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --stats --lines --strip-newline --chunk --whole -f --format --max-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -59,7 +59,7 @@ _tincan() {
                 -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|--user-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--xmpphost|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--escape) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --raw --escape --no-window-size" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --stats --raw --escape --no-window-size" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -72,7 +72,7 @@ _tincan() {
                 -m|--message|--chunk|-n|--count|-i|--interval|--ttl|-s|--source|-W|--wait-reply|--dscp|--tos|--max-size|--send|--expect|--expect-timeout) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply --dscp --tos -f --format --max-size --send --expect --expect-timeout --json --timing" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -m --message --lines --strip-newline --chunk --whole -n --count -i --interval -b --broadcast --ttl --interface -s --source -W --wait-reply --dscp --tos -f --format --max-size --send --expect --expect-timeout --json --timing --stats" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -84,7 +84,7 @@ _tincan() {
                 --max-size|-n|--count|-t|--timeout|--rcvbuf|--dscp|--tos) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --stats -4 --ipv4 -6 --ipv6 -U --unix -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi
@@ -96,7 +96,7 @@ _tincan() {
                 --source|--max-size|-n|--count|-t|--timeout|--rcvbuf|--dscp|--tos) return ;;
             esac
             if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose --stats --interface --source -f --format --max-size -n --count -t --timeout --echo --rcvbuf --dscp --tos" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

@@ -36,6 +36,7 @@ public enum CLI {
                 try Docs.write(to: directory)
             case .run(let parsed):
                 Console.verbosity.store(parsed.count(.verbose), ordering: .relaxed)
+                Statistics.atExit.store(parsed.has(.stats), ordering: .relaxed)
                 EventLog.start(parsed)
                 try parsed.command.run(parsed)
             }
@@ -53,7 +54,11 @@ public enum CLI {
         let log = EventLog.current.withLock { $0 }
         // With --json the error is an event, so stderr stays one JSON object per line.
         if let message, log?.json != true { Console.note(message) }
-        if let summary = Refusals.summary { Console.note(summary) }
+        if Statistics.atExit.load(ordering: .relaxed) {
+            Statistics.report()  // the refusals' summary is part of it
+        } else if let summary = Refusals.summary {
+            Console.note(summary)
+        }
         log?.finish(exitCode: code.rawValue, error: message)
         return code.rawValue
     }

@@ -75,7 +75,7 @@ enum Interruption {
             _ = try? Syscall.wait(for: fd, forWriting: false, timeoutMilliseconds: -1)
             while let number = Syscall.takeSignal(from: fd) {
                 if number == SIGUSR1 {
-                    Console.note(Statistics.line())
+                    Statistics.report()
                     continue
                 }
                 if number == SIGWINCH {
@@ -85,7 +85,11 @@ enum Interruption {
                 // A cleanup may end the run on the main thread (a closed socket ends a
                 // receiver): holding the exit, it goes first, and the signal's code is reported.
                 exitLock.withLock { _ in
-                    if let summary = Refusals.summary { Console.note(summary) }
+                    if Statistics.atExit.load(ordering: .relaxed) {
+                        Statistics.report()
+                    } else if let summary = Refusals.summary {
+                        Console.note(summary)
+                    }
                     for cleanup in cleanups.withLock({ Array($0.values) }) { cleanup() }
                     Children.shared.terminateAll()
                     Glibc.exit(128 + number)

@@ -88,6 +88,7 @@ public enum Option: String, CaseIterable, Sendable {
     case shExec = "sh-exec"
     case showCert = "show-cert"
     case socks5
+    case stats
     case source
     case starttls
     case xmpphost

@@ -29,7 +29,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .tls
         case .send, .expect, .expectTimeout:
             .scripting
-        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version:
+        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats:
             .reporting
         }
     }

@@ -108,7 +108,7 @@ extension OptionTable {
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),
             PositionalSpec(name: "PORT", help: "A port, 0-65535 (0: any free port, shown with -v), or a service name; ADDR:PORT may be one argument.", optional: false),
         ],
-        options: [help, helpAll, datagramVerbose] + family + [
+        options: [help, helpAll, datagramVerbose, stats] + family + [
             OptionSpec(
                 .unix, short: "U", value: .path, valueName: "PATH",
                 help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit.")
@@ -138,7 +138,7 @@ extension OptionTable {
             PositionalSpec(name: "GROUP", help: "A multicast address, optionally %INTERFACE for IPv6; several may be given.", optional: false),
             PositionalSpec(name: "PORT", help: "A port, 1-65535, or a service name from /etc/services.", optional: false),
         ],
-        options: [help, helpAll, datagramVerbose] + [
+        options: [help, helpAll, datagramVerbose, stats] + [
             OptionSpec(
                 .interface, value: .interface, valueName: "IF",
                 help: "Join on this interface, a name or one of its addresses (default: the group's %scope, else the route for the group)."),

@@ -103,7 +103,14 @@ public enum OptionTable {
                 "Report events on stderr as JSON lines: resolved, attempt, connected, proxy, tls, send, expect, port, peer_end (over TLS: whether the peer ended with close_notify), error, closed (bytes each way, exit code)."
         ),
         OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
+        stats,
     ]
+
+    static let stats = OptionSpec(
+        .stats,
+        help:
+            "When the run ends (however it ends, a signal too), print one statistics line on stderr: connections, bytes received and sent with their rates, how long it ran, and what a listener refused; with --json a stats event instead. SIGUSR1 prints the same line at any time, with or without --stats. Bytes a plain connection carries straight to its --exec program (the socket is the program's stdin and stdout) are not seen, so not counted."
+    )
 
     static let tlsFlag = OptionSpec(.tls, help: "Use TLS (verified by default) over the connection.")
 

@@ -107,6 +107,8 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         guard let port = clientPort else { return drop("a datagram from \(source) before the client sent any") }
         let reply = SOCKSDatagram.wrap(datagram.data, from: source)
         udp.send(reply, to: clientIP.withPort(port), timeout: nil, tag: 0)
+        Statistics.received.add(datagram.data.count, ordering: .relaxed)
+        Statistics.sent.add(reply.count, ordering: .relaxed)
         back += 1
     }
 
@@ -114,13 +116,16 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         let outbound: SOCKSDatagram.Outbound
         do throws(SOCKSDatagram.Drop) { outbound = try SOCKSDatagram.parse(data) } catch { return drop("a client datagram \(error)") }
         let payload = Array(data[outbound.payloadOffset...])
+        Statistics.received.add(data.count, ordering: .relaxed)
         switch outbound.target {
         case .address(let address):
             guard rules.admits(address, name: nil, port: outbound.port) else { return drop("a datagram for \(address), not allowed by the destination rules") }
             udp.send(payload, to: address, timeout: nil, tag: 0)
+            Statistics.sent.add(payload.count, ordering: .relaxed)
             out += 1
         case .name(let name) where rules.isEmpty:
             udp.send(payload, toHost: name, port: outbound.port, timeout: nil, tag: 0)
+            Statistics.sent.add(payload.count, ordering: .relaxed)
             out += 1
         case .name(let name):
             // Resolved here, so that the address is checked too.
@@ -131,6 +136,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
                 guard case .success(let addresses) = result, let address = addresses.first else { return drop("a datagram for \(name), which does not resolve") }
                 guard rules.admits(address, name: name, port: outbound.port) else { return drop("a datagram for \(name) (\(address)), not allowed by the destination rules") }
                 udp.send(payload, to: address, timeout: nil, tag: 0)
+                Statistics.sent.add(payload.count, ordering: .relaxed)
                 out += 1
             }
         }

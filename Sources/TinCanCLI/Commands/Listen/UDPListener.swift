@@ -124,6 +124,7 @@ final class UDPListener: @unchecked Sendable {
         }
         counters.received += 1
         counters.receivedBytes += view.bytes.count
+        Statistics.received.add(view.bytes.count, ordering: .relaxed)
         shared.withLock { $0.lastActivity = now }
         if case .programs = mode {
             guard let program = table.peers[view.source]?.value else { return }
@@ -245,7 +246,10 @@ final class UDPListener: @unchecked Sendable {
                 continue
             }
             socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { result in
-                if case .failure(let error) = result { failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") } }
+                switch result {
+                case .failure(let error): failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") }
+                case .success: Statistics.sent.add(datagram.count, ordering: .relaxed)
+                }
                 done.signal()
             }
         }

@@ -94,8 +94,14 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         }
         // From the address the datagram was sent to, not the routing choice (a wildcard socket
         // that heard it on 127.0.0.2 answers from 127.0.0.2).
-        if echo { socket.send(Array(view.bytes), to: view.source, from: view.destination, timeout: .seconds(1)) { _ in } }
-        log?.received(view.bytes.count)
+        let size = view.bytes.count
+        if echo {
+            socket.send(Array(view.bytes), to: view.source, from: view.destination, timeout: .seconds(1)) { result in
+                if case .success = result { Statistics.sent.add(size, ordering: .relaxed) }
+            }
+        }
+        Statistics.received.add(size, ordering: .relaxed)
+        log?.received(size)
         observer?(Array(view.bytes))
         let complete = state.withLock { state -> Bool in
             state.received += 1

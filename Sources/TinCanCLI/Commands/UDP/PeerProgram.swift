@@ -199,6 +199,7 @@ final class PeerProgram: @unchecked Sendable {
                 Console.note("a reply of \(n) bytes to \(self.peer) failed: \(error)", level: 0)
             } else {
                 self.replies += 1
+                Statistics.sent.add(n, ordering: .relaxed)
             }
             self.replyInFlight = false
             self.readSource.resume()

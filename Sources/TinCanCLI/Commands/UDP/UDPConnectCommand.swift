@@ -108,6 +108,7 @@ struct UDPConnectCommand {
                     done.wait()
                     if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                     sent.withLock { $0 += 1 }
+                    Statistics.sent.add(datagram.count, ordering: .relaxed)
                     receiver.touch()
                     Console.note("sent \(datagram.count) bytes to \(target)", level: 2)
                 }

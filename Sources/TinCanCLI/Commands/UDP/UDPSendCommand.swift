@@ -132,6 +132,7 @@ struct UDPSendCommand {
                 done.wait()
                 if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                 sent.add(1, ordering: .relaxed)
+                Statistics.sent.add(datagram.count, ordering: .relaxed)
                 log?.sent(datagram.count)
                 Console.note("sent \(datagram.count) bytes to \(target)", level: 1)
                 if waitReply != nil {
