@@ -15,6 +15,8 @@ struct ConnectCommand {
     let proxies: ProxyChoice?
     /// Why the environment's proxy was passed over, for -v.
     let proxyNote: String?
+    /// --retry, --retry-delay.
+    let retry: RetryPolicy?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -37,6 +39,7 @@ struct ConnectCommand {
         // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
         if proxies != nil && targetHost != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
         self.settings = settings
+        retry = try RetryPolicy.parse(args, option: .retry)
         program = try ProgramSession.parse(args)
         if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {
             throw UsageError("--\(other.rawValue) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
@@ -70,6 +73,12 @@ struct ConnectCommand {
         }
     }
 
+    /// The dial, tried again under --retry.
+    private func dialing<T>(_ dial: () throws(CommandError) -> T) throws(CommandError) -> T {
+        guard let retry else { return try dial() }
+        return try retry.run(target.description, dial)
+    }
+
     func run() throws {
         Interruption.exitOnSignal()
         let started = ContinuousClock.now
@@ -79,10 +88,11 @@ struct ConnectCommand {
         if proxies == nil, tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
-            let fd = try dialer.connect(
-                host: host, port: port, source: args.value(.source), device: args.value(.interface),
-                timeout: settings.connectTimeout
-            ).fd
+            let fd = try dialing {
+                () throws(CommandError) in
+                try dialer.connect(
+                    host: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            }.fd
             settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
@@ -93,21 +103,23 @@ struct ConnectCommand {
         {
             // A numeric first hop and no TLS: the whole set-up on this thread, as for a direct
             // numeric connect.
-            let fd = try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
-                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout
-            ).fd
+            let fd = try dialing {
+                () throws(CommandError) in
+                try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
+                    to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            }.fd
             settings.liveness.apply(to: fd)
             if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
-        let socket: AsyncSocket
-        if let proxies, case .tcp(let host, let port) = target {
-            socket = try Tunnel(dialer: dialer, choice: proxies).open(
-                to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
-        } else {
-            socket = try dialer.open(
-                target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+        let socket: AsyncSocket = try dialing {
+            () throws(CommandError) in
+            if let proxies, case .tcp(let host, let port) = target {
+                return try Tunnel(dialer: dialer, choice: proxies).open(
+                    to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            }
+            return try dialer.open(target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
         }
         if !settings.liveness.isEmpty, target.isTCP { settings.liveness.apply(to: socket.descriptor) }
         if var tls {

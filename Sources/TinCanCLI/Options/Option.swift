@@ -34,6 +34,7 @@ public enum Option: String, CaseIterable, Sendable {
     case forwardInsecure = "forward-insecure"
     case forwardKey = "forward-key"
     case forwardPin = "forward-pin"
+    case forwardRetry = "forward-retry"
     case forwardServername = "forward-servername"
     case forwardTls = "forward-tls"
     case forwardUnix = "forward-unix"
@@ -83,6 +84,8 @@ public enum Option: String, CaseIterable, Sendable {
     case raw
     case rcvbuf
     case requireClientCert = "require-client-cert"
+    case retry
+    case retryDelay = "retry-delay"
     case send
     case servername
     case shExec = "sh-exec"

@@ -191,7 +191,18 @@ public enum OptionTable {
         OptionSpec(
             .attemptDelay, value: .duration, valueName: "DURATION", default: "250ms",
             help: "How long a connection attempt runs before the next address is tried alongside it (Happy Eyeballs' connection attempt delay, 100ms to 2s)."),
+        OptionSpec(
+            .retry, value: .text, valueName: "N|forever",
+            help:
+                "When the connection cannot be made for want of a peer (refused, unreachable, timed out, or a proxy that could not reach the target), try again, up to N more times or forever, after --retry-delay (socat's retry and forever). Other failures (a certificate, credentials, a usage error) end the run at once. Only the dial is retried: a session that ended is not re-opened. -v says each retry and its delay (a retry event with --json); SIGINT during a delay ends the run."
+        ),
+        retryDelay,
     ]
+
+    static let retryDelay = OptionSpec(
+        .retryDelay, value: .text, valueName: "MIN[,MAX]", default: "1s,30s",
+        help:
+            "The delay before each retry: MIN, doubled each time up to MAX, half of it fixed and half random (jitter), so clients started together spread out.")
 
     /// The traffic class of the packets sent: connect, listen, tls and the datagram commands.
     static func marking(_ what: String) -> [OptionSpec] {
@@ -303,6 +314,9 @@ public enum OptionTable {
             .starttls, .send, .expect, .json, .timing,
         ],
         run: { args in
+            if args.has(.udp) || args.has(.zeroIo), let option = [Option.retry, .retryDelay].first(where: args.has) {
+                throw UsageError("--\(option.rawValue) retries a stream connection: not with \(args.has(.udp) ? "-u" : "-z")", command: "connect")
+            }
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
             case (true, false): try UDPConnectCommand(args).run()
@@ -398,6 +412,12 @@ public enum OptionTable {
                 OptionSpec(
                     .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
                     help: "With --forward, --socks5 or --http-proxy: dial the upstream from this local address and/or port."),
+                OptionSpec(
+                    .forwardRetry, value: .text, valueName: "N|forever",
+                    help:
+                        "With --forward: when a client's upstream cannot be reached (refused, unreachable, timed out), dial it again, up to N more times or forever, after --retry-delay, before giving up on the client (who waits, on a thread of its own). -v says each retry."
+                ),
+                retryDelay,
                 OptionSpec(
                     .socks5,
                     help:

@@ -168,7 +168,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// too when the kernel connects at once; a connect still under way, or a dial that blocks
     /// (a name to look up, proxies), runs on a thread of its own.
     func reachUpstream(_ client: Client, secured clientSocket: AsyncSocket?, quick address: SocketAddress?) {
-        guard let address else {
+        // With --forward-retry a dial may wait between tries: never on the accepting thread.
+        guard let address, upstream.dial.retry == nil else {
             return onThread(client, secured: clientSocket) { [self] in dialUpstream(client, secured: clientSocket) }
         }
         switch UpstreamDial.start(address, marking: upstream.dial.marking) {
@@ -190,7 +191,26 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
     /// (after the upstream's TLS handshake, with --forward-tls).
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
-        switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits) {
+        var result = UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits)
+        if case .failure(let first) = result, let retry = upstream.dial.retry {
+            // --forward-retry: again, on this thread of the client's own, while the peer is not there.
+            var cause = first.cause
+            var tries = 0
+            let retried = Result { () throws(CommandError) -> SourcelessDescriptor in
+                try retry.run("\(client.peer): upstream \(client.target)") { () throws(CommandError) -> SourcelessDescriptor in
+                    tries += 1
+                    if tries == 1 { throw first.error }
+                    switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits) {
+                    case .success(let descriptor): return descriptor
+                    case .failure(let failure):
+                        cause = failure.cause
+                        throw failure.error
+                    }
+                }
+            }
+            result = retried.mapError { UpstreamDial.Failure(error: $0, cause: cause) }
+        }
+        switch result {
         case .failure(let error): unreachable(client, error, secured: clientSocket)
         case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
         }

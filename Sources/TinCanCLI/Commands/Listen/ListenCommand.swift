@@ -99,9 +99,11 @@ struct ListenCommand {
         if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
+        let retry = try RetryPolicy.parse(args, option: .forwardRetry)
+        if retry != nil && upstream == nil { throw UsageError("--forward-retry retries the upstream of --forward", command: name) }
         dial = UpstreamDial.Options(
             source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
-            marking: settings.marking)
+            marking: settings.marking, retry: retry)
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }

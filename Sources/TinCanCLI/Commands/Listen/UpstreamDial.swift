@@ -14,6 +14,8 @@ enum UpstreamDial {
         /// --dscp, --tos: on the upstream connections too (the dial through ``Dialer`` has it from
         /// the settings).
         var marking: TrafficMarking?
+        /// --forward-retry, --retry-delay.
+        var retry: RetryPolicy?
     }
 
     /// Why a dial failed: the line to report, and its cause as a proxy server answers it.

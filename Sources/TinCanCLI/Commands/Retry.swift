@@ -1,0 +1,93 @@
+import SocketCore
+
+/// `--retry N|forever` with `--retry-delay MIN[,MAX]` (and `listen --forward-retry`): a dial that
+/// failed for want of a peer (refused, unreachable, timed out, or a proxy that could not reach
+/// the target) is tried again after an exponential delay with jitter; any other failure (a bad
+/// certificate, credentials a proxy refused, a usage error) ends the run at once.
+///
+/// The schedule is pure (``delay(beforeRetry:random:)``); ``run(_:_:)`` sleeps between tries on
+/// the calling thread (never a shared worker), where SIGINT still ends the run at once.
+struct RetryPolicy: Sendable, Equatable {
+    /// Retries after the first try; nil: forever.
+    let retries: Int?
+    let minimum: Duration
+    let maximum: Duration
+
+    static let defaultMinimum = Duration.seconds(1)
+    static let defaultMaximum = Duration.seconds(30)
+
+    /// The delay before retry `n` (1 for the first): `minimum` doubled each time up to
+    /// `maximum`, then half of it fixed and half drawn from `random` (0..<1), so that clients
+    /// started together spread out ("equal jitter").
+    func delay(beforeRetry n: Int, random: Double) -> Duration {
+        let doublings = min(max(n - 1, 0), 30)
+        var base = minimum
+        for _ in 0..<doublings where base < maximum { base = base * 2 }
+        base = min(base, maximum)
+        return base / 2 + base / 2 * random
+    }
+
+    /// Whether retry `n` (1 for the first) may be made.
+    func allows(_ n: Int) -> Bool { retries.map { n <= $0 } ?? true }
+
+    /// Whether `error`, a dial's failure, is worth another try: the peer was not there (yet).
+    static func isRetryable(_ error: CommandError) -> Bool {
+        [.failure, .timeout, .proxyTargetUnreachable].contains(error.code)
+    }
+
+    /// Runs `dial` until it succeeds, fails for good, or the retries run out (its last error is
+    /// thrown). Each retry is said at -v and is a `retry` event with --json.
+    func run<T>(_ what: String, _ dial: () throws(CommandError) -> T) throws(CommandError) -> T {
+        var attempt = 0
+        while true {
+            do throws(CommandError) {
+                return try dial()
+            } catch {
+                attempt += 1
+                guard RetryPolicy.isRetryable(error), allows(attempt) else { throw error }
+                let wait = delay(beforeRetry: attempt, random: Double.random(in: 0..<1))
+                let of = retries.map { " of \($0)" } ?? ""
+                Console.note("\(error.message); retry \(attempt)\(of) in \(EventLog.format(wait))", level: 1)
+                EventLog.current.withLock { $0 }?.emit(
+                    "retry",
+                    [
+                        ("target", .string(what)), ("attempt", .number(Double(attempt))),
+                        ("delay_ms", .number(wait.milliseconds.rounded(toPlaces: 3))), ("error", .string(error.message)),
+                    ])
+                Syscall.sleep(for: wait)
+            }
+        }
+    }
+
+    /// `--retry` (or `--forward-retry`) with `--retry-delay`, nil without the first.
+    static func parse(_ args: ParsedArguments, option: Option) throws(UsageError) -> RetryPolicy? {
+        let name = args.command.name
+        guard let text = args.value(option) else {
+            if args.has(.retryDelay) && !args.has(.retry) && !args.has(.forwardRetry) {
+                throw UsageError("--retry-delay needs --retry (or --forward-retry)", command: name)
+            }
+            return nil
+        }
+        let retries: Int?
+        if text == "forever" {
+            retries = nil
+        } else if let count = Int(text), count >= 1, count <= 1_000_000 {
+            retries = count
+        } else {
+            throw UsageError("bad --\(option.rawValue) '\(text)': give a number of retries (1 or more) or 'forever'", command: name)
+        }
+        var minimum = defaultMinimum
+        var maximum = defaultMaximum
+        if let delays = args.value(.retryDelay) {
+            let parts = delays.split(separator: ",", omittingEmptySubsequences: false)
+            guard (1...2).contains(parts.count), let low = try? Parser.duration(String(parts[0])), low > .zero,
+                let high = parts.count == 2 ? try? Parser.duration(String(parts[1])) : max(low, defaultMaximum), high >= low
+            else {
+                throw UsageError("bad --retry-delay '\(delays)': give MIN or MIN,MAX, durations with MIN > 0 and MAX >= MIN (e.g. 500ms,10s)", command: name)
+            }
+            minimum = low
+            maximum = high
+        }
+        return RetryPolicy(retries: retries, minimum: minimum, maximum: maximum)
+    }
+}
