@@ -44,3 +44,15 @@ final class DestinationRulesTests: XCTestCase {
         XCTAssertTrue(DestinationRules.none.admits(try address("127.0.0.1"), name: nil, port: 1))
     }
 }
+
+/// Socket activation's variables, read as sd_listen_fds(3) reads them.
+final class SocketActivationParsingTests: XCTestCase {
+    func testTheVariablesForThisProcessOnly() throws {
+        let environment = ["LISTEN_PID": "42", "LISTEN_FDS": "3", "LISTEN_FDNAMES": "web::admin"]
+        let activation = try XCTUnwrap(try SocketActivation.parse({ environment[$0] }, pid: 42))
+        XCTAssertEqual(activation.sockets, [.init(fd: 3, name: "web"), .init(fd: 4, name: "fd 4"), .init(fd: 5, name: "admin")])
+        XCTAssertNil(try SocketActivation.parse({ environment[$0] }, pid: 43), "another process's sockets")
+        XCTAssertNil(try SocketActivation.parse({ _ in nil }, pid: 42))
+        XCTAssertThrowsError(try SocketActivation.parse({ ["LISTEN_PID": "42", "LISTEN_FDS": "zero"][$0] }, pid: 42))
+    }
+}

@@ -51,6 +51,12 @@ extension Syscall {
         getenv(name).map { String(cString: $0) }
     }
 
+    /// Removes `name` from the environment, so programs started later do not inherit it.
+    public static func removeEnvironment(_ name: String) { unsetenv(name) }
+
+    /// This process's id.
+    public static func processID() -> Int32 { getpid() }
+
     /// True if `fd` is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 

@@ -302,6 +302,32 @@ extension Syscall {
 }
 
 extension Syscall {
+    /// What an inherited descriptor is, for a listener handed over by a service manager.
+    public enum InheritedKind: Sendable, Equatable {
+        /// A stream socket that listens (TCP or Unix).
+        case listeningStream
+        /// A datagram socket.
+        case datagram
+        /// Anything else: a connected stream, a file, nothing open.
+        case other
+    }
+
+    /// Whether `fd` is a listening stream socket, a datagram socket or something else.
+    public static func inheritedKind(_ fd: Int32) -> InheritedKind {
+        guard let type = try? getOption(fd, SOL_SOCKET, SO_TYPE, as: Int32.self, name: "SO_TYPE") else { return .other }
+        if type == Int32(SOCK_DGRAM.rawValue) { return .datagram }
+        guard type == Int32(SOCK_STREAM.rawValue), (try? getOption(fd, SOL_SOCKET, SO_ACCEPTCONN, as: Int32.self, name: "SO_ACCEPTCONN")) == 1 else {
+            return .other
+        }
+        return .listeningStream
+    }
+
+    /// Marks `fd` close-on-exec (an inherited descriptor is not passed on to programs).
+    public static func setCloseOnExec(_ fd: Int32) throws(SystemError) {
+        let flags = try retrying("fcntl", "F_GETFD") { fcntl(fd, F_GETFD) }
+        try retrying("fcntl", "F_SETFD") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+
     /// `SO_REUSEADDR` on: bind a port that still has connections in TIME_WAIT.
     public static func setReuseAddress(_ fd: Int32) throws(SystemError) {
         try setFlag(fd, SOL_SOCKET, SO_REUSEADDR, true, name: "SO_REUSEADDR")

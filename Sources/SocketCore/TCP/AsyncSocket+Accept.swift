@@ -72,6 +72,34 @@ extension AsyncSocket {
         }
     }
 
+    /// Accepts on listening stream sockets this process inherited (systemd socket activation's
+    /// `LISTEN_FDS`, inetd): each must be a listening TCP or Unix stream socket. They are made
+    /// non-blocking and close-on-exec; a Unix socket's file is the service manager's, left in
+    /// place when the listener closes.
+    ///
+    /// ```swift
+    /// try listener.accept(inheriting: [3])  // the first socket systemd passed
+    /// ```
+    public func accept(inheriting fds: [Int32]) throws(AsyncSocketError) {
+        guard !fds.isEmpty else { throw .badParam("no inherited descriptors to accept on") }
+        for fd in fds where Syscall.inheritedKind(fd) != .listeningStream {
+            throw .badParam("descriptor \(fd) is not a listening stream socket")
+        }
+        try sync { () throws(AsyncSocketError) in
+            guard phase == .idle else { throw .badConfig("attempting to accept while connected or accepting; disconnect first") }
+            do throws(SystemError) {
+                for fd in fds {
+                    try Syscall.setNonBlocking(fd)
+                    try Syscall.setCloseOnExec(fd)
+                }
+            } catch {
+                throw .system(error)
+            }
+            fds.forEach(attemptTrafficClass(on:))
+            do throws(SystemError) { try startAccepting(fds) } catch { throw .system(error) }
+        }
+    }
+
     /// A bound, listening, non-blocking socket for `address`.
     static func makeListener(_ address: SocketAddress) throws(SystemError) -> Int32 {
         try Syscall.socket(address.family, .stream) { (fd) throws(SystemError) in

@@ -26,16 +26,25 @@ struct ListenCommand {
     let broker: Broker.Sharing
     /// --socks5: each client names its upstream in a proxy dialogue.
     let service: ProxyService?
+    /// systemd socket activation: the listening sockets passed, taken instead of a PORT.
+    let activation: [SocketActivation.Socket]?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
         let name = args.command.name
         settings = try StreamSettings(args)
         let positionals = args.positionals
-        if let unix = try Target.unix(args) {
+        let inherited = positionals.isEmpty && !args.has(.unix) ? try SocketActivation.inherited() : nil
+        if let inherited {
+            activation = try inherited.streams()
+            target = .tcp(host: "", port: 0)
+            address = nil
+        } else if let unix = try Target.unix(args) {
+            activation = nil
             target = unix
             address = nil
         } else {
+            activation = nil
             let (host, port) = try Target.listenAddress(positionals, command: name)
             address = host
             target = .tcp(host: host ?? "", port: port)
@@ -73,6 +82,15 @@ struct ListenCommand {
             if args.has(.forwardTls) { throw UsageError("--forward-tls is for the upstream of --forward", command: name) }
         }
         service = try ProxyService.parse(args, address: address, target: target, filter: filter, settings: settings)
+        if let activation, service?.loopbackOnly == true {
+            // The service manager chose the addresses: a proxy anyone may use must be on loopback.
+            for socket in activation {
+                guard let local = Syscall.localAddress(socket.fd), !local.isUnix, !local.isLoopback else { continue }
+                throw UsageError(
+                    "socket activation passed \(socket.name) on \(local), not loopback; a proxy with no --proxy-auth and no --allow serves loopback only: add one, or --open",
+                    command: name)
+            }
+        }
         let forwardOptions: [Option] = [.forwardServername, .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey]
         switch upstream {
         case .tcp(let host, _)? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: host)
@@ -155,13 +173,19 @@ struct ListenCommand {
         defer { stop.cancel() }
         do throws(AsyncSocketError) {
             switch target {
+            case _ where activation != nil: try listener.accept(inheriting: activation!.map(\.fd))
             case .unix(let path): try listener.accept(onUnixPath: path)
             case .tcp(_, let port): try listener.accept(onInterface: service?.loopbackOnly == true ? "loopback" : address, port: port)
             }
         } catch {
             throw CommandError(ListenCommand.explain(error, target: target, address: address))
         }
-        Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
+        if let activation {
+            let named = activation.map { socket in "\(socket.name) (\(Syscall.localAddress(socket.fd).map { $0.isUnix ? $0.host : $0.description } ?? "?"))" }
+            Console.note("listening on the sockets passed by socket activation: " + named.joined(by: ", "), level: 1)
+        } else {
+            Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
+        }
         if let service { Console.note(service.announcement(listening: listener.listeningAddresses, filter: filter), level: service.isOpen || service.loopbackOnly ? 0 : 1) }
         try mode.run(listener: listener)
     }

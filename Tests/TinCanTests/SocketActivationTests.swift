@@ -1,0 +1,72 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// systemd socket activation, with systemd's own `systemd-socket-activate` as the service
+/// manager: the sockets it listens on are passed to `tincan listen` (no PORT), which serves
+/// them in its every stream mode and passes neither them nor the variables on to its programs.
+/// The manager execs tincan, so it is started with ``Spawned`` (Foundation's `Process` takes an
+/// exec for an exit and then blocks waiting for it).
+final class SocketActivationTests: XCTestCase {
+    private let activate = "/usr/bin/systemd-socket-activate"
+
+    private func temporary(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("tincan-activation-\(getpid())-\(name)").path
+    }
+
+    /// The manager listening on a TCP port of its own (and `extra` sockets), running `tincan`
+    /// with `arguments`; its stderr (tincan's once exec'd) goes to `log`.
+    private func manager(_ extra: [String], _ arguments: [String], log: String) throws -> (Spawned, UInt16) {
+        let (process, ports) = try Listeners.start(describe: { fileText(log) }) { ports in
+            try Spawned([activate, "-l", "127.0.0.1:\(ports[0])"] + extra + [Tool.tincan] + arguments, errors: log)
+        }
+        return (process, ports[0])
+    }
+
+    func testAProgramPerConnectionOnTwoPassedSocketsSeesNeither() throws {
+        let path = temporary("exec.sock")
+        let log = temporary("exec.log")
+        defer { [path, log].forEach { try? FileManager.default.removeItem(atPath: $0) } }
+        let (process, port) = try manager(
+            ["-l", path, "--fdname=web:local"],
+            [
+                "listen", "-k", "-v", "--sh-exec",
+                "read line; echo \"$line ${LISTEN_FDS:-no-LISTEN_FDS}\"; for fd in 3 4; do [ -e /proc/$$/fd/$fd ] && echo \"fd $fd leaked\"; done; true",
+            ], log: log)
+        defer { Listeners.stop(process) }
+        let tcp = try Tool.run(["connect", "127.0.0.1", String(port)], input: "over tcp\n")
+        XCTAssertEqual(tcp.out, "over tcp no-LISTEN_FDS\n", tcp.err + fileText(log))
+        let unix = try Tool.run(["connect", "--unix", path], input: "over unix\n")
+        XCTAssertEqual(unix.out, "over unix no-LISTEN_FDS\n", unix.err + fileText(log))
+        waitUntil("the sockets named") { fileText(log).contains("listening on the sockets passed by socket activation: web (127.0.0.1:\(port)), local (\(path))") }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: path), "the manager's socket file is left to the manager")
+    }
+
+    func testARelayStartedByTheManagerAsASocketUnitWould() throws {
+        // The README's .socket/.service pair: ListenStream=PORT, ExecStart=tincan listen -k --forward.
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let log = temporary("relay.log")
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let (process, port) = try manager([], ["listen", "-k", "--forward", "127.0.0.1:\(echo.port)"], log: log)
+        defer { Listeners.stop(process) }
+        for round in 1...3 {
+            let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "relayed \(round)\n")
+            XCTAssertEqual(r.out, "relayed \(round)\n", r.err + fileText(log))
+        }
+    }
+
+    func testADatagramSocketIsRefusedWithAReason() throws {
+        let log = temporary("datagram.log")
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let port = freeUDPPort()
+        let process = try Spawned([activate, "--datagram", "-l", "127.0.0.1:\(port)", Tool.tincan, "listen", "-k"], errors: log)
+        defer { Listeners.stop(process) }
+        waitForUDPReceiver(port: port)
+        // The manager hands the socket over at the first datagram; tincan then refuses it.
+        let poke = try Tool.run(["udp-send", "127.0.0.1", String(port)], input: "wake\n")
+        XCTAssertEqual(poke.status, 0, poke.err)
+        waitUntil("the refusal") { !process.isRunning }
+        XCTAssertTrue(fileText(log).contains("passed a datagram socket"), fileText(log))
+    }
+}
