@@ -306,6 +306,8 @@ extension Syscall {
     public enum InheritedKind: Sendable, Equatable {
         /// A stream socket that listens (TCP or Unix).
         case listeningStream
+        /// A connected stream socket (TCP or Unix).
+        case connectedStream
         /// A datagram socket.
         case datagram
         /// Anything else: a connected stream, a file, nothing open.
@@ -316,10 +318,9 @@ extension Syscall {
     public static func inheritedKind(_ fd: Int32) -> InheritedKind {
         guard let type = try? getOption(fd, SOL_SOCKET, SO_TYPE, as: Int32.self, name: "SO_TYPE") else { return .other }
         if type == Int32(SOCK_DGRAM.rawValue) { return .datagram }
-        guard type == Int32(SOCK_STREAM.rawValue), (try? getOption(fd, SOL_SOCKET, SO_ACCEPTCONN, as: Int32.self, name: "SO_ACCEPTCONN")) == 1 else {
-            return .other
-        }
-        return .listeningStream
+        guard type == Int32(SOCK_STREAM.rawValue) else { return .other }
+        if (try? getOption(fd, SOL_SOCKET, SO_ACCEPTCONN, as: Int32.self, name: "SO_ACCEPTCONN")) == 1 { return .listeningStream }
+        return peerAddress(fd) == nil ? .other : .connectedStream
     }
 
     /// Marks `fd` close-on-exec (an inherited descriptor is not passed on to programs).

@@ -17,13 +17,26 @@ struct ConnectCommand {
     let proxyNote: String?
     /// --retry, --retry-delay.
     let retry: RetryPolicy?
+    /// --fd N: a connected socket handed over, used instead of connecting.
+    let inherited: Int32?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
         var settings = try StreamSettings(args)
         let name = args.command.name
         let positionals = args.positionals
-        if let unix = try Target.unix(args) {
+        inherited = args.integer(.fd).map(Int32.init)
+        if let fd = inherited {
+            guard positionals.isEmpty else { throw UsageError("--fd \(fd) is the connection: give no HOST PORT", command: name) }
+            for option in [Option.unix, .proxy, .proxyAddress, .source, .interface, .retry, .connectTimeout] where args.has(option) {
+                throw UsageError("--\(option.rawValue) is for a connection tincan makes: not with --fd", command: name)
+            }
+            guard Syscall.inheritedKind(fd) == .connectedStream else {
+                throw UsageError("descriptor \(fd) is not a connected stream socket (is it open in tincan, and connected?)", command: name)
+            }
+            let peer = Syscall.peerAddress(fd)
+            target = peer.flatMap { $0.isUnix ? nil : Target.tcp(host: $0.host, port: $0.port) } ?? .unix(peer?.host ?? "descriptor \(fd)")
+        } else if let unix = try Target.unix(args) {
             target = unix
         } else {
             let (host, port) = try Target.hostAndPort(positionals, command: name)
@@ -31,7 +44,8 @@ struct ConnectCommand {
         }
         if args.has(.parallel) { throw UsageError("--parallel needs -z", command: name) }
         let targetHost: String? = if case .tcp(let host, _) = target { host } else { nil }
-        (proxies, proxyNote) = try ProxyChoice.choose(args, host: targetHost, environment: Syscall.environment)
+        // A connection handed over needs no proxy (ALL_PROXY is not for it).
+        (proxies, proxyNote) = inherited != nil ? (nil, nil) : try ProxyChoice.choose(args, host: targetHost, environment: Syscall.environment)
         if proxies != nil && targetHost == nil && (args.has(.proxy) || args.has(.proxyAddress)) {
             throw UsageError("a proxy connects to a host and port: not with --unix", command: name)
         }
@@ -84,8 +98,23 @@ struct ConnectCommand {
         let started = ContinuousClock.now
         let dialer = Dialer(settings: settings)
         if let proxyNote { Console.note(proxyNote, level: 1) }
-        let proxies = target.isTCP ? self.proxies : nil
-        if proxies == nil, tls == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
+        let proxies = target.isTCP && inherited == nil ? self.proxies : nil
+        if let fd = inherited, tls == nil {
+            // The connection exists: straight to the session, as for a connect just made.
+            do throws(SystemError) {
+                try Syscall.setNonBlocking(fd)
+                try Syscall.setCloseOnExec(fd)
+            } catch {
+                throw CommandError("descriptor \(fd): \(error.lowercaseReason)")
+            }
+            Statistics.connections.add(1, ordering: .relaxed)
+            Console.note("using the connection on descriptor \(fd) to \(target.description)", level: 1)
+            if target.isTCP { settings.liveness.apply(to: fd) }
+            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
+            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return
+        }
+        if proxies == nil, tls == nil, inherited == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
             // thread before there is a connection to relay (a refused connect exits at once).
             let fd = try dialing {
@@ -113,13 +142,24 @@ struct ConnectCommand {
             try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
             return
         }
-        let socket: AsyncSocket = try dialing {
-            () throws(CommandError) in
-            if let proxies, case .tcp(let host, let port) = target {
-                return try Tunnel(dialer: dialer, choice: proxies).open(
-                    to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+        let socket: AsyncSocket
+        if let fd = inherited {
+            do throws(AsyncSocketError) {
+                try? Syscall.setCloseOnExec(fd)
+                socket = try AsyncSocket.adopting(connected: fd)
+            } catch {
+                throw CommandError("descriptor \(fd): \(error)")
             }
-            return try dialer.open(target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            Statistics.connections.add(1, ordering: .relaxed)
+        } else {
+            socket = try dialing {
+                () throws(CommandError) in
+                if let proxies, case .tcp(let host, let port) = target {
+                    return try Tunnel(dialer: dialer, choice: proxies).open(
+                        to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+                }
+                return try dialer.open(target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+            }
         }
         if !settings.liveness.isEmpty, target.isTCP { settings.liveness.apply(to: socket.descriptor) }
         if var tls {

@@ -26,6 +26,7 @@ public enum Option: String, CaseIterable, Sendable {
     case expect
     case expectTimeout = "expect-timeout"
     case forceProgress = "force-progress"
+    case fd
     case format
     case forward
     case forwardAlpn = "forward-alpn"

@@ -197,6 +197,11 @@ public enum OptionTable {
                 "When the connection cannot be made for want of a peer (refused, unreachable, timed out, or a proxy that could not reach the target), try again, up to N more times or forever, after --retry-delay (socat's retry and forever). Other failures (a certificate, credentials, a usage error) end the run at once. Only the dial is retried: a session that ended is not re-opened. -v says each retry and its delay (a retry event with --json); SIGINT during a delay ends the run."
         ),
         retryDelay,
+        OptionSpec(
+            .fd, value: .integer(0...1_048_575), valueName: "N",
+            help:
+                "Use the connected socket on descriptor N instead of connecting (no HOST PORT): one a parent process made or inherited (bash's exec 3<>/dev/tcp/HOST/PORT, a service manager's Accept=yes socket, OpenBSD nc -F's way of handing one over). Everything else applies as to a connection tincan made: TLS (--servername for its name), --exec, --send/--expect."
+        ),
     ]
 
     static let retryDelay = OptionSpec(

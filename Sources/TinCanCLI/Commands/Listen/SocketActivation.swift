@@ -51,7 +51,7 @@ struct SocketActivation: Sendable, Equatable {
             case .datagram:
                 throw UsageError(
                     "socket activation passed a datagram socket (\(socket.name)); listen without -u takes listening stream sockets (TCP or Unix)", command: "listen")
-            case .other:
+            case .other, .connectedStream:
                 throw UsageError("socket activation passed \(socket.name), which is not a listening socket", command: "listen")
             }
         }
