@@ -69,4 +69,28 @@ final class SocketActivationTests: XCTestCase {
         waitUntil("the refusal") { !process.isRunning }
         XCTAssertTrue(fileText(log).contains("passed a datagram socket"), fileText(log))
     }
+
+    func testADatagramSocketForUdpRecvAndAProgramPerPeer() throws {
+        let output = temporary("udp.out")
+        let log = temporary("udp.log")
+        defer { [output, log].forEach { try? FileManager.default.removeItem(atPath: $0) } }
+        let port = freeUDPPort()
+        let receiver = try Spawned([activate, "--datagram", "-l", "127.0.0.1:\(port)", Tool.tincan, "udp-recv", "-v", "-n", "2"], output: output, errors: log)
+        defer { Listeners.stop(receiver) }
+        waitForUDPReceiver(port: port)
+        let sent = try Tool.run(["udp-send", "127.0.0.1", String(port)], input: "one\ntwo\n")
+        XCTAssertEqual(sent.status, 0, sent.err)
+        waitUntil("both datagrams, then the end") { !receiver.isRunning }
+        XCTAssertEqual(fileText(output), "one\ntwo\n", fileText(log))
+        XCTAssertTrue(fileText(log).contains("receiving on 127.0.0.1:\(port)"), fileText(log))
+
+        let echoPort = freeUDPPort()
+        let echo = try Spawned(
+            [activate, "--datagram", "-l", "127.0.0.1:\(echoPort)", Tool.tincan, "listen", "-u", "-k", "--sh-exec", "while read line; do echo \"got $line\"; done"],
+            errors: log)
+        defer { Listeners.stop(echo) }
+        waitForUDPReceiver(port: echoPort)
+        let answer = try Tool.run(["connect", "-u", "-w", "2s", "127.0.0.1", String(echoPort)], input: "stressed\n")
+        XCTAssertEqual(answer.out, "got stressed\n", answer.err + fileText(log))
+    }
 }

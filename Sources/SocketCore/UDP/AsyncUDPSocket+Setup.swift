@@ -30,6 +30,11 @@ extension AsyncUDPSocket {
         } catch {
             throw .system(error)
         }
+        return install(fd, family: family)
+    }
+
+    /// Makes `fd` the channel of `family`: its sources, its traffic class, receiving if on.
+    private func install(_ fd: Int32, family: SocketAddress.Family) -> UDPChannel {
         let channel = UDPChannel(
             family: family, fd: fd, queue: socketQueue, group: descriptorsOpen,
             onReadable: { [weak self] in self?.receiveReady(family) },
@@ -39,7 +44,7 @@ extension AsyncUDPSocket {
         case .ipv6: channel6 = channel
         case .unix: channelUnix = channel
         }
-        if let trafficClass = settings.trafficClass { attempt(trafficClass, on: fd) }
+        if let trafficClass = config.trafficClass { attempt(trafficClass, on: fd) }
         if receiveMode != .off { updateReceiving() }
         return channel
     }
@@ -134,6 +139,46 @@ extension AsyncUDPSocket {
             dropChannels(except: address.family)  // bound to one family: the others are not used
             if address.isUnix, !address.host.hasPrefix("@") { boundPath = address.host }
             bound = true
+        }
+    }
+
+    /// Takes over a bound datagram socket this process inherited (systemd socket activation's
+    /// `ListenDatagram=`, `systemd-socket-activate --datagram`) instead of binding one: UDP over
+    /// IPv4 or IPv6, or a Unix datagram socket (its file stays the service manager's). It is
+    /// made non-blocking and close-on-exec and configured as a socket bound here would be.
+    ///
+    /// ```swift
+    /// let socket = AsyncUDPSocket(delegate: receiver, delegateQueue: .main)
+    /// try socket.adopt(bound: 3)  // the socket systemd passed
+    /// ```
+    public func adopt(bound fd: Int32) throws(UDPSocketError) {
+        guard Syscall.inheritedKind(fd) == .datagram, let local = Syscall.localAddress(fd) else {
+            throw .badParam("descriptor \(fd) is not a bound datagram socket")
+        }
+        try sync { () throws(UDPSocketError) in
+            try checkCanBind()
+            let family = local.family
+            if family != .unix, !(family == .ipv6 ? config.ipv6Enabled : config.ipv4Enabled) {
+                throw .badConfig("the inherited socket is \(AsyncUDPSocket.name(family)), which is disabled on this socket")
+            }
+            dropChannels(except: family)
+            dropChannel(family)
+            let settings = config
+            do throws(SystemError) {
+                try Syscall.setNonBlocking(fd)
+                try Syscall.setCloseOnExec(fd)
+                try Syscall.enableDropCount(fd)
+                if family == .unix {
+                    if let bytes = settings.receiveBufferSize { Syscall.setReceiveBufferSize(fd, bytes) }
+                } else {
+                    try Syscall.enablePacketInfo(fd, ipv6: family == .ipv6)
+                    try AsyncUDPSocket.apply(settings, to: fd, ipv6: family == .ipv6)
+                }
+            } catch {
+                throw .system(error)
+            }
+            bound = true
+            install(fd, family: family).refreshLocalPort()
         }
     }
 

@@ -102,7 +102,8 @@ extension OptionTable {
             Binds PORT (IPv4 and IPv6 unless told -4, -6 or given an ADDR) and prints every \
             datagram that arrives on stdout, raw by default. -v also shows each sender and the \
             address the datagram was sent to. Datagrams are read in batches into a large kernel \
-            buffer, so bursts are not lost.
+            buffer, so bursts are not lost. Started by systemd socket activation with no PORT, it \
+            receives on the datagram socket passed.
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address or interface to bind (default: all).", optional: true),

@@ -347,7 +347,8 @@ public enum OptionTable {
             sender is the peer (as nc -u -l), or with -k every sender is, each with its own \
             program under --exec. Started by systemd socket activation (LISTEN_FDS, a .socket \
             unit or systemd-socket-activate) with no PORT, it serves the listening TCP and Unix \
-            stream sockets passed, in any of these modes, and passes them on to no program.
+            stream sockets passed (with -u, the one datagram socket), in any of these modes, and \
+            passes them on to no program.
             """,
         positionals: [
             PositionalSpec(name: "ADDR", help: "A local address to listen on (default: all).", optional: true),

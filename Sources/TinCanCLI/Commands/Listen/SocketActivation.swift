@@ -42,6 +42,17 @@ struct SocketActivation: Sendable, Equatable {
         return activation
     }
 
+    /// The one datagram socket passed (`listen -u`, `udp-recv`), or why not.
+    func datagram(command: String) throws(UsageError) -> Socket {
+        guard sockets.count == 1, let socket = sockets.first else {
+            throw UsageError("socket activation passed \(sockets.count) sockets; \(command) takes one datagram socket", command: command)
+        }
+        guard Syscall.inheritedKind(socket.fd) == .datagram else {
+            throw UsageError("socket activation passed \(socket.name), not a datagram socket; \(command) takes one (ListenDatagram=, --datagram)", command: command)
+        }
+        return socket
+    }
+
     /// The listening stream sockets, or why they are not all that.
     func streams() throws(UsageError) -> [Socket] {
         var streams: [Socket] = []

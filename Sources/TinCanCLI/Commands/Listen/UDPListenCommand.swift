@@ -29,6 +29,8 @@ struct UDPListenCommand {
     let maxSize: Int
     /// --dscp, --tos: the traffic class of the replies.
     let marking: TrafficMarking?
+    /// Socket activation: the datagram socket passed, taken instead of binding.
+    let inherited: SocketActivation.Socket?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -36,7 +38,8 @@ struct UDPListenCommand {
             throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
         }
         unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
-        if unix != nil {
+        inherited = args.positionals.isEmpty && unix == nil ? try SocketActivation.inherited()?.datagram(command: "listen -u") : nil
+        if unix != nil || inherited != nil {
             (address, port) = (nil, 0)
         } else {
             (address, port) = try Target.listenAddress(args.positionals, command: name, udp: true)
@@ -78,7 +81,10 @@ struct UDPListenCommand {
         defer { stop.cancel() }
         let place: String
         do throws(UDPSocketError) {
-            if let unix {
+            if let inherited {
+                place = inherited.name
+                try socket.adopt(bound: inherited.fd)
+            } else if let unix {
                 place = unix.host
                 try socket.bind(to: unix)
             } else {

@@ -9,12 +9,15 @@ struct UDPReceiveCommand {
     let unix: SocketAddress?
     let ipv4Only: Bool
     let ipv6Only: Bool
+    /// Socket activation: the datagram socket passed, taken instead of binding.
+    let inherited: SocketActivation.Socket?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
         unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
-        if unix != nil {
+        inherited = positionals.isEmpty && unix == nil ? try SocketActivation.inherited()?.datagram(command: name) : nil
+        if unix != nil || inherited != nil {
             (address, port) = (nil, 0)
         } else {
             (address, port) = try Target.listenAddress(positionals, command: name, udp: true)
@@ -40,7 +43,13 @@ struct UDPReceiveCommand {
         socket.isIPv6Enabled = !ipv4Only
         let place = unix?.host ?? Endpoint(host: address ?? "*", port: port).description
         do throws(UDPSocketError) {
-            if let unix { try socket.bind(to: unix) } else { try socket.bind(port: port, interface: address) }
+            if let inherited {
+                try socket.adopt(bound: inherited.fd)
+            } else if let unix {
+                try socket.bind(to: unix)
+            } else {
+                try socket.bind(port: port, interface: address)
+            }
         } catch {
             throw CommandError("cannot bind \(unix == nil ? "UDP " : "")\(place): \(error.description.replacingAddressInUse)")
         }
