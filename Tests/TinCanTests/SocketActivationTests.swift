@@ -93,4 +93,30 @@ final class SocketActivationTests: XCTestCase {
         let answer = try Tool.run(["connect", "-u", "-w", "2s", "127.0.0.1", String(echoPort)], input: "stressed\n")
         XCTAssertEqual(answer.out, "got stressed\n", answer.err + fileText(log))
     }
+
+    func testInetdStyleEachConnectionOnStdin() throws {
+        // systemd-socket-activate -a --inetd: a process per connection, the connection its stdin
+        // and stdout (systemd's Accept=yes, inetd's nowait).
+        let echo = try PythonPeer(PythonPeers.echoMany)
+        defer { echo.stop() }
+        let log = temporary("inetd.log")
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let (relay, port) = try manager(["-a", "--inetd"], ["listen", "--stdio-socket", "-v", "--forward", "127.0.0.1:\(echo.port)"], log: log)
+        defer { Listeners.stop(relay) }
+        for round in 1...2 {
+            let r = try Tool.run(["connect", "127.0.0.1", String(port)], input: "connection \(round)\n")
+            XCTAssertEqual(r.out, "connection \(round)\n", r.err + fileText(log))
+        }
+        waitUntil("each said") { fileText(log).components(separatedBy: "serving the connection on stdin, from 127.0.0.1:").count - 1 == 2 }
+        let (secured, tlsPort) = try manager(["-a", "--inetd"], ["listen", "--stdio-socket", "--tls", "--exec", "/bin/cat"], log: log)
+        defer { Listeners.stop(secured) }
+        let tls = try Tool.run(["tls", "--insecure", "--half-close", "127.0.0.1", String(tlsPort)], input: "over TLS on stdin\n")
+        XCTAssertEqual(tls.out, "over TLS on stdin\n", tls.err + fileText(log))
+        let notASocket = try Tool.run(["listen", "--stdio-socket", "--exec", "/bin/cat"], input: "")
+        XCTAssertEqual(notASocket.status, 2)
+        XCTAssertTrue(notASocket.err.contains("stdin is not a connected socket"), notASocket.err)
+        let noRole = try Tool.run(["listen", "--stdio-socket"], input: "")
+        XCTAssertEqual(noRole.status, 2)
+        XCTAssertTrue(noRole.err.contains("give --forward, --exec or --sh-exec"), noRole.err)
+    }
 }

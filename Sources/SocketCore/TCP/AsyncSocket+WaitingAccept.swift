@@ -12,6 +12,27 @@ public struct AcceptedConnection: Sendable {
     /// The descriptor as one that never had a dispatch source, for ``StreamRelay``: true until
     /// it is adopted (``AsyncSocket/adopt(_:)``), after which the socket's sources watch it.
     public var sourceless: SourcelessDescriptor { SourcelessDescriptor(descriptor) }
+
+    /// A connection this process inherited already accepted (inetd, systemd's `Accept=yes`: the
+    /// connection is descriptor 0): a close-on-exec, non-blocking duplicate of `fd`, which must
+    /// be a connected stream socket. It never had a dispatch source here.
+    ///
+    /// ```swift
+    /// let connection = try AcceptedConnection.inherited(0)
+    /// ```
+    public static func inherited(_ fd: Int32) throws(AsyncSocketError) -> AcceptedConnection {
+        guard Syscall.inheritedKind(fd) == .connectedStream else { throw .badParam("descriptor \(fd) is not a connected stream socket") }
+        do throws(SystemError) {
+            let copy = try Syscall.duplicate(fd)
+            do throws(SystemError) { try Syscall.setNonBlocking(copy) } catch {
+                Syscall.close(copy)
+                throw error
+            }
+            return AcceptedConnection(descriptor: copy, peer: Syscall.peerAddress(copy))
+        } catch {
+            throw .system(error)
+        }
+    }
 }
 
 extension AsyncSocket {

@@ -93,6 +93,7 @@ public enum Option: String, CaseIterable, Sendable {
     case showCert = "show-cert"
     case socks5
     case stats
+    case stdioSocket = "stdio-socket"
     case source
     case starttls
     case xmpphost

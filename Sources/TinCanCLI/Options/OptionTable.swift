@@ -357,6 +357,11 @@ public enum OptionTable {
         options: [help, helpAll, verbose] + family + [
             OptionSpec(.keepOpen, short: "k", help: "Accept many connections, concurrently, until interrupted."),
             OptionSpec(
+                .stdioSocket,
+                help:
+                    "inetd's way (systemd's Accept=yes): the connection is already accepted, on stdin; serve it and end with it (no PORT). With --forward (--tls, --forward-tls), --socks5 or --http-proxy, or --exec and --sh-exec (--tls, --pty): stdin and stdout are the connection itself, so not as a plain session."
+            ),
+            OptionSpec(
                 .udp, short: "u",
                 help:
                     "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."

@@ -78,25 +78,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                     Syscall.close(accepted.descriptor)
                     continue
                 }
-                if clientTLS != nil {
-                    // On the client's queue: its socket is made and its handshake run there. A
-                    // lone client's first steps (its ClientHello is usually in) run on this
-                    // thread, inside the queue, which spares a thread hand-off on the path of
-                    // its reply; when more clients wait, each goes to its queue's thread, so a
-                    // burst of handshakes is spread over the processors.
-                    let client = client(accepted)
-                    if listener.hasConnectionWaiting {
-                        client.queue.async { [self] in serve(client, quick: quick) }
-                    } else {
-                        client.queue.sync { serve(client, quick: quick) }
-                    }
-                } else if service != nil {
-                    // A lone client's first read and answer here, inside its queue; a burst is
-                    // spread over the queues' threads (as TLS clients are).
-                    greet(client(accepted), startHere: !listener.hasConnectionWaiting)
-                } else {
-                    reachUpstream(client(accepted), secured: nil, quick: quick)
-                }
+                take(accepted, burst: listener.hasConnectionWaiting, quick: quick)
                 if !keepOpen {
                     listener.disconnect()  // one client: stop listening once it is here
                     break
@@ -106,6 +88,37 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             throw CommandError("accepting a connection failed: \(error)")
         }
         guard !keepOpen else { Interruption.waitForever() }
+        ended.wait()
+        if let error = outcome.withLock({ $0 }) ?? nil { throw error }
+    }
+
+    /// One admitted client onto its road. A lone client's first steps (a TLS ClientHello, a
+    /// proxy request: usually in already) run on this thread, inside its queue, which spares a
+    /// thread hand-off on the path of its reply; in a burst (`burst`), each goes to its queue's
+    /// thread, so the work is spread over the processors.
+    private func take(_ accepted: AcceptedConnection, burst: Bool, quick: SocketAddress?) {
+        if clientTLS != nil {
+            let client = client(accepted)
+            if burst {
+                client.queue.async { [self] in serve(client, quick: quick) }
+            } else {
+                client.queue.sync { serve(client, quick: quick) }
+            }
+        } else if service != nil {
+            greet(client(accepted), startHere: !burst)
+        } else {
+            reachUpstream(client(accepted), secured: nil, quick: quick)
+        }
+    }
+
+    /// `listen --stdio-socket`: the one connection inetd or systemd (`Accept=yes`) accepted,
+    /// then the end of the run with its end.
+    func serve(inherited accepted: AcceptedConnection) throws {
+        guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
+            Syscall.close(accepted.descriptor)
+            throw CommandError("the connection on stdin is refused (--allow/--deny)")
+        }
+        take(accepted, burst: false, quick: upstream.target.flatMap { UpstreamDial.quickAddress($0, options: upstream.dial) })
         ended.wait()
         if let error = outcome.withLock({ $0 }) ?? nil { throw error }
     }

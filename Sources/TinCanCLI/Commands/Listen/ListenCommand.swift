@@ -28,14 +28,22 @@ struct ListenCommand {
     let service: ProxyService?
     /// systemd socket activation: the listening sockets passed, taken instead of a PORT.
     let activation: [SocketActivation.Socket]?
+    /// --stdio-socket: the connection is stdin, accepted by inetd or systemd.
+    let stdioSocket: Bool
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
         let name = args.command.name
         settings = try StreamSettings(args)
         let positionals = args.positionals
-        let inherited = positionals.isEmpty && !args.has(.unix) ? try SocketActivation.inherited() : nil
-        if let inherited {
+        stdioSocket = args.has(.stdioSocket)
+        let inherited = positionals.isEmpty && !args.has(.unix) && !stdioSocket ? try SocketActivation.inherited() : nil
+        if stdioSocket {
+            guard positionals.isEmpty, !args.has(.unix) else { throw UsageError("--stdio-socket serves the connection on stdin: give no PORT or --unix", command: name) }
+            activation = nil
+            target = .tcp(host: "", port: 0)
+            address = nil
+        } else if let inherited {
             activation = try inherited.streams()
             target = .tcp(host: "", port: 0)
             address = nil
@@ -56,7 +64,8 @@ struct ListenCommand {
             throw UsageError("\(error)", command: name)
         }
         broker = args.has(.chat) ? .chat : args.has(.broker) ? .broker : .none
-        keepOpen = args.has(.keepOpen) || broker != .none || args.has(.socks5) || args.has(.httpProxy)
+        // A proxy serves many clients, unless it is handed one (--stdio-socket).
+        keepOpen = args.has(.keepOpen) || broker != .none || ((args.has(.socks5) || args.has(.httpProxy)) && !stdioSocket)
         maxConnections = args.integer(.maxConns) ?? 1000
         if args.has(.tls) {
             tls = try TLSOptions.server(args)
@@ -125,6 +134,12 @@ struct ListenCommand {
         if !settings.script.isEmpty && (keepOpen || program != nil) {
             throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
         }
+        if stdioSocket {
+            if keepOpen { throw UsageError("--stdio-socket serves one connection: not with -k, --broker or --chat", command: name) }
+            if program == nil && upstream == nil && service == nil {
+                throw UsageError("--stdio-socket: stdin and stdout are the connection; give --forward, --exec or --sh-exec for it", command: name)
+            }
+        }
         if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil || service != nil) {
             throw UsageError("--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)", command: name)
         }
@@ -157,6 +172,7 @@ struct ListenCommand {
         }
         if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
         let step = ConnectionStep(context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout)
+        if stdioSocket { return try serveStdin(mode: mode, step: step, gate: gate) }
         gate.onConnection = { socket in step.handle(socket) }
 
         // A mode with a queue of its own runs the listener there too: accept, the gate and the
@@ -188,6 +204,31 @@ struct ListenCommand {
         }
         if let service { Console.note(service.announcement(listening: listener.listeningAddresses, filter: filter), level: service.isOpen || service.loopbackOnly ? 0 : 1) }
         try mode.run(listener: listener)
+    }
+
+    /// --stdio-socket: the connection inetd or systemd accepted, on stdin, taken as the mode's
+    /// one client (the forwarder's road for a relay or a proxy; the gate, then the TLS
+    /// handshake when asked, then the program otherwise).
+    private func serveStdin(mode: any ListenMode, step: ConnectionStep, gate: Gate) throws {
+        let accepted: AcceptedConnection
+        do throws(AsyncSocketError) { accepted = try AcceptedConnection.inherited(0) } catch {
+            throw CommandError("--stdio-socket: stdin is not a connected socket (\(error)); it is for a program inetd or systemd (Accept=yes) starts", code: .usage)
+        }
+        Console.note("serving the connection on stdin, from \(accepted.peer?.description ?? "a Unix peer")", level: 1)
+        if let forwarder = mode as? Forwarder { return try forwarder.serve(inherited: accepted) }
+        guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
+            Syscall.close(accepted.descriptor)
+            throw CommandError("the connection on stdin is refused (--allow/--deny)")
+        }
+        let socket: AsyncSocket
+        do throws(AsyncSocketError) { socket = try AsyncSocket.adopting(connected: accepted.descriptor) } catch {
+            Syscall.close(accepted.descriptor)
+            throw CommandError("the connection on stdin: \(error)")
+        }
+        socket.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
+        step.handle(socket)
+        // The mode waits for its one client as for one accepted; there is no listener to close.
+        try mode.run(listener: AsyncSocket())
     }
 
     /// TLS material, loaded (or a certificate made) once for every connection.
