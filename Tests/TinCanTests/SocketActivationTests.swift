@@ -112,6 +112,11 @@ final class SocketActivationTests: XCTestCase {
         defer { Listeners.stop(secured) }
         let tls = try Tool.run(["tls", "--insecure", "--half-close", "127.0.0.1", String(tlsPort)], input: "over TLS on stdin\n")
         XCTAssertEqual(tls.out, "over TLS on stdin\n", tls.err + fileText(log))
+        // A SOCKS proxy per connection, on loopback as a proxy with no credentials must be.
+        let (socks, socksPort) = try manager(["-a", "--inetd"], ["listen", "--stdio-socket", "--socks5"], log: log)
+        defer { Listeners.stop(socks) }
+        let through = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(socksPort)", "localhost", String(echo.port)], input: "socks on stdin\n")
+        XCTAssertEqual(through.out, "socks on stdin\n", through.err + fileText(log))
         let notASocket = try Tool.run(["listen", "--stdio-socket", "--exec", "/bin/cat"], input: "")
         XCTAssertEqual(notASocket.status, 2)
         XCTAssertTrue(notASocket.err.contains("stdin is not a connected socket"), notASocket.err)

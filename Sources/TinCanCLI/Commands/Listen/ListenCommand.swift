@@ -215,6 +215,13 @@ struct ListenCommand {
             throw CommandError("--stdio-socket: stdin is not a connected socket (\(error)); it is for a program inetd or systemd (Accept=yes) starts", code: .usage)
         }
         Console.note("serving the connection on stdin, from \(accepted.peer?.description ?? "a Unix peer")", level: 1)
+        if service?.loopbackOnly == true, let local = Syscall.localAddress(accepted.descriptor), !local.isUnix, !local.isLoopback {
+            // The service manager listened where it liked: a proxy anyone may use stays on loopback.
+            Syscall.close(accepted.descriptor)
+            throw CommandError(
+                "the connection on stdin came to \(local), not loopback; a proxy with no --proxy-auth and no --allow serves loopback only: add one, or --open",
+                code: .usage)
+        }
         if let forwarder = mode as? Forwarder { return try forwarder.serve(inherited: accepted) }
         guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
             Syscall.close(accepted.descriptor)
