@@ -202,9 +202,10 @@ final class ProxyServerTests: XCTestCase {
         let listening = tcp.split(separator: "\n").filter { $0.contains(String(format: ":%04X ", port)) && $0.contains(" 0A ") }
         XCTAssertEqual(listening.count, 1, "one IPv4 listener")
         XCTAssertTrue(listening.allSatisfy { $0.contains("0100007F:") }, "bound to 127.0.0.1 only: \(listening)")
-        // --open: said at start, at any level.
+        // --open: said at start, at any level (on loopback here: a test opens no proxy to the
+        // machine's networks).
         let openPort = freePort()
-        let open = try Tool(["listen", "--socks5", "--open", "-4", "0.0.0.0", String(openPort)])
+        let open = try Tool(["listen", "--socks5", "--open", "-4", "127.0.0.1", String(openPort)])
         defer { open.stop() }
         waitForListener(port: openPort)
         waitUntil("the open line") { open.stderrText.contains("an open SOCKS proxy") }
