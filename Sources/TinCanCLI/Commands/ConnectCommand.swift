@@ -89,8 +89,7 @@ struct ConnectCommand {
 
     /// The dial, tried again under --retry.
     private func dialing<T>(_ dial: () throws(CommandError) -> T) throws(CommandError) -> T {
-        guard let retry else { return try dial() }
-        return try retry.run(target.description, dial)
+        try RetryPolicy.dial(retry, target.description, dial)
     }
 
     func run() throws {

@@ -59,6 +59,12 @@ struct RetryPolicy: Sendable, Equatable {
         }
     }
 
+    /// `dial` once without a policy, else under it (``run(_:_:)``).
+    static func dial<T>(_ policy: RetryPolicy?, _ what: String, _ dial: () throws(CommandError) -> T) throws(CommandError) -> T {
+        guard let policy else { return try dial() }
+        return try policy.run(what, dial)
+    }
+
     /// `--retry` (or `--forward-retry`) with `--retry-delay`, nil without the first.
     static func parse(_ args: ParsedArguments, option: Option) throws(UsageError) -> RetryPolicy? {
         let name = args.command.name

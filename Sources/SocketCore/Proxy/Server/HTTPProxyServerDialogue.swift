@@ -14,6 +14,9 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
     private var held: [UInt8] = []
     private var finished = false
     private var tunnels = false
+    /// Where the search for the head's end goes on: the bytes before it hold no end, so a
+    /// client sending a byte at a time costs a scan of each byte once, not of the whole head.
+    private var searched = 0
     public private(set) var leftover: [UInt8] = []
 
     /// The longest request head read (request line and fields).
@@ -31,7 +34,9 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
     public mutating func received(_ bytes: [UInt8]) -> [ProxyServerStep] {
         guard !finished else { return [] }
         held += bytes
-        guard let end = HTTPProxyServerDialogue.headEnd(held) else {
+        guard let end = HTTPProxyServerDialogue.headEnd(held, from: searched) else {
+            // A line end in the last two bytes may still be followed by the blank line.
+            searched = max(0, held.count - 2)
             if held.count > HTTPProxyServerDialogue.headLimit {
                 return [refuse(431, "Request Header Fields Too Large", .malformed, "the request head is longer than \(HTTPProxyServerDialogue.headLimit) bytes")]
             }
@@ -47,10 +52,10 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
         return [parse(lines, body: body)]
     }
 
-    /// Where the head ends (before its blank line) and what follows it starts; a bare LF is
-    /// taken as a line end too.
-    static func headEnd(_ bytes: [UInt8]) -> (head: Int, next: Int)? {
-        var index = 0
+    /// Where the head ends (before its blank line) and what follows it starts, looking from
+    /// `start` on; a bare LF is taken as a line end too.
+    static func headEnd(_ bytes: [UInt8], from start: Int = 0) -> (head: Int, next: Int)? {
+        var index = min(start, bytes.count)
         while let newline = bytes[index...].firstIndex(of: 10) {
             let next = newline + 1
             if next < bytes.count && bytes[next] == 10 { return (newline, next + 1) }

@@ -204,25 +204,18 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// Dials the upstream (on a worker: it blocks), writes the PROXY header, then joins the two
     /// (after the upstream's TLS handshake, with --forward-tls).
     private func dialUpstream(_ client: Client, secured clientSocket: AsyncSocket?) {
-        var result = UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits)
-        if case .failure(let first) = result, let retry = upstream.dial.retry {
-            // --forward-retry: again, on this thread of the client's own, while the peer is not there.
-            var cause = first.cause
-            var tries = 0
-            let retried = Result { () throws(CommandError) -> SourcelessDescriptor in
-                try retry.run("\(client.peer): upstream \(client.target)") { () throws(CommandError) -> SourcelessDescriptor in
-                    tries += 1
-                    if tries == 1 { throw first.error }
-                    switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits) {
-                    case .success(let descriptor): return descriptor
-                    case .failure(let failure):
-                        cause = failure.cause
-                        throw failure.error
-                    }
+        // --forward-retry dials again, waiting on this thread of the client's own.
+        var cause = ProxyConnectError.generalFailure
+        let result = Result { () throws(CommandError) -> SourcelessDescriptor in
+            try RetryPolicy.dial(upstream.dial.retry, "\(client.peer): upstream \(client.target)") { () throws(CommandError) -> SourcelessDescriptor in
+                switch UpstreamDial.dial(client.target, options: upstream.dial, settings: settings, admits: client.admits) {
+                case .success(let descriptor): return descriptor
+                case .failure(let failure):
+                    cause = failure.cause
+                    throw failure.error
                 }
             }
-            result = retried.mapError { UpstreamDial.Failure(error: $0, cause: cause) }
-        }
+        }.mapError { UpstreamDial.Failure(error: $0, cause: cause) }
         switch result {
         case .failure(let error): unreachable(client, error, secured: clientSocket)
         case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
@@ -252,7 +245,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func connected(_ client: Client, upstream descriptor: SourcelessDescriptor, secured clientSocket: AsyncSocket?) {
         let name = client.target.description
         let fd = descriptor.fd
-        func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
+        @Sendable func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
         if let version = upstream.proxyHeader {
             let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
             let written = header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
@@ -262,11 +255,31 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 return report("\(client.peer): writing the PROXY header to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
             }
         }
-        if let answer = client.answer, !answer.connected(client: client.fd, secured: clientSocket, upstream: fd) {
+        switch client.answer?.connected(client: client.fd, secured: clientSocket, upstream: fd) {
+        case nil, .sent?: break
+        case .failed?:
             closeClient()
             Syscall.close(fd)
-            return report("\(client.peer): the proxy client went before its answer was sent; closed the client", code: nil, kind: .gone)
+            return report("\(client.peer): the proxy client or its upstream went before the client's answer and early bytes were passed on; closed both", code: nil, kind: .gone)
+        case .partly(let rest)?:
+            // The rest waits for room on a thread of the client's own, never on the queue's.
+            return onThread(client, secured: clientSocket, alsoClosing: fd) { [self] in
+                let written = rest.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
+                if case .failure(let error) = written {
+                    closeClient()
+                    Syscall.close(fd)
+                    return report("\(client.peer): passing its early bytes to upstream \(name) failed: \(error.lowercaseReason); closed the client", code: nil)
+                }
+                joined(client, upstream: descriptor, secured: clientSocket)
+            }
         }
+        joined(client, upstream: descriptor, secured: clientSocket)
+    }
+
+    /// The upstream is ready and the client answered: the relay (or the bridge) joins them.
+    private func joined(_ client: Client, upstream descriptor: SourcelessDescriptor, secured clientSocket: AsyncSocket?) {
+        let name = client.target.description
+        let fd = descriptor.fd
         if client.target.isTCP { settings.liveness.apply(to: fd) }
         let took = ContinuousClock.now - client.started
         Console.note("\(client.peer): upstream \(name) connected (\(EventLog.format(took)))", level: 1)

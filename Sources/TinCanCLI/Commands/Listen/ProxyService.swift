@@ -130,22 +130,38 @@ struct ProxyAnswer: Sendable {
         }
     }
 
-    /// Tells the client it is connected, then passes on what it sent early; false when either
-    /// could not be sent whole.
-    func connected(client fd: Int32, secured: AsyncSocket?, upstream: Int32) -> Bool {
+    /// How the answer and the early bytes went.
+    enum Delivery {
+        case sent
+        /// The client could not take its answer, or the upstream its bytes.
+        case failed
+        /// The upstream took only part of the early bytes at once (a forwarded HTTP head may be
+        /// 32 KiB): the rest, for a thread that may wait for it.
+        case partly([UInt8])
+    }
+
+    /// Tells the client it is connected, then passes on what it sent early, with one send each:
+    /// never a wait on the caller's (shared) thread.
+    func connected(client fd: Int32, secured: AsyncSocket?, upstream: Int32) -> Delivery {
         let bytes = reply(.connected(bound: Syscall.localAddress(upstream)))
         if let secured {
             if !bytes.isEmpty { secured.write(bytes) }
-        } else if !ProxyAnswer.sendWhole(bytes, to: fd) {
-            return false
+        } else if ProxyAnswer.send(bytes, to: fd) != bytes.count {
+            return .failed
         }
-        return ProxyAnswer.sendWhole(leftover, to: upstream)
+        guard let sent = ProxyAnswer.send(leftover, to: upstream) else { return .failed }
+        return sent == leftover.count ? .sent : .partly(Array(leftover[sent...]))
     }
 
-    /// One send on a fresh socket, whose buffer has room for a few short messages.
-    private static func sendWhole(_ bytes: [UInt8], to fd: Int32) -> Bool {
-        guard !bytes.isEmpty else { return true }
-        return bytes.withUnsafeBytes { raw in (try? Syscall.send(fd, from: raw)) == bytes.count }
+    /// Whole only: a short answer to a fresh socket, whose buffer has room for a few.
+    private static func sendWhole(_ bytes: [UInt8], to fd: Int32) -> Bool { send(bytes, to: fd) == bytes.count }
+
+    /// One non-blocking send: how much went (0 when it would block), nil on an error.
+    private static func send(_ bytes: [UInt8], to fd: Int32) -> Int? {
+        guard !bytes.isEmpty else { return 0 }
+        let sent = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.send(fd, from: raw) } }
+        guard case .success(let count) = sent else { return nil }
+        return count ?? 0
     }
 }
 

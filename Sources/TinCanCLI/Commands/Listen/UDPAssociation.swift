@@ -5,10 +5,11 @@ import SocketCore
 /// port the client is told. Datagrams from the client's address (its IP, and the port it named
 /// or the first one it sends from) lose their SOCKS header (``SOCKSDatagram``) and go to their
 /// destination; datagrams from anywhere else come back to the client with a header naming their
-/// sender. Fragments, other senders' datagrams posing as the client's, and datagrams before the
-/// client's port is known are dropped and counted, as are datagrams the destination rules refuse
-/// (a name is then resolved here, and its address checked). The association lives as long as
-/// its TCP connection: the client's close (or reset) ends it.
+/// sender. Fragments, datagrams from elsewhere before the client's port is known, and datagrams
+/// the destination rules refuse (a name is then resolved here, and its address checked) are
+/// dropped and counted. The association lives as long as its TCP connection: the client's
+/// close (or reset) ends it. `--idle-timeout` does not cut it (it measures the TCP connection,
+/// which is quiet while datagrams flow); `--keepalive` notices a client that vanished.
 final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     // @unchecked Sendable: the mutable fields below are touched on `queue` only.
     private let control: AsyncSocket
@@ -81,9 +82,6 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
             }
         }
     }
-
-    /// Ends it now (on `queue`): `--idle-timeout`, the listener's end.
-    func cancel(_ reason: String) { queue.async { [self] in end(reason) } }
 
     private func end(_ reason: String) {
         guard !over else { return }
