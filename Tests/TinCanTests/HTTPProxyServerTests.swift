@@ -89,6 +89,11 @@ final class HTTPProxyServerTests: XCTestCase {
         for gone in ["Proxy-Authorization", "Proxy-Connection", "X-Private", "keep-alive"] {
             XCTAssertFalse(wire.lowercased().contains(gone.lowercased()), "\(gone) reached the origin: \(wire)")
         }
+        // A head near the 32 KiB limit is passed on whole (more than one send may take).
+        let big = String(repeating: "v", count: 30_000)
+        let large = try curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:s3cret", "-H", "X-Big: \(big)", "http://localhost:\(origin.port)/big"])
+        XCTAssertEqual(large.out, "recorded\n", large.err)
+        XCTAssertTrue(fileText(record).contains("X-Big: \(big)\r\n"), "the big field arrived whole")
         let anonymous = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
         XCTAssertEqual(anonymous.out, "407")
         let wrong = try curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:guess", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])

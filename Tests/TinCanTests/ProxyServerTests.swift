@@ -109,6 +109,87 @@ final class ProxyServerTests: XCTestCase {
         XCTAssertTrue(closed["error"] is NSNull, "\(closed)")
     }
 
+    /// A target for the byte-path tests, by `mode`: `late` reads to the end, waits 2.5 s, then
+    /// answers the count and digest; `first` sends a line and ends its side first, then counts
+    /// what still comes (after the client's pause) into `record`; `reset` waits for the client's
+    /// first bytes (the tunnel is up), sends a line and resets.
+    private static func target(_ mode: String, record: String = "") -> String {
+        "mode = '\(mode)'; record = '\(record)'\n" + PythonPeers.listenPrelude + """
+            import struct
+            c, _ = s.accept()
+            if mode == 'reset':
+                c.recv(100)  # the client's first bytes: the tunnel is up
+                c.sendall(b'partial\\n')
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+            elif mode == 'first':
+                c.sendall(b'the target speaks first\\n'); c.shutdown(socket.SHUT_WR)
+                n = 0
+                while True:
+                    b = c.recv(65536)
+                    if not b: break
+                    n += len(b)
+                open(record, 'w').write(str(n)); c.close()
+            else:
+                h = hashlib.sha256(); n = 0
+                while True:
+                    b = c.recv(65536)
+                    if not b: break
+                    h.update(b); n += len(b)
+                time.sleep(2.5)
+                c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
+            """
+    }
+
+    func testEachSideEndsFirstAndTheOtherGoesOnAfterAPause() throws {
+        let (listener, port) = try proxy([])
+        defer { listener.stop() }
+        // The client ends first; the target answers 2.5 s later, through the proxy.
+        let late = try PythonPeer(ProxyServerTests.target("late"))
+        defer { late.stop() }
+        let input = String(repeating: "the client's part\n", count: 50_000)
+        let r = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(late.port)], input: input)
+        XCTAssertEqual(r.status, 0, r.err)
+        let digest = try Tool.run(["sha256sum"], input: input, program: "/usr/bin/env").out.prefix(64)
+        XCTAssertEqual(r.out, "\(input.utf8.count) \(digest)\n", "the answer after the pause, whole")
+        // The target ends first; the client sends 1 MiB after a 2.5 s pause, all of it counted.
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-socks-first-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let first = try PythonPeer(ProxyServerTests.target("first", record: record))
+        defer { first.stop() }
+        let client = """
+            import socket, sys, time
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.settimeout(10)
+            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 1, 0, 1, 127, 0, 0, 1]) + int(sys.argv[2]).to_bytes(2, 'big'))
+            r = b''
+            while len(r) < 10: r += c.recv(10 - len(r))
+            got = b''
+            while True:
+                b = c.recv(65536)
+                if not b: break
+                got += b
+            time.sleep(2.5)
+            c.sendall(b'x' * (1 << 20)); c.shutdown(socket.SHUT_WR)
+            while c.recv(65536): pass
+            print(got.decode(), end='')
+            """
+        let sent = try Tool.run(["python3", "-c", client, String(port), String(first.port)], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(sent.out, "the target speaks first\n", sent.err)
+        waitUntil("the target's count") { fileText(record) == String(1 << 20) }
+    }
+
+    func testATargetsResetReachesTheClientAsAFailure() throws {
+        let (listener, port) = try proxy([])
+        defer { listener.stop() }
+        let reset = try PythonPeer(ProxyServerTests.target("reset"))
+        defer { reset.stop() }
+        let r = try Tool.run(["connect", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(reset.port)], input: "go\n")
+        // What came before the reset may be dropped by the kernel that met it: only a prefix.
+        XCTAssertTrue("partial\n".hasPrefix(r.out), r.out)
+        XCTAssertNotEqual(r.status, 0, "a reset is not a clean end: \(r.err)")
+        XCTAssertTrue(r.err.contains("reset"), r.err)
+    }
+
     func testRepliesSayWhyAndWhatIsNotServed() throws {
         let (listener, port) = try proxy([])
         defer { listener.stop() }
