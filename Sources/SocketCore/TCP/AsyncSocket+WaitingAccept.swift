@@ -8,6 +8,16 @@ public struct AcceptedConnection: Sendable {
     public let descriptor: Int32
     /// Who connected; nil for an unnamed Unix peer.
     public let peer: SocketAddress?
+    /// The PROXY protocol header a load balancer sent first (``ProxyHeaderReader``), when one
+    /// was read: its addresses, when it has them, are the client's and the one it reached.
+    public var proxied: ProxyProtocolHeader?
+
+    /// A connection on `descriptor` from `peer`.
+    public init(descriptor: Int32, peer: SocketAddress?, proxied: ProxyProtocolHeader? = nil) {
+        self.descriptor = descriptor
+        self.peer = peer
+        self.proxied = proxied
+    }
 
     /// The descriptor as one that never had a dispatch source, for ``StreamRelay``: true until
     /// it is adopted (``AsyncSocket/adopt(_:)``), after which the socket's sources watch it.

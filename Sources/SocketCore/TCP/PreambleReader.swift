@@ -128,25 +128,21 @@ private final class SocketPreambleRun<Dialogue: ProxyServerDialogue>: @unchecked
 /// One client's preamble: its state is touched only on the poller's queue.
 private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Sendable {
     // @unchecked Sendable: every field below is read and written on `poller.queue` only.
-    private let descriptor: SourcelessDescriptor
-    private let poller: QueuePoller
+    private let wait: PolledWait
     private var dialogue: Dialogue
     private let completion: @Sendable (PreambleReader.Outcome<Dialogue>) -> Void
-    private var watcher: QueuePoller.Watcher?
-    private var timer: UInt64?
-    private var over = false
+    private var timeout = Duration.zero
 
     init(
         _ dialogue: Dialogue, descriptor: SourcelessDescriptor, poller: QueuePoller,
         completion: @escaping @Sendable (PreambleReader.Outcome<Dialogue>) -> Void
     ) {
         self.dialogue = dialogue
-        self.descriptor = descriptor
-        self.poller = poller
+        self.wait = PolledWait(fd: descriptor.fd, poller: poller)
         self.completion = completion
     }
 
-    private var timeout = Duration.zero
+    private var fd: Int32 { wait.fd }
 
     func start(timeout: Duration) {
         self.timeout = timeout
@@ -155,44 +151,35 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
         readable()
     }
 
-    /// Nothing more to read for now: wait for the client in the poller's epoll set, with the
-    /// deadline (set once, at the first wait).
-    private func waitForMore() {
-        guard watcher == nil else { return }
-        timer = poller.scheduleTimer(after: timeout) { [self] in
-            fail("sent no whole request within \(timeout.components.seconds) s")
-        }
-        let watcher = poller.watch(descriptor.fd, onReadable: { [self] in readable() }, onWritable: {})
-        self.watcher = watcher
-        watcher.wantsRead = true
-        poller.update(watcher)
-    }
-
     private func readable() {
-        guard !over else { return }
+        guard !wait.over else { return }
         var chunk = [UInt8](repeating: 0, count: PreambleReader.readSize)
-        while !over {
+        while !wait.over {
             let received = chunk.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try Syscall.receive(descriptor.fd, into: raw) }
+                Result { () throws(SystemError) in try Syscall.receive(fd, into: raw) }
             }
             let count: Int?
             switch received {
             case .success(let value): count = value
             case .failure(let error): return fail("ended its connection (\(error.lowercaseReason)) before its request was whole")
             }
-            guard let count else { return waitForMore() }
+            guard let count else {
+                // Nothing more for now: wait in the poller's epoll set, under the deadline.
+                return wait.wait(
+                    timeout: timeout, onTimeout: { [self] in fail("sent no whole request within \(timeout.components.seconds) s") },
+                    onReadable: { [self] in readable() })
+            }
             guard count > 0 else { return fail("closed the connection before its request was whole") }
             for step in dialogue.received(Array(chunk[..<count])) {
                 switch step {
                 case .send(let bytes):
                     guard send(bytes) else { return fail("does not read what the server answers") }
                 case .connect(let request):
-                    finish()
+                    wait.finish()
                     return completion(.request(dialogue, request))
                 case .refuse(let refusal):
                     _ = send(refusal.reply)
-                    finish()
-                    close()
+                    wait.close()
                     return completion(.refused(refusal))
                 }
             }
@@ -203,32 +190,13 @@ private final class PreambleRun<Dialogue: ProxyServerDialogue>: @unchecked Senda
     /// that does not read has filled its buffers with nothing but a few answers).
     private func send(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return true }
-        let sent = bytes.withUnsafeBytes { raw in try? Syscall.send(descriptor.fd, from: raw) }
+        let sent = bytes.withUnsafeBytes { raw in try? Syscall.send(fd, from: raw) }
         return sent == bytes.count
     }
 
     private func fail(_ reason: String) {
-        guard !over else { return }
-        finish()
-        close()
+        guard !wait.over else { return }
+        wait.close()
         completion(.failed(reason))
-    }
-
-    /// No more events or timer for this client.
-    private func finish() {
-        over = true
-        if let timer { poller.cancelTimer(timer) }
-        if let watcher { poller.forget(watcher) }
-    }
-
-    /// Closes the client, what it sent unread taken first so that the close is a FIN, not a
-    /// reset that could overtake the answer just sent.
-    private func close() {
-        withUnsafeTemporaryAllocation(byteCount: PreambleReader.readSize, alignment: 1) { raw in
-            for _ in 0..<64 {
-                guard let count = try? Syscall.receive(descriptor.fd, into: raw), count > 0 else { break }
-            }
-        }
-        Syscall.close(descriptor.fd)
     }
 }

@@ -1,6 +1,7 @@
 /// Every option's long name, typed: a lookup with a typo does not compile. The raw value is the
 /// name on the command line (`--connect-timeout`).
 public enum Option: String, CaseIterable, Sendable {
+    case acceptProxyProtocol = "accept-proxy-protocol"
     case allow
     case allowDest = "allow-dest"
     case attemptDelay = "attempt-delay"

@@ -418,6 +418,11 @@ public enum OptionTable {
                         "With --forward: write HAProxy's PROXY protocol header (v1 text, v2 binary) on each upstream connection before any byte: the client's address and port and the ones it connected to (TCP4 or TCP6; UNKNOWN for a Unix client). For servers behind tincan that read it (haproxy's accept-proxy, nginx's proxy_protocol)."
                 ),
                 OptionSpec(
+                    .acceptProxyProtocol, value: .choice(["v1", "v2", "any"]), valueName: "v1|v2|any", default: "any", valueIsOptional: true,
+                    help:
+                        "Behind a load balancer that sends HAProxy's PROXY protocol header (haproxy's send-proxy or send-proxy-v2, nginx's proxy_protocol on): read it first on every connection, in any listen mode, before TLS or a proxy request, and take the client's address from it for -v, --json, --allow/--deny and the header --proxy-protocol writes upstream (LOCAL, UNKNOWN or a non-TCP family: the connection's own address). Not a byte past the header is read. A connection without a valid header of that version within --handshake-timeout is closed (counted, said at -v). Anyone who can reach the port can claim any address: let only the balancer reach it."
+                ),
+                OptionSpec(
                     .connectTimeout, value: .duration, valueName: "DURATION", default: "none",
                     help:
                         "With --forward, --forward-unix, --socks5 or --http-proxy: give up dialling the upstream (and its proxies) after this long (a SOCKS client then hears 0x06); a Unix upstream whose backlog is full is waited for until then."

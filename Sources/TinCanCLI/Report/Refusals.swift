@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader
 
         var summary: String {
             switch self {
@@ -23,6 +23,7 @@ enum Refusals {
             case .authentication: "proxy clients refused their credentials"
             case .proxyRequest: "proxy requests refused or never made"
             case .destination: "proxy requests for destinations not allowed (--allow-dest/--deny-dest)"
+            case .proxyHeader: "connections without a valid PROXY protocol header (--accept-proxy-protocol)"
             }
         }
     }

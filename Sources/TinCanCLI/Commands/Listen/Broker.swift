@@ -46,7 +46,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private func join(_ socket: AsyncSocket) {
         let id = ObjectIdentifier(socket)
         clients[id] = socket
-        names[id] = socket.connectedAddress?.description ?? "a Unix client"
+        names[id] = socket.clientAddress?.description ?? "a Unix client"
         // The hub closes a client at its end of stream itself (``socketDidCloseReadStream(_:)``),
         // after freeing its place under --max-conns.
         socket.autoDisconnectOnClosedReadStream = false
@@ -54,18 +54,18 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         if sharing == .chat {
             let user = nextUser
             nextUser += 1
-            let address = socket.connectedHost ?? "a Unix peer"
+            let address = socket.clientAddress?.host ?? "a Unix peer"
             let present = chatters.values.sorted { $0.user < $1.user }.map { "\($0.address) as \($0.name)" }
             socket.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8), timeout: settings.sendTimeout)
             chatters[id] = (user, "<user\(user)>", address, ChatLines(user: user, limit: Relay.chunkSize))
             announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
         socket.readData(maxLength: Relay.chunkSize)
-        if let idle, let token = idle.watch(socket.descriptor, peer: socket.connectedAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } })
+        if let idle, let token = idle.watch(socket.descriptor, peer: socket.clientAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } })
         {
             watched[id] = token
         }
-        Console.note("\(socket.connectedAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
+        Console.note("\(socket.clientAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
     }
 
     /// An announcement to stdout and every client but one (small and rare: not waited for).
@@ -142,7 +142,9 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 deliver(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
             // Its own delegate from the start: an end of stream seen as it is adopted is the hub's.
-            join(listener.adopt(accepted, delegate: self, delegateQueue: queue))
+            let socket = listener.adopt(accepted, delegate: self, delegateQueue: queue)
+            if let proxied = accepted.proxied { socket.userData = proxied }
+            join(socket)
         }
     }
 

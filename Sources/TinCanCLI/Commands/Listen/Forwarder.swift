@@ -74,11 +74,13 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let quick = upstream.target.flatMap { UpstreamDial.quickAddress($0, options: upstream.dial) }
         do throws(AsyncSocketError) {
             while let accepted = try listener.waitForConnection() {
-                guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
-                    Syscall.close(accepted.descriptor)
+                if keepOpen && gate.proxyHeader != nil {
+                    // Its header is read on a shared queue, where the client goes on.
+                    gate.pass(accepted) { [self] admitted in admitted.map { take($0, burst: true, quick: quick) } }
                     continue
                 }
-                take(accepted, burst: listener.hasConnectionWaiting, quick: quick)
+                guard let admitted = gate.passWaiting(accepted) else { continue }
+                take(admitted, burst: listener.hasConnectionWaiting, quick: quick)
                 if !keepOpen {
                     listener.disconnect()  // one client: stop listening once it is here
                     break
@@ -114,9 +116,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// `listen --stdio-socket`: the one connection inetd or systemd (`Accept=yes`) accepted,
     /// then the end of the run with its end.
     func serve(inherited accepted: AcceptedConnection) throws {
-        guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
-            Syscall.close(accepted.descriptor)
-            throw CommandError("the connection on stdin is refused (--allow/--deny)")
+        guard let accepted = gate.passWaiting(accepted) else {
+            throw CommandError("the connection on stdin is refused (\(gate.proxyHeader == nil ? "--allow/--deny" : "--allow/--deny, or no valid PROXY header"))")
         }
         take(accepted, burst: false, quick: upstream.target.flatMap { UpstreamDial.quickAddress($0, options: upstream.dial) })
         ended.wait()
@@ -167,13 +168,13 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private let nextQueue = Atomic<Int>(0)
 
     private func client(_ accepted: AcceptedConnection) -> Client {
-        let peer = accepted.peer.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
+        let peer = accepted.client.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
         let client = Client(
-            descriptor: accepted.sourceless, peer: peer, source: accepted.peer,
-            destination: upstream.proxyHeader == nil ? nil : Syscall.localAddress(accepted.descriptor), log: EventLog.current.withLock { $0 },
+            descriptor: accepted.sourceless, peer: peer, source: accepted.client,
+            destination: upstream.proxyHeader == nil ? nil : accepted.reached, log: EventLog.current.withLock { $0 },
             target: upstream.target ?? .tcp(host: "", port: 0), answer: nil, request: nil, admits: nil,
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
-        client.log?.emit("accepted", [("remote", .string(peer))])
+        client.log?.emit("accepted", [("remote", .string(peer))] + ProxyHeaderStep.via(accepted.proxied == nil ? nil : accepted.peer))
         return client
     }
 

@@ -31,6 +31,8 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     let settings: StreamSettings
     let filter: PeerFilter
     let limit: Int
+    /// --accept-proxy-protocol: each connection's PROXY header is read before it is judged.
+    let proxyHeader: ProxyHeaderStep?
     private let active = Atomic<Int>(0)
     /// The handler, boxed: a closure kept directly in the generic `Locked` is re-abstracted
     /// (wrapped in two more thunks) each time it passes through `withLock`'s `inout`, so every
@@ -43,11 +45,18 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         init(_ body: @escaping @Sendable (AsyncSocket) -> Void) { self.body = body }
     }
 
-    init(settings: StreamSettings, filter: PeerFilter, limit: Int) {
+    init(settings: StreamSettings, filter: PeerFilter, limit: Int, proxyHeader: ProxyHeaderStep? = nil) {
         self.settings = settings
         self.filter = filter
         self.limit = limit
+        self.proxyHeader = proxyHeader
     }
+
+    /// The listener's delegate queue, where a connection goes on once its PROXY header is read.
+    private let acceptQueue = Locked<DispatchQueue?>(nil)
+
+    /// Connections whose PROXY header was read go on on `queue` (the listener's delegate queue).
+    func accepts(on queue: DispatchQueue) { acceptQueue.withLock { $0 = queue } }
 
     var onConnection: (@Sendable (AsyncSocket) -> Void)? {
         get { handler.withLock { $0 }?.body }
@@ -69,11 +78,12 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     func closed() { active.subtract(1, ordering: .relaxed) }
 
     /// Whether a connection from `peer` may go on: the filter and --max-conns, each refusal
-    /// and admission noted (-v). An admitted connection counts until ``closed()``.
-    /// Whether `peer` may connect; if so its connection `fd` gets --keepalive and --user-timeout.
-    func admit(_ peer: SocketAddress?, descriptor fd: Int32) -> Bool {
+    /// and admission noted (-v). An admitted connection counts until ``closed()``; its
+    /// descriptor `fd` gets --keepalive and --user-timeout. `via`: the load balancer whose
+    /// PROXY header named `peer`.
+    func admit(_ peer: SocketAddress?, descriptor fd: Int32, via: SocketAddress? = nil) -> Bool {
         let peer = peer.flatMap { $0.isUnix ? nil : $0 }  // a Unix peer has no address to check
-        let name = peer?.description ?? "a Unix peer"
+        let name = (peer?.description ?? "a Unix peer") + (via.map { " (PROXY header from \($0.isUnix ? "a Unix peer" : $0.description))" } ?? "")
         Refusals.accepted()
         if let reason = filter.refusal(for: peer) {
             Refusals.note(.filtered, "refused connection from \(name): \(reason)")
@@ -86,8 +96,38 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         }
         Console.note("connection from \(name)", level: 1)
         Statistics.connections.add(1, ordering: .relaxed)
-        if !settings.liveness.isEmpty && peer != nil { settings.liveness.apply(to: fd) }
+        if !settings.liveness.isEmpty && (via.map { !$0.isUnix } ?? (peer != nil)) { settings.liveness.apply(to: fd) }
         return true
+    }
+
+    /// A connection taken raw (``AsyncSocket/waitForConnection()``) through the PROXY header
+    /// step, when there is one, and the gate: `then` gets it once admitted (at once without the
+    /// step; on a shared queue once its header is read, with it), or nil once it was refused
+    /// and closed.
+    func pass(_ accepted: AcceptedConnection, then: @escaping @Sendable (AcceptedConnection?) -> Void) {
+        guard let proxyHeader else { return then(judged(accepted, via: nil)) }
+        proxyHeader.read(accepted) { [self] proxied in then(proxied.flatMap { judged($0, via: $0.peer) }) }
+    }
+
+    private func judged(_ accepted: AcceptedConnection, via: SocketAddress?) -> AcceptedConnection? {
+        guard admit(accepted.client, descriptor: accepted.descriptor, via: via) else {
+            Syscall.close(accepted.descriptor)
+            return nil
+        }
+        return accepted
+    }
+
+    /// ``pass(_:then:)`` for a run of one client, waiting on this thread (the listener's own)
+    /// for its header: the connection once admitted, or nil when it was refused.
+    func passWaiting(_ accepted: AcceptedConnection) -> AcceptedConnection? {
+        let outcome = Locked<AcceptedConnection?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        pass(accepted) { admitted in
+            outcome.withLock { $0 = admitted }
+            done.signal()
+        }
+        done.wait()  // the header's read is bounded by --handshake-timeout
+        return outcome.withLock { $0 }
     }
 
     func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { settings.marking?.report(refusal) }
@@ -95,7 +135,15 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     func socket(_ sock: AsyncSocket, didPauseAccepting error: SystemError) { Refusals.outOfDescriptors(error) }
 
     func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
-        guard admit(newSocket.connectedAddress, descriptor: newSocket.descriptor) else { return newSocket.disconnect() }
+        if let proxyHeader, let queue = acceptQueue.withLock({ $0 }) {
+            return proxyHeader.read(newSocket, on: queue) { [self] socket in judged(socket, via: socket.connectedAddress) }
+        }
+        judged(newSocket, via: nil)
+    }
+
+    /// A connection (its PROXY header read, with --accept-proxy-protocol) before the gate.
+    private func judged(_ newSocket: AsyncSocket, via: SocketAddress?) {
+        guard admit(newSocket.clientAddress, descriptor: newSocket.descriptor, via: via) else { return newSocket.disconnect() }
         guard let handler = onConnection else {
             newSocket.disconnect()
             closed()

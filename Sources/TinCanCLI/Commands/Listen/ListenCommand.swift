@@ -30,6 +30,8 @@ struct ListenCommand {
     let activation: [SocketActivation.Socket]?
     /// --stdio-socket: the connection is stdin, accepted by inetd or systemd.
     let stdioSocket: Bool
+    /// --accept-proxy-protocol: a load balancer's PROXY header first on every connection.
+    let proxyHeaderIn: ProxyHeaderStep?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -71,7 +73,7 @@ struct ListenCommand {
             tls = try TLSOptions.server(args)
         } else {
             for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) ? [] : [Option.handshakeTimeout]) where args.has(option)
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) ? [] : [Option.handshakeTimeout]) where args.has(option)
             {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
@@ -109,6 +111,7 @@ struct ListenCommand {
             for option in forwardOptions where args.has(option) { throw UsageError("--\(option.rawValue) needs --forward-tls", command: name) }
         }
         proxyHeader = args.value(.proxyProtocol).flatMap(ProxyProtocolHeader.Version.init(rawValue:))
+        proxyHeaderIn = ProxyHeaderStep(args, timeout: settings.handshakeTimeout)
         if broker != .none {
             let what = broker == .chat ? "--chat" : "--broker"
             if upstream != nil { throw UsageError("\(what) joins clients to one another: not with --forward", command: name) }
@@ -157,7 +160,7 @@ struct ListenCommand {
         // Many clients at once, each with a socket (and a relay's upstream and pipes): as many
         // descriptors as the system allows this process.
         if keepOpen { Syscall.raiseDescriptorLimit() }
-        let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1)
+        let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1, proxyHeader: proxyHeaderIn)
         // --idle-timeout per connection where no session relay of ours measures it.
         let idle = settings.idleTimeout.flatMap { limit in keepOpen || upstream != nil || service != nil ? IdleWatch(limit: limit, text: settings.idleText) : nil }
         // How connections are served is decided before the first one can arrive.
@@ -178,6 +181,7 @@ struct ListenCommand {
         // A mode with a queue of its own runs the listener there too: accept, the gate and the
         // connection's first read without a thread hop between them.
         let acceptQueue = mode.connectionQueue ?? DispatchQueue(label: "tincan.accept")
+        gate.accepts(on: acceptQueue)
         let listener = AsyncSocket(delegate: gate, delegateQueue: acceptQueue, socketQueue: mode.connectionQueue)
         listener.isIPv4Enabled = !settings.ipv6Only
         listener.isIPv6Enabled = !settings.ipv4Only
@@ -223,15 +227,15 @@ struct ListenCommand {
                 code: .usage)
         }
         if let forwarder = mode as? Forwarder { return try forwarder.serve(inherited: accepted) }
-        guard gate.admit(accepted.peer, descriptor: accepted.descriptor) else {
-            Syscall.close(accepted.descriptor)
-            throw CommandError("the connection on stdin is refused (--allow/--deny)")
+        guard let accepted = gate.passWaiting(accepted) else {
+            throw CommandError("the connection on stdin is refused (\(proxyHeaderIn == nil ? "--allow/--deny" : "--allow/--deny, or no valid PROXY header"))")
         }
         let socket: AsyncSocket
         do throws(AsyncSocketError) { socket = try AsyncSocket.adopting(connected: accepted.descriptor) } catch {
             Syscall.close(accepted.descriptor)
             throw CommandError("the connection on stdin: \(error)")
         }
+        if let proxied = accepted.proxied { socket.userData = proxied }
         socket.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         step.handle(socket)
         // The mode waits for its one client as for one accepted; there is no listener to close.

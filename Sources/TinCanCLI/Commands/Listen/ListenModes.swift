@@ -33,7 +33,7 @@ struct ConnectionStep: Sendable {
     let handshakeTimeout: Duration
 
     func handle(_ socket: AsyncSocket) {
-        let peer = socket.connectedAddress?.description ?? socket.connectedPath ?? "a Unix peer"
+        let peer = socket.clientAddress?.description ?? socket.connectedPath ?? "a Unix peer"
         guard let context else { return mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: nil, took: .zero))) }
         let started = ContinuousClock.now
         socket.startTLS(context.settings, context: context, timeout: handshakeTimeout) { [mode] result in
@@ -129,7 +129,7 @@ struct KeepOpenHub: ListenMode {
         if acceptsByWaiting {
             do throws(AsyncSocketError) {
                 while let accepted = try listener.waitForConnection() {
-                    if gate.admit(accepted.peer, descriptor: accepted.descriptor) { hub.take(accepted, from: listener) } else { Syscall.close(accepted.descriptor) }
+                    gate.pass(accepted) { [hub] admitted in admitted.map { hub.take($0, from: listener) } }
                 }
             } catch {
                 throw CommandError("accepting a connection failed: \(error)")

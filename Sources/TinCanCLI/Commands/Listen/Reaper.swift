@@ -20,7 +20,7 @@ final class Reaper: @unchecked Sendable {
 
     /// Starts `program` on `socket`'s connection; this process keeps no copy of it.
     func spawn(_ program: [String], on socket: AsyncSocket) {
-        let peer = socket.connectedAddress?.description ?? "a Unix peer"
+        let peer = socket.clientAddress?.description ?? "a Unix peer"
         socket.setDelegate(nil, delegateQueue: nil)
         do {
             let connection = try HandOver.take(socket, peer: peer)
