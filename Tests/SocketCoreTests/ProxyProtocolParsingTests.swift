@@ -62,10 +62,13 @@ final class ProxyProtocolParsingTests: XCTestCase {
         let signature = ProxyProtocolHeader.signature
         XCTAssertEqual(read(signature + [0x20, 0x11, 0, 12] + [UInt8](repeating: 1, count: 12)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 28))
         XCTAssertEqual(read(signature + [0x21, 0x12, 0, 12] + [UInt8](repeating: 1, count: 12)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 28))
-        XCTAssertEqual(read(signature + [0x21, 0x31, 0, 216] + [UInt8](repeating: 0x41, count: 216)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 232))
+        XCTAssertEqual(
+            read(signature + [0x21, 0x31, 0, 216] + [UInt8](repeating: 0x41, count: 216)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 232))
         let tlv: [UInt8] = [0x04, 0x00, 0x03, 0x61, 0x62, 0x63]  // PP2_TYPE_NOOP, 3 bytes
         let withTLV = signature + [0x21, 0x11, 0, UInt8(12 + tlv.count), 198, 18, 0, 7, 198, 18, 0, 1, 0x12, 0x34, 0x00, 0x50] + tlv
-        XCTAssertEqual(read(withTLV + [0xFF]).0, .header(ProxyProtocolHeader(.v2, source: try address("198.18.0.7", 0x1234), destination: try address("198.18.0.1", 80)), length: withTLV.count))
+        XCTAssertEqual(
+            read(withTLV + [0xFF]).0,
+            .header(ProxyProtocolHeader(.v2, source: try address("198.18.0.7", 0x1234), destination: try address("198.18.0.1", 80)), length: withTLV.count))
         // A v2 header as long as accepted, and one byte longer.
         let most = ProxyProtocolHeader.maximumV2Length - 16
         XCTAssertEqual(read(signature + [0x21, 0x00, UInt8(most >> 8), UInt8(most & 0xFF)] + [UInt8](repeating: 0, count: most)).1, ProxyProtocolHeader.maximumV2Length)

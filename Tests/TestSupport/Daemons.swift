@@ -3,7 +3,7 @@
     import XCTest
 
     /// A real server from Debian, run in the foreground on loopback with a throwaway configuration
-    /// in a directory of its own: nginx, squid, dante, dovecot, exim, slapd, prosody. It listens on ports it holds
+    /// in a directory of its own: nginx, haproxy, squid, dante, dovecot, exim, slapd, prosody. It listens on ports it holds
     /// itself (``Listeners/start``), `stop()` ends it and every process it started, by PID, and
     /// removes its directory (call it in a defer). Certificates come from ``TLSFixtures`` (a server
     /// certificate for localhost and 127.0.0.1, signed by its CA).
@@ -110,6 +110,76 @@
                             listen 127.0.0.1:\(p[3]) proxy_protocol;
                             location / { return 200 "client $proxy_protocol_addr $proxy_protocol_port\\n"; }
                         }
+                    }
+                    """, "\(dir)/nginx.conf")
+                return ["/usr/sbin/nginx", "-c", "\(dir)/nginx.conf", "-p", dir]
+            }
+        }
+
+        /// haproxy as a TCP load balancer in front of `target` (a port on 127.0.0.1), telling it
+        /// each client with the PROXY protocol, in this order of ``ports``: 127.0.0.1 with v1
+        /// (`send-proxy`), 127.0.0.1 with v2 (`send-proxy-v2`), ::1 with v1, ::1 with v2; and
+        /// `echo`, an HTTP frontend that reads a PROXY header (`accept-proxy`) and answers
+        /// "src=ADDR sport=PORT dst=ADDR dport=PORT". Clients of the Unix socket `lb.sock` in its
+        /// ``directory`` are sent as v1 UNKNOWN.
+        public static func haproxyBalancer(to target: UInt16, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+            try RealDaemon("haproxy", ports: 5, file: file, line: line) { dir, p in
+                try write(
+                    """
+                    global
+                      log stderr format short local0 info
+                    defaults
+                      log global
+                      mode tcp
+                      timeout connect 5s
+                      timeout client 10s
+                      timeout server 10s
+                    frontend v1
+                      bind 127.0.0.1:\(p[0])
+                      bind unix@\(dir)/lb.sock
+                      default_backend v1
+                    frontend v2
+                      bind 127.0.0.1:\(p[1])
+                      default_backend v2
+                    frontend v1six
+                      bind [::1]:\(p[2])
+                      default_backend v1
+                    frontend v2six
+                      bind [::1]:\(p[3])
+                      default_backend v2
+                    backend v1
+                      server target 127.0.0.1:\(target) send-proxy
+                    backend v2
+                      server target 127.0.0.1:\(target) send-proxy-v2
+                    frontend echo
+                      mode http
+                      bind 127.0.0.1:\(p[4]) accept-proxy
+                      http-request return status 200 content-type text/plain lf-string "src=%[src] sport=%[src_port] dst=%[dst] dport=%[dst_port]\\n"
+
+                    """, "\(dir)/haproxy.cfg")
+                return ["/usr/sbin/haproxy", "-db", "-f", "\(dir)/haproxy.cfg"]
+            }
+        }
+
+        /// nginx's stream module as a TCP proxy in front of `target` (a port on 127.0.0.1) with
+        /// `proxy_protocol on` (v1) and `proxy_half_close on` (a client's end of stream is passed on,
+        /// not taken for the end of both directions), listening on 127.0.0.1 and ::1, in this order of
+        /// ``ports``.
+        public static func nginxStream(to target: UInt16, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+            try RealDaemon("nginx-stream", ports: 2, file: file, line: line) { dir, p in
+                try write(
+                    """
+                    daemon off;
+                    master_process on;
+                    worker_processes 1;
+                    user root;
+                    pid \(dir)/nginx.pid;
+                    error_log \(dir)/error.log info;
+                    load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+                    events { worker_connections 64; }
+                    stream {
+                        server { listen 127.0.0.1:\(p[0]); proxy_pass 127.0.0.1:\(target); proxy_protocol on; proxy_half_close on; }
+                        server { listen [::1]:\(p[1]); proxy_pass 127.0.0.1:\(target); proxy_protocol on; proxy_half_close on; }
                     }
                     """, "\(dir)/nginx.conf")
                 return ["/usr/sbin/nginx", "-c", "\(dir)/nginx.conf", "-p", dir]

@@ -46,6 +46,17 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(OptionTable.command(named: "connect")?.option(long: "keepalive")?.signature, "    --keepalive[=IDLE[,INTERVAL[,COUNT]]]")
     }
 
+    /// An optional choice takes the next argument when it is one of its words, and only then.
+    func testAnOptionalChoiceTakesTheNextArgumentOnlyWhenItIsOneOfItsWords() throws {
+        XCTAssertEqual(try parse("listen --accept-proxy-protocol v2 8080").value(.acceptProxyProtocol), "v2")
+        XCTAssertEqual(try parse("listen --accept-proxy-protocol v2 8080").positionals, ["8080"])
+        XCTAssertEqual(try parse("listen --accept-proxy-protocol=v1 8080").value(.acceptProxyProtocol), "v1")
+        let bare = try parse("listen --accept-proxy-protocol 127.0.0.1 8080")
+        XCTAssertEqual(bare.value(.acceptProxyProtocol), "")
+        XCTAssertEqual(bare.positionals, ["127.0.0.1", "8080"])
+        XCTAssertTrue(error("listen --accept-proxy-protocol=v3 8080").contains("v3"))
+    }
+
     /// The typed names and the table agree: every name is some command's option, and every
     /// command runs from its own table row.
     func testEveryOptionNameBelongsToTheTable() {

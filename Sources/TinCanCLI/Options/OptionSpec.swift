@@ -36,8 +36,9 @@ public struct OptionSpec: Sendable, Equatable {
     public let repeatable: Bool
     public let help: String
     public let defaultText: String?
-    /// The value may be left out (`--keepalive` alone, or `--keepalive=30s`): given only after
-    /// `=`, so the next argument is never taken for it.
+    /// The value may be left out (`--keepalive` alone, or `--keepalive=30s`): given after `=`,
+    /// so the next argument is never taken for it — unless the value is a ``ValueKind/choice(_:)``
+    /// and the next argument is one of its words (`--accept-proxy-protocol v2`).
     public let valueIsOptional: Bool
 
     public init(

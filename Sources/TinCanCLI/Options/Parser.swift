@@ -118,7 +118,13 @@ public enum Parser {
                 } else if let inline {
                     try record(option, inline)
                 } else if option.valueIsOptional {
-                    try record(option, nil)
+                    // One of a fixed set of words may follow as the next argument, too.
+                    if case .choice(let words)? = option.value, index < arguments.count, words.contains(arguments[index]) {
+                        try record(option, arguments[index])
+                        index += 1
+                    } else {
+                        try record(option, nil)
+                    }
                 } else {
                     guard index < arguments.count else { throw fail("option --\(name) needs a value (\(option.valueName))") }
                     try record(option, arguments[index])

@@ -261,7 +261,7 @@ extension Tool {
         waitUntil("the listener's port", timeout: timeout, file: file, line: line) {
             guard let range = tool.stderrText.range(of: "listening on ") else { return !tool.process.isRunning }
             let rest = tool.stderrText[range.upperBound...].prefix { $0 != "\n" }
-            port = rest.split(separator: ":").last.flatMap { UInt16($0) }
+            port = rest.split(separator: ":").last.flatMap { UInt16($0.prefix { $0.isNumber }) }  // -v, or a --json note
             return port != nil
         }
         guard let port else {

@@ -73,8 +73,8 @@ struct ListenCommand {
             tls = try TLSOptions.server(args)
         } else {
             for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) ? [] : [Option.handshakeTimeout]) where args.has(option)
-            {
+                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) ? [] : [Option.handshakeTimeout])
+            where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
             tls = nil

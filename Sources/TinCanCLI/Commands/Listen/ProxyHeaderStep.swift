@@ -27,10 +27,11 @@ struct ProxyHeaderStep: Sendable {
     /// then `then` with it recorded in ``AcceptedConnection/proxied``, on a shared queue; or
     /// with nil once a connection without a valid header was closed and said.
     func read(_ accepted: AcceptedConnection, then: @escaping @Sendable (AcceptedConnection?) -> Void) {
-        let queue = queues[next.withLock { n in
-            n += 1
-            return n % queues.count
-        }]
+        let queue = queues[
+            next.withLock { n in
+                n += 1
+                return n % queues.count
+            }]
         do throws(AsyncSocketError) {
             try ProxyHeaderReader.run(on: accepted.sourceless, accepting: versions, queue: queue, timeout: timeout) { outcome in
                 switch outcome {
