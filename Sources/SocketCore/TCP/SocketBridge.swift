@@ -42,6 +42,7 @@ public final class SocketBridge: @unchecked Sendable {
     private var failure: String?
     private var completion: (@Sendable (Report) -> Void)?
     private let onMove: (@Sendable (Bool, Int) -> Void)?
+    private let tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
     private var retained: SocketBridge?
 
     /// A bridge between `a` and `b` (connected; the bridge disconnects them when it is over),
@@ -52,11 +53,15 @@ public final class SocketBridge: @unchecked Sendable {
     /// both directions at a half-close).
     /// `onMove`, if given, hears each write as it completes: true for `a` → `b`, and the byte
     /// count (for live statistics; called on `queue`).
+    /// `tap`, if given, sees each chunk read before it is written on (true for `a` → `b`; a
+    /// capture), on `queue`; a reason returned cuts the bridge as a failure would.
     public init(
         _ a: AsyncSocket, _ b: AsyncSocket, names: (String, String) = ("the first socket", "the second socket"),
         holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
+        tap: (@Sendable (_ forward: Bool, _ bytes: ArraySlice<UInt8>) -> String?)? = nil,
         queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
     ) {
+        self.tap = tap
         self.queue = queue
         sockets = [a, b]
         self.names = [names.0, names.1]
@@ -94,6 +99,7 @@ public final class SocketBridge: @unchecked Sendable {
         guard retained != nil else { return }
         switch result {
         case .success(let bytes):
+            if let tap, let reason = tap(d == 0, bytes) { return fail(reason) }
             let count = bytes.count
             // The read's own storage (exactly its bytes) goes on to the write: no copy.
             sockets[1 - d].write(Array(bytes)) { [self] outcome in

@@ -15,7 +15,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         switch self {
         case .success: "success: stdin ended and the peer closed (everything sent was acknowledged), or -q or -w ran out after stdin ended; datagrams all sent, --count reached"
         case .failure:
-            "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
+            "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), a capture file (-o, --hex-dump) not writable (a full disk), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
         case .usage: "usage error: unknown option, missing or bad argument"
         case .timeout: "timeout: --connect-timeout (or -w; proxy handshakes included), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"

@@ -98,6 +98,17 @@ enum Interruption {
         }
     }
 
+    /// Ends the run from any thread as a failure: `line` on stderr, the cleanups a signal would
+    /// run, the programs ended, then exit 1.
+    static func fail(_ line: String) -> Never {
+        exitLock.withLock { _ in
+            Console.error(line)
+            for cleanup in cleanups.withLock({ Array($0.values) }) { cleanup() }
+            Children.shared.terminateAll()
+            Glibc.exit(ExitCode.failure.rawValue)
+        }
+    }
+
     /// Held by whoever ends the process, never released: a signal's cleanup and the run's own
     /// end cannot both exit (exit(3) is not thread-safe), and the first decides the code.
     private static let exitLock = Locked(())

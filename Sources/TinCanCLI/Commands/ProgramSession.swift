@@ -26,7 +26,7 @@ enum ProgramSession {
     /// kernel carries the bytes), a TLS one (or one with bytes read ahead) is bridged by a relay.
     static func run(_ program: [String], connection: Connection, settings: StreamSettings, peer: String, level: Int = 1) throws {
         Interruption.install()  // a signal ends the program too
-        if case .plain(let fd, let readAhead) = connection, readAhead.isEmpty {
+        if case .plain(let fd, let readAhead) = connection, readAhead.isEmpty, settings.capture == nil {
             return try run(program, descriptor: fd, settings: settings, peer: peer, level: level)  // it closes fd
         }
         // A bridged plain connection's descriptor is ours to close (a TLS stream closes its
@@ -45,6 +45,15 @@ enum ProgramSession {
         if let pty = settings.pty {
             defer { Syscall.close(fd) }
             return try run(program, over: DescriptorTransport(fd: fd), on: pty, settings: settings, peer: peer, level: level)
+        }
+        if settings.capture != nil {
+            // A capture sees the bytes: they go through a relay, not straight to the program.
+            defer { Syscall.close(fd) }
+            do { return try run(program, over: DescriptorTransport(fd: fd), settings: settings, peer: peer, level: level) } catch let error as CommandError {
+                throw error
+            } catch {
+                throw CommandError("\(program[0]) for \(peer): \(error)")
+            }
         }
         let pid: Int32
         do throws(CommandError) { pid = try start(program, socket: fd) } catch {
@@ -109,6 +118,8 @@ enum ProgramSession {
         var options = Relay.Options()
         options.ending.programSide = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
+        options.capture = settings.capture?.tap(client: peer)
+        defer { options.capture?.close() }
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         let outcome = relay.run()
         transport.abort()
@@ -163,6 +174,8 @@ enum ProgramSession {
         options.ending.programSide = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
         options.terminal = terminal
+        options.capture = settings.capture?.tap(client: peer)
+        defer { options.capture?.close() }
         let relay = Relay(transport: transport, input: master, output: output, options: options)
         let outcome = relay.run()
         transport.abort()

@@ -12,12 +12,17 @@ struct Session {
         defer { transport.abort() }
         Interruption.install()  // from here on SIGUSR1 has statistics to give
         let log = EventLog.current.withLock { $0 }
+        let capture = settings.capture?.tap(client: peer)
+        defer { capture?.close() }
+        if let failure = capture?.failure { throw CommandError(failure) }
         if !settings.script.isEmpty {
-            try StreamScript(script: settings.script, transport: transport, settings: settings, log: log).run()
+            try StreamScript(script: settings.script, transport: transport, settings: settings, log: log, capture: capture).run()
         }
         // --raw: keystrokes come through the raw terminal's pump; its modes come back at the end.
         let raw = try settings.raw.map { (raw) throws(CommandError) in try RawTerminal(raw) }
-        let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: settings.relay)
+        var options = settings.relay
+        options.capture = capture
+        let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: options)
         let outcome = relay.run()
         raw?.finish()
         log?.relayed(

@@ -34,6 +34,8 @@ struct StreamSettings {
     let pty: PtySettings?
     /// --raw: this terminal is the remote program's.
     let raw: RawSettings?
+    /// -o, --hex-dump: each connection's bytes to a file.
+    let capture: Capture?
 
     /// How long a TLS client (or a client through a proxy) holds its end of stream after the
     /// end of stdin while nothing arrives, unless the server closes first, --half-close, -q or
@@ -98,6 +100,10 @@ struct StreamSettings {
         if verbosity >= 2 { relay.trace = { Console.note($0) } }
         if args.has(.forceProgress) || (args.has(.progress) && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
+        if args.has(.udp), let option = [Option.output, .hexDump].first(where: args.has) {
+            throw UsageError("--\(option.rawValue) captures streams: not with -u", command: args.command.name)
+        }
+        capture = try Capture.parse(args)
     }
 
 }

@@ -3,11 +3,13 @@
 public enum Option: String, CaseIterable, Sendable {
     case acceptProxyProtocol = "accept-proxy-protocol"
     case allow
+    case appendOutput = "append-output"
     case allowDest = "allow-dest"
     case attemptDelay = "attempt-delay"
     case alpn
     case broadcast
     case broker
+    case captureBestEffort = "capture-best-effort"
     case ca
     case chat
     case cert
@@ -40,6 +42,7 @@ public enum Option: String, CaseIterable, Sendable {
     case forwardServername = "forward-servername"
     case forwardTls = "forward-tls"
     case forwardUnix = "forward-unix"
+    case hexDump = "hex-dump"
     case halfClose = "half-close"
     case help
     case helpAll = "help-all"
@@ -67,6 +70,7 @@ public enum Option: String, CaseIterable, Sendable {
     case noShutdown = "no-shutdown"
     case noWindowSize = "no-window-size"
     case open
+    case output
     case parallel
     case pin
     case preferIPv4 = "prefer-ipv4"

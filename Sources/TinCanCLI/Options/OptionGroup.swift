@@ -31,7 +31,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .tls
         case .send, .expect, .expectTimeout:
             .scripting
-        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats:
+        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats, .output, .hexDump, .appendOutput, .captureBestEffort:
             .reporting
         }
     }

@@ -43,6 +43,20 @@ public enum OptionTable {
         ),
         OptionSpec(.crlf, help: "Send LF line endings as CRLF."),
         OptionSpec(.hex, help: "Dump the data of both directions to stderr in hexdump -C style, with direction and offset."),
+        OptionSpec(
+            .output, short: "o", value: .path, valueName: "FILE",
+            help:
+                "Capture the session to FILE (ncat's -o): the bytes each way, in the order they went, as they pass (created 0600, emptied first unless --append-output). With -k, --forward, --socks5 or --http-proxy, %n in FILE (the connection's number) or %a (the client's address) makes a file per connection; without, every connection shares FILE. A write that fails (a full disk) ends the session, said, with exit 1, unless --capture-best-effort."
+        ),
+        OptionSpec(
+            .hexDump, value: .path, valueName: "FILE",
+            help:
+                "As -o, in hexdump -C lines (ncat's -x, socat -x -v): each chunk a line with its UTC time, connection number, direction (> sent, < received) and size, then its bytes with the direction's offsets."
+        ),
+        OptionSpec(.appendOutput, help: "With -o or --hex-dump: add to the file instead of emptying it first."),
+        OptionSpec(
+            .captureBestEffort,
+            help: "With -o or --hex-dump: when a capture write fails, stop capturing (said once) and let the session go on, instead of ending it."),
         OptionSpec(.progress, help: "Show bytes and rate on stderr (only when stderr is a terminal, unless --force-progress)."),
         OptionSpec(.forceProgress, help: "Show progress even when stderr is not a terminal."),
         OptionSpec(

@@ -16,6 +16,8 @@ final class Relay: @unchecked Sendable {
         var ending = SessionEnding.Policy()
         var crlf = false
         var hex: HexDump?
+        /// -o, --hex-dump: this session's capture.
+        var capture: CaptureTap?
         var progress: ProgressMeter?
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
@@ -180,7 +182,7 @@ final class Relay: @unchecked Sendable {
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
     /// plain descriptor.
-    private var splicing: Bool { options.hex == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
+    private var splicing: Bool { options.hex == nil && options.capture == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
 
     private func networkToOutput() {
         defer { networkLoopDone.signal() }
@@ -203,6 +205,10 @@ final class Relay: @unchecked Sendable {
             }
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             options.hex?.dump(chunk, .received)
+            if let failure = options.capture?.record(chunk, .received) {
+                report(.failed(failure))
+                return
+            }
             received(n)
             if let terminal = options.terminal {
                 chunk = terminal.decode(chunk)
@@ -265,6 +271,10 @@ final class Relay: @unchecked Sendable {
             } catch {
                 if case .peerGone = error { awaitPeersLastWords() }
                 report(.failed(notDelivered(error.reason, n), code: error.code))
+                return
+            }
+            if let failure = options.capture?.record(chunk, .sent) {
+                report(.failed(failure))
                 return
             }
             sent(chunk.count)

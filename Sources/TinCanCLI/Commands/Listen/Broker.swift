@@ -30,6 +30,8 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private var watched: [ObjectIdentifier: Int] = [:]
     /// Each client's address as it joined (a closed socket no longer knows it).
     private var names: [ObjectIdentifier: String] = [:]
+    /// -o, --hex-dump: each client's capture (on `queue`).
+    private var taps: [ObjectIdentifier: CaptureTap] = [:]
 
     init(settings: StreamSettings, gate: Gate, sharing: Sharing = .none, idle: IdleWatch? = nil) {
         self.settings = settings
@@ -43,10 +45,14 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     }
 
     /// A new client, on `queue`: known, announced (--chat), and read.
-    private func join(_ socket: AsyncSocket) {
+    private func join(_ socket: AsyncSocket, tap: CaptureTap? = nil) {
         let id = ObjectIdentifier(socket)
         clients[id] = socket
         names[id] = socket.clientAddress?.description ?? "a Unix client"
+        if let tap = tap ?? settings.capture?.tap(client: names[id]!) {
+            taps[id] = tap
+            if let failure = tap.failure { Capture.fatal(failure) }
+        }
         // The hub closes a client at its end of stream itself (``socketDidCloseReadStream(_:)``),
         // after freeing its place under --max-conns.
         socket.autoDisconnectOnClosedReadStream = false
@@ -71,12 +77,16 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private func announce(_ line: String, except id: ObjectIdentifier) {
         let bytes = Array(line.utf8)
         bytes.withUnsafeBytes(deliver)
-        for (other, client) in clients where other != id { client.write(bytes, timeout: settings.sendTimeout) }
+        for (other, client) in clients where other != id {
+            record(bytes, .sent, other)
+            client.write(bytes, timeout: settings.sendTimeout)
+        }
     }
 
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
         Statistics.received.add(data.count, ordering: .relaxed)
         let id = ObjectIdentifier(sock)
+        record(data, .received, id)
         let next: @Sendable () -> Void = { [queue, chunk = Relay.chunkSize] in queue.async { sock.readData(maxLength: chunk) } }
         switch sharing {
         case .none:
@@ -97,11 +107,20 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let others = clients.filter { $0.key != id }.map(\.value)
         guard !bytes.isEmpty, !others.isEmpty else { return then() }
         let written = DispatchGroup()
+        for (other, _) in clients where other != id { record(bytes, .sent, other) }
         for other in others {
             written.enter()
             other.write(bytes, timeout: settings.sendTimeout) { _ in written.leave() }
         }
         written.notify(queue: queue, execute: then)
+    }
+
+    /// Records what went to or came from client `id` in its capture (-o, --hex-dump); a write
+    /// that failed ends the run (unless best effort).
+    private func record(_ bytes: some Collection<UInt8>, _ direction: HexDump.Direction, _ id: ObjectIdentifier) {
+        guard let tap = taps[id] else { return }
+        let failure = Array(bytes).withUnsafeBytes { tap.record($0, direction) }
+        if let failure { Capture.fatal(failure) }
     }
 
     /// What a client sent, to stdout (and the hex dump). Written here, on the hub's queue: a
@@ -127,23 +146,30 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     func take(_ accepted: AcceptedConnection, from listener: AsyncSocket) {
         queue.sync {
             let fd = accepted.descriptor
+            let tap = settings.capture?.tap(client: accepted.client?.description ?? "a Unix client")
+            if let failure = tap?.failure { Capture.fatal(failure) }
             // Sharing, every byte goes through a client's socket (to reach the others, in order).
             for _ in 0..<(sharing == .none ? Broker.readsBeforeAdopting : 0) {
                 let received: Int?
                 do throws(SystemError) {
                     received = try Syscall.receive(fd, into: scratch)
                 } catch {
+                    tap?.close()
                     return end(fd, note: "\(AsyncSocketError.system(error))")
                 }
                 guard let n = received else { break }  // nothing more yet: a client it is
-                guard n > 0 else { return end(fd, note: "connection closed") }
+                guard n > 0 else {
+                    tap?.close()
+                    return end(fd, note: "connection closed")
+                }
                 Statistics.received.add(n, ordering: .relaxed)
+                if let failure = tap?.record(UnsafeRawBufferPointer(rebasing: scratch[0..<n]), .received) { Capture.fatal(failure) }
                 deliver(UnsafeRawBufferPointer(rebasing: scratch[0..<n]))
             }
             // Its own delegate from the start: an end of stream seen as it is adopted is the hub's.
             let socket = listener.adopt(accepted, delegate: self, delegateQueue: queue)
             if let proxied = accepted.proxied { socket.userData = proxied }
-            join(socket)
+            join(socket, tap: tap)
         }
     }
 
@@ -186,6 +212,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let id = ObjectIdentifier(sock)
         guard clients.removeValue(forKey: id) != nil else { return }
         idle?.forget(watched.removeValue(forKey: id))
+        taps.removeValue(forKey: id)?.close()
         names[id] = nil
         if var chatter = chatters.removeValue(forKey: id) {
             let rest = chatter.lines.flush()
@@ -211,6 +238,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 let delivered = DispatchGroup()
                 queue.sync {
                     Statistics.sent.add(bytes.count * clients.count, ordering: .relaxed)
+                    for id in clients.keys { record(bytes, .sent, id) }
                     for client in clients.values {
                         delivered.enter()
                         client.write(bytes, timeout: settings.sendTimeout) { _ in delivered.leave() }

@@ -106,10 +106,22 @@ extension Forwarder {
 
     func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
         let watched = Watched()
+        // -o, --hex-dump: from the client is received, to it is sent (as the statistics count).
+        let capture = settings.capture?.tap(client: client.peer)
+        let keepOpen = keepOpen
+        var tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
+        if let capture {
+            tap = { forward, bytes in
+                let failure = bytes.withUnsafeBytes { raw -> String? in capture.record(raw, forward ? .received : .sent) }
+                if let failure, keepOpen { Capture.fatal(failure) }  // a listener of many ends, as the hub does
+                return failure
+            }
+        }
         let bridge = SocketBridge(
-            clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count,
+            clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count, tap: tap,
             queue: client.queue
         ) { [self] report in
+            capture?.close()
             idle?.forget(watched.token.withLock { $0 })
             closed(client, report)
         }

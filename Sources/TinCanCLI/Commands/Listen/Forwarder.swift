@@ -290,7 +290,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
                 ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
             ])
-        if clientSocket == nil && upstream.tls == nil {
+        if clientSocket == nil && upstream.tls == nil && settings.capture == nil {
             splice(client, upstream: descriptor)
         } else {
             secureAndBridge(client, clientSocket, upstream: fd)

@@ -24,7 +24,7 @@ final class Reaper: @unchecked Sendable {
         socket.setDelegate(nil, delegateQueue: nil)
         do {
             let connection = try HandOver.take(socket, peer: peer)
-            guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty, settings.pty == nil else {
+            guard case .plain(let fd, let readAhead) = connection, readAhead.isEmpty, settings.pty == nil, settings.capture == nil else {
                 // Bytes already read from it must reach the program first, or it runs on a
                 // terminal (--pty): bridge it instead.
                 try Syscall.startThread { [self] in

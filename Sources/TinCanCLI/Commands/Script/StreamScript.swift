@@ -8,6 +8,8 @@ struct StreamScript {
     let transport: any Transport
     let settings: StreamSettings
     let log: EventLog?
+    /// -o, --hex-dump: the session's capture, which the script's bytes open.
+    var capture: CaptureTap? = nil
 
     /// The most the matcher is fed between two looks at the clock: with the largest pattern
     /// that is a few tens of milliseconds of work, so --expect-timeout always wins.
@@ -33,6 +35,7 @@ struct StreamScript {
                 } catch {
                     throw CommandError("--send '\(text)' failed: \(error.reason)")
                 }
+                if let failure = bytes.withUnsafeBytes({ capture?.record($0, .sent) }) { throw CommandError(failure) }
                 log?.sent(bytes.count)
                 log?.emit("send", [("bytes", .number(Double(bytes.count))), ("text", .string(text))])
                 Console.note("sent \(bytes.count) bytes (--send '\(text)')", level: 1)
@@ -96,6 +99,7 @@ struct StreamScript {
         }
         let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<received])
         settings.relay.hex?.dump(chunk, .received)
+        if let failure = capture?.record(chunk, .received) { throw CommandError(failure) }
         do throws(SystemError) { try Syscall.writeAll(1, chunk, isSocket: false) } catch {
             throw CommandError("writing to stdout failed: \(error.lowercaseReason)")
         }

@@ -1,0 +1,178 @@
+import SocketCore
+import Synchronization
+
+/// Session capture: `-o FILE` (the bytes each way, in the order they went, as ncat's `-o`) and
+/// `--hex-dump FILE` (each chunk with its UTC time, connection, direction and size, then
+/// `hexdump -C` lines with the direction's offsets, as `ncat -x` and `socat -x -v`). A tap on
+/// every byte mover (the stdin/stdout relay, the hub, a relay to an upstream, a program's
+/// bridge): the bytes are written to the file as they pass, so the capture costs the session at
+/// most the disk's speed and holds no more than one chunk. In `-k` modes a pattern with `%n`
+/// (the connection's number) or `%a` (the client's address) makes a file per connection;
+/// without one every connection goes to the one file, each hex record naming its connection.
+///
+/// A failed write (a full disk) ends the session, said with the file and why (exit 1), unless
+/// `--capture-best-effort`: then the capture stops, said once, and the session goes on.
+final class Capture: Sendable {
+    enum Format: Sendable { case raw, hex }
+
+    let pattern: String
+    let format: Format
+    let append: Bool
+    let bestEffort: Bool
+    /// The one file every connection shares (no `%n` or `%a` in the pattern), opened at start.
+    private let shared: CaptureFile?
+    private let connections = Atomic<Int>(0)
+
+    /// `-o`/`--output`, `--hex-dump`, `--append-output`, `--capture-best-effort`; nil without a
+    /// capture. The shared file is opened here, so a path that cannot be written fails at once.
+    static func parse(_ args: ParsedArguments) throws(UsageError) -> Capture? {
+        let name = args.command.name
+        if args.has(.output) && args.has(.hexDump) {
+            throw UsageError("--output and --hex-dump write one capture: give one", command: name)
+        }
+        guard let pattern = args.value(.output) ?? args.value(.hexDump) else {
+            for option in [Option.appendOutput, .captureBestEffort] where args.has(option) {
+                throw UsageError("--\(option.rawValue) is for a capture: give -o FILE or --hex-dump FILE", command: name)
+            }
+            return nil
+        }
+        do throws(SystemError) {
+            return try Capture(pattern: pattern, format: args.has(.hexDump) ? .hex : .raw, append: args.has(.appendOutput), bestEffort: args.has(.captureBestEffort))
+        } catch {
+            throw UsageError("cannot write the capture \(pattern): \(error.lowercaseReason)", command: name)
+        }
+    }
+
+    init(pattern: String, format: Format, append: Bool, bestEffort: Bool) throws(SystemError) {
+        self.pattern = pattern
+        self.format = format
+        self.append = append
+        self.bestEffort = bestEffort
+        shared = Capture.isPerConnection(pattern) ? nil : CaptureFile(path: pattern, fd: try Syscall.openForWriting(pattern, append: append))
+    }
+
+    /// A capture that failed in a listener serving many: the run ends, said, with exit 1 (as
+    /// when stdout fails), its cleanups done and its programs ended.
+    static func fatal(_ failure: String) -> Never {
+        Interruption.fail("tincan: " + failure + "; stopping (--capture-best-effort would go on without the capture)")
+    }
+
+    static func isPerConnection(_ pattern: String) -> Bool { pattern.contains("%n") || pattern.contains("%a") }
+
+    /// The pattern with `%n` the connection's number, `%a` its client (`:` and `/` as `_`), `%%` a `%`.
+    static func expand(_ pattern: String, number: Int, client: String) -> String {
+        var out = ""
+        var percent = false
+        for character in pattern {
+            if percent {
+                switch character {
+                case "n": out += String(number)
+                case "a": out += String(client.map { $0 == ":" || $0 == "/" || $0 == "[" || $0 == "]" ? "_" : $0 })
+                default: out.append(character)  // %% and any other: the character
+                }
+                percent = false
+            } else if character == "%" {
+                percent = true
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// The tap for a new connection from `client`: its own file when the pattern asks, else the
+    /// shared one. A file that cannot be opened is a tap that failed at once.
+    func tap(client: String) -> CaptureTap {
+        let number = connections.add(1, ordering: .relaxed).newValue
+        if let shared { return CaptureTap(file: shared, capture: self, connection: number, owned: false) }
+        let path = Capture.expand(pattern, number: number, client: client)
+        do throws(SystemError) {
+            return CaptureTap(file: CaptureFile(path: path, fd: try Syscall.openForWriting(path, append: append)), capture: self, connection: number, owned: true)
+        } catch {
+            let tap = CaptureTap(file: CaptureFile(path: path, fd: -1), capture: self, connection: number, owned: true)
+            tap.failed(error)
+            return tap
+        }
+    }
+}
+
+/// One open capture file, written under its lock so records of two directions (or two
+/// connections) never interleave.
+final class CaptureFile: Sendable {
+    let path: String
+    let fd: Int32
+    let lock = Mutex(())
+
+    init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+}
+
+/// One connection's capture: its offsets each way, and whether it still writes.
+final class CaptureTap: Sendable {
+    private let file: CaptureFile
+    private let capture: Capture
+    private let connection: Int
+    private let owned: Bool
+    private struct State {
+        var sent = 0
+        var received = 0
+        var failure: String?
+        var stopped = false
+    }
+    private let state = Mutex(State())
+
+    fileprivate init(file: CaptureFile, capture: Capture, connection: Int, owned: Bool) {
+        self.file = file
+        self.capture = capture
+        self.connection = connection
+        self.owned = owned
+    }
+
+    /// Records `bytes` that went `direction`. Nil while the session may go on; the reason it must
+    /// end when a write failed (unless best effort, which stops the capture and says so once).
+    func record(_ bytes: UnsafeRawBufferPointer, _ direction: HexDump.Direction) -> String? {
+        guard !bytes.isEmpty else { return nil }
+        let (offset, go) = state.withLock { state -> (Int, Bool) in
+            guard !state.stopped else { return (0, false) }
+            defer { if direction == .sent { state.sent += bytes.count } else { state.received += bytes.count } }
+            return (direction == .sent ? state.sent : state.received, true)
+        }
+        guard go else { return failure }
+        let result = file.lock.withLock { _ in
+            Result { () throws(SystemError) in
+                switch capture.format {
+                case .raw: try Syscall.writeAll(file.fd, bytes, isSocket: false)
+                case .hex:
+                    let arrow = direction == .sent ? ">" : "<"
+                    var text =
+                        "# \(Syscall.utcTimestamp()) connection \(connection) \(arrow) \(direction == .sent ? "sent" : "received") \(bytes.count) bytes\n"
+                        + HexDump.format(bytes, offset: offset, marker: arrow)
+                    try text.withUTF8 { utf8 in Result { () throws(SystemError) in try Syscall.writeAll(file.fd, UnsafeRawBufferPointer(utf8), isSocket: false) } }.get()
+                }
+            }
+        }
+        if case .failure(let error) = result { failed(error) }
+        return failure
+    }
+
+    /// Why the session must end for its capture, if it must.
+    var failure: String? { state.withLock { $0.failure } }
+
+    fileprivate func failed(_ error: SystemError) {
+        let line = "writing the capture \(file.path) failed: \(error.lowercaseReason)"
+        let first = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.stopped = true
+            if !capture.bestEffort { state.failure = line }
+            return true
+        }
+        if first && capture.bestEffort { Console.note(line + "; the capture stopped there, the session goes on (--capture-best-effort)") }
+    }
+
+    /// The connection is over: its own file is closed.
+    func close() {
+        if owned && file.fd >= 0 { Syscall.close(file.fd) }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `-o` and `--hex-dump`: what went each way, in order, to a file, in every stream mode (a
+/// client with its --send/--expect script, the hub, a relay to an upstream, a program per
+/// connection), a file per connection with `%n`/`%a`; a failed write (a full disk: /dev/full)
+/// ends the run with exit 1, or only the capture with --capture-best-effort.
+final class CaptureTests: XCTestCase {
+    private var directory = ""
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-capture-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+
+    private func text(_ name: String) -> String { (try? String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8)) ?? "" }
+
+    /// A hex capture's records: (connection, direction, byte count, the bytes from its lines).
+    private func records(_ dump: String) -> [(connection: Int, direction: String, count: Int, bytes: [UInt8])] {
+        var out: [(Int, String, Int, [UInt8])] = []
+        for line in dump.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if line.hasPrefix("# "), fields.count >= 7, let connection = Int(fields[3]), let count = Int(fields[6]) {
+                out.append((connection, String(fields[4]), count, []))
+            } else if line.hasPrefix("> ") || line.hasPrefix("< "), !out.isEmpty {
+                // "> 00000000  68 65 ...  |he...|": the hex pairs between the offset and the bars.
+                let hex = line.dropFirst(12).prefix { $0 != "|" }
+                out[out.count - 1].3 += hex.split(separator: " ").compactMap { UInt8($0, radix: 16) }
+            }
+        }
+        return out
+    }
+
+    func testAClientsCaptureHoldsTheScriptAndTheRelayInOrderBothWays() throws {
+        let (echo, port) = try Tool.listener(["-k", "--exec", "/bin/cat"])
+        defer { echo.stop() }
+        let hex = "\(directory)/client.hex"
+        let run = try Tool.run(["connect", "--hex-dump", hex, "--send", "HELLO\\n", "--expect", "HELLO", "127.0.0.1", String(port)], input: "payload\n")
+        XCTAssertEqual(run.status, 0, run.err)
+        XCTAssertEqual(run.out, "HELLO\npayload\n")
+        let dump = records(text("client.hex"))
+        let sent = dump.filter { $0.direction == ">" }.flatMap(\.bytes)
+        let received = dump.filter { $0.direction == "<" }.flatMap(\.bytes)
+        XCTAssertEqual(String(decoding: sent, as: UTF8.self), "HELLO\npayload\n", text("client.hex"))
+        XCTAssertEqual(String(decoding: received, as: UTF8.self), "HELLO\npayload\n", text("client.hex"))
+        XCTAssertEqual(dump.first?.direction, ">", "the script's send is first")
+        XCTAssertTrue(dump.allSatisfy { $0.connection == 1 && $0.count == $0.bytes.count }, text("client.hex"))
+        XCTAssertTrue(text("client.hex").contains("> 00000006  70 61 79"), "the sent offsets go on after the script: \(text("client.hex"))")
+        let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: hex)[.posixPermissions] as? Int)
+        XCTAssertEqual(mode & 0o777, 0o600, "a capture may hold secrets")
+
+        // -o: the raw bytes as they went; --append-output adds a second session after the first.
+        let raw = "\(directory)/client.raw"
+        XCTAssertEqual(try Tool.run(["connect", "-o", raw, "127.0.0.1", String(port)], input: "first\n").status, 0)
+        XCTAssertEqual(try Tool.run(["connect", "-o", raw, "--append-output", "127.0.0.1", String(port)], input: "second\n").status, 0)
+        XCTAssertEqual(text("client.raw"), "first\nfirst\nsecond\nsecond\n")
+    }
+
+    func testTheHubGivesEachConnectionItsOwnFile() throws {
+        let (hub, port) = try Tool.listener(["-k", "-o", "\(directory)/hub-%n.raw"])
+        defer { hub.stop() }
+        for (index, line) in ["from one\n", "from two\n"].enumerated() {
+            let client = try Tool(["connect", "127.0.0.1", String(port)])
+            defer { client.stop() }
+            client.send(line)
+            waitUntil("the hub heard \(index + 1)") { hub.stdoutText.hasSuffix(line) }
+            hub.send("hub to \(index + 1)\n")
+            waitUntil("the client heard the hub") { client.stdoutText == "hub to \(index + 1)\n" }
+            client.closeInput()
+            XCTAssertEqual(client.wait(timeout: .seconds(10)), 0, client.stderrText)
+            XCTAssertEqual(text("hub-\(index + 1).raw"), line + "hub to \(index + 1)\n", "connection \(index + 1)'s own bytes, in order")
+        }
+    }
+
+    func testARelayAndAProgramPerConnectionShareOneHexFileByConnection() throws {
+        let (programs, programPort) = try Tool.listener(["-k", "--exec", "/bin/cat", "--hex-dump", "\(directory)/programs.hex"])
+        defer { programs.stop() }
+        let (relay, relayPort) = try Tool.listener(["-k", "--forward", "127.0.0.1:\(programPort)", "--hex-dump", "\(directory)/relay.hex"])
+        defer { relay.stop() }
+        for n in 1...2 {
+            let run = try Tool.run(["connect", "127.0.0.1", String(relayPort)], input: "round \(n)\n")
+            XCTAssertEqual(run.status, 0, run.err)
+            XCTAssertEqual(run.out, "round \(n)\n")
+        }
+        waitUntil("both captures whole") { self.records(self.text("relay.hex")).count == 4 && self.records(self.text("programs.hex")).count == 4 }
+        for name in ["relay.hex", "programs.hex"] {
+            let dump = records(text(name))
+            for n in 1...2 {
+                let mine = dump.filter { $0.connection == n }
+                XCTAssertEqual(mine.map(\.direction), ["<", ">"], "\(name) connection \(n): in, then back out: \(text(name))")
+                XCTAssertEqual(mine.map { String(decoding: $0.bytes, as: UTF8.self) }, ["round \(n)\n", "round \(n)\n"], text(name))
+            }
+        }
+    }
+
+    func testAFullDiskEndsTheSessionUnlessBestEffort() throws {
+        let (echo, port) = try Tool.listener(["-k", "--exec", "/bin/cat"])
+        defer { echo.stop() }
+        let full = try Tool.run(["connect", "-o", "/dev/full", "127.0.0.1", String(port)], input: "data\n")
+        XCTAssertEqual(full.status, 1, full.err)
+        XCTAssertTrue(full.err.contains("writing the capture /dev/full failed: no space left on device"), full.err)
+        let best = try Tool.run(["connect", "-o", "/dev/full", "--capture-best-effort", "127.0.0.1", String(port)], input: "data\n")
+        XCTAssertEqual(best.status, 0, best.err)
+        XCTAssertEqual(best.out, "data\n", "the session goes on")
+        XCTAssertEqual(best.err.components(separatedBy: "the capture stopped there").count, 2, "said once: \(best.err)")
+
+        // A hub that cannot write its capture stops, says so, exit 1.
+        let (hub, hubPort) = try Tool.listener(["-k", "-o", "/dev/full"])
+        defer { hub.stop() }
+        let client = try Tool(["connect", "127.0.0.1", String(hubPort)])
+        defer { client.stop() }
+        client.send("lost?\n")
+        XCTAssertEqual(hub.wait(timeout: .seconds(10)), 1, hub.stderrText)
+        XCTAssertTrue(hub.stderrText.contains("writing the capture /dev/full failed: no space left on device; stopping"), hub.stderrText)
+    }
+
+    func testCaptureOptionsThatCannotWorkAreRefused() throws {
+        for (arguments, said) in [
+            (["connect", "-u", "-o", "\(directory)/x", "127.0.0.1", "9"], "not with -u"),
+            (["connect", "--append-output", "127.0.0.1", "9"], "--append-output is for a capture"),
+            (["connect", "-o", "\(directory)/a", "--hex-dump", "\(directory)/b", "127.0.0.1", "9"], "give one"),
+            (["connect", "-o", "\(directory)/no/such/dir/x", "127.0.0.1", "9"], "cannot write the capture"),
+        ] {
+            let run = try Tool.run(arguments)
+            XCTAssertEqual(run.status, 2, run.err)
+            XCTAssertTrue(run.err.contains(said), run.err)
+        }
+    }
+}
