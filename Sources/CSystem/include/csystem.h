@@ -31,6 +31,7 @@ int csystem_tcp_dead(int fd);
 /// open), whatever is still queued for reading; 0 otherwise.
 int csystem_tcp_closed(int fd);
 
+
 /// epoll_create1(EPOLL_CLOEXEC): a new epoll set, or -1 with errno set.
 int csystem_epoll_create(void);
 /// epoll_ctl(2): `op` 0 adds, 1 modifies, 2 deletes `fd`; `readable`/`writable` choose EPOLLIN

@@ -19,6 +19,8 @@ struct ConnectCommand {
     let retry: RetryPolicy?
     /// --fd N: a connected socket handed over, used instead of connecting.
     let inherited: Int32?
+    /// --reconnect: how many times a session the peer ended is opened again.
+    let reconnect: RetryPolicy?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -52,9 +54,16 @@ struct ConnectCommand {
         // Many proxies (microsocks among them) close both directions when the client half-closes,
         // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
         if proxies != nil && targetHost != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
+        // --reconnect: the peer's end ends a session, and another connection takes up stdin.
+        settings.relay.ending.reconnect = args.has(.reconnect)
         self.settings = settings
         retry = try RetryPolicy.parse(args, option: .retry)
+        reconnect = try RetryPolicy.parse(args, option: .reconnect)
         program = try ProgramSession.parse(args)
+        if reconnect != nil, let other = [Option.exec, .shExec, .raw, .fd, .showCert].first(where: args.has) {
+            throw UsageError("--reconnect relays stdin over connections it makes: not with --\(other.rawValue)", command: name)
+        }
+
         if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {
             throw UsageError("--\(other.rawValue) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
         }
@@ -94,6 +103,34 @@ struct ConnectCommand {
 
     func run() throws {
         Interruption.exitOnSignal()
+        guard let reconnect else {
+            _ = try connectAndRelay()
+            return
+        }
+        var reconnects = 0
+        var quick = 0  // reconnects since the last session that lasted beyond the longest delay
+        while true {
+            let started = ContinuousClock.now
+            guard case .peerWent(let why) = try connectAndRelay() else { return }
+            reconnects += 1
+            guard reconnect.allows(reconnects) else {
+                throw CommandError("\(target.description) \(why), and --reconnect \(args.value(.reconnect) ?? "") is used up; the rest of stdin was not sent")
+            }
+            quick = ContinuousClock.now - started >= reconnect.maximum ? 1 : quick + 1
+            let wait = reconnect.delay(beforeRetry: quick, random: Double.random(in: 0..<1))
+            Console.note("\(target.description) \(why); reconnecting (\(reconnects)) in \(EventLog.format(wait))", level: 1)
+            EventLog.current.withLock { $0 }?.emit(
+                "reconnect",
+                [
+                    ("target", .string(target.description)), ("attempt", .number(Double(reconnects))),
+                    ("delay_ms", .number(wait.milliseconds.rounded(toPlaces: 3))), ("reason", .string(why)),
+                ])
+            Syscall.sleep(for: wait)
+        }
+    }
+
+    /// One connection and its session: how it ended.
+    private func connectAndRelay() throws -> Session.End {
         let started = ContinuousClock.now
         let dialer = Dialer(settings: settings)
         if let proxyNote { Console.note(proxyNote, level: 1) }
@@ -109,9 +146,11 @@ struct ConnectCommand {
             Statistics.connections.add(1, ordering: .relaxed)
             Console.note("using the connection on descriptor \(fd) to \(target.description)", level: 1)
             if target.isTCP { settings.liveness.apply(to: fd) }
-            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
-            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
-            return
+            if let program {
+                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
+                return .finished
+            }
+            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
         }
         if proxies == nil, tls == nil, inherited == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
@@ -122,9 +161,11 @@ struct ConnectCommand {
                     host: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
             }.fd
             settings.liveness.apply(to: fd)
-            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
-            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
-            return
+            if let program {
+                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
+                return .finished
+            }
+            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
         }
         if let proxies, tls == nil, case .tcp(let host, let port) = target,
             Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil
@@ -137,9 +178,11 @@ struct ConnectCommand {
                     to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
             }.fd
             settings.liveness.apply(to: fd)
-            if let program { return try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description) }
-            try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
-            return
+            if let program {
+                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
+                return .finished
+            }
+            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
         }
         let socket: AsyncSocket
         if let fd = inherited {
@@ -190,12 +233,15 @@ struct ConnectCommand {
             }
             if args.has(.showCert) {
                 Console.out(info.peerChain.map(\.pem).joined())
-                return
+                return .finished
             }
         }
         let connection = try HandOver.take(socket, peer: target.description)
-        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: target.description) }
-        try Session(settings: settings).run(HandOver.transport(connection), peer: target.description, started: started)
+        if let program {
+            try ProgramSession.run(program, connection: connection, settings: settings, peer: target.description)
+            return .finished
+        }
+        return try Session(settings: settings).run(HandOver.transport(connection), peer: target.description, started: started)
     }
 }
 

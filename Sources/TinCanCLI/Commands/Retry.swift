@@ -69,8 +69,8 @@ struct RetryPolicy: Sendable, Equatable {
     static func parse(_ args: ParsedArguments, option: Option) throws(UsageError) -> RetryPolicy? {
         let name = args.command.name
         guard let text = args.value(option) else {
-            if args.has(.retryDelay) && !args.has(.retry) && !args.has(.forwardRetry) {
-                throw UsageError("--retry-delay needs --retry (or --forward-retry)", command: name)
+            if args.has(.retryDelay) && !args.has(.retry) && !args.has(.forwardRetry) && !args.has(.reconnect) {
+                throw UsageError("--retry-delay needs --retry (or --forward-retry, --reconnect)", command: name)
             }
             return nil
         }
@@ -80,7 +80,7 @@ struct RetryPolicy: Sendable, Equatable {
         } else if let count = Int(text), count >= 1, count <= 1_000_000 {
             retries = count
         } else {
-            throw UsageError("bad --\(option.rawValue) '\(text)': give a number of retries (1 or more) or 'forever'", command: name)
+            throw UsageError("bad --\(option.rawValue) '\(text)': give a number of \(option == .reconnect ? "reconnects" : "retries") (1 or more) or 'forever'", command: name)
         }
         var minimum = defaultMinimum
         var maximum = defaultMaximum

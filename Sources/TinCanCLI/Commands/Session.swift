@@ -6,9 +6,19 @@ import SocketCore
 struct Session {
     let settings: StreamSettings
 
+    /// How a session ended when it did not fail.
+    enum End: Equatable {
+        /// Done: stdin and the peer are both over (or -q, -w).
+        case finished
+        /// `--reconnect`: the peer ended or reset the session (why, as "closed the connection")
+        /// while stdin is open, with every byte sent acknowledged: another connection may go on.
+        case peerWent(String)
+    }
+
     /// Runs the --send/--expect script, then relays stdin/stdout over `transport` until the
     /// session ends; reports the totals to the event log.
-    func run(_ transport: any Transport, peer: String, started: ContinuousClock.Instant) throws {
+    @discardableResult
+    func run(_ transport: any Transport, peer: String, started: ContinuousClock.Instant) throws -> End {
         defer { transport.abort() }
         Interruption.install()  // from here on SIGUSR1 has statistics to give
         let log = EventLog.current.withLock { $0 }
@@ -22,6 +32,7 @@ struct Session {
         let raw = try settings.raw.map { (raw) throws(CommandError) in try RawTerminal(raw) }
         var options = settings.relay
         options.capture = capture
+        if options.ending.reconnect { options.pump = InputPump.standardInput }
         let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: options)
         let outcome = relay.run()
         raw?.finish()
@@ -34,7 +45,30 @@ struct Session {
                 log?.emit("peer_end", [("close_notify", .bool(closeNotify)), ("may_be_incomplete", .bool(!closeNotify))])
             }
         }
+        if options.ending.reconnect, !relay.inputHasEnded, let went = try reconnectable(outcome, relay: relay, peer: peer) { return went }
         try conclude(outcome, relay: relay, peer: peer, started: started)
+        return .finished
+    }
+
+    /// `--reconnect`: whether the peer's end or reset leaves stdin for another connection. A
+    /// clean end passed the relay's delivery check (else it failed). A reset discards what the
+    /// peer's kernel took and its program had not read, acknowledged or not, and nothing tells
+    /// how much: only a connection that carried no byte of stdin is known to have lost none
+    /// (a --send script runs again on the next); otherwise nothing resends it, and the run stops.
+    private func reconnectable(_ outcome: Relay.Outcome, relay: Relay, peer: String) throws(CommandError) -> End? {
+        let totals = "sent \(relay.bytesSent.load(ordering: .relaxed)) bytes, received \(relay.bytesReceived.load(ordering: .relaxed)) bytes"
+        if outcome == .peerClosed, relay.peerHasEnded {
+            Console.note("\(peer) closed the connection; \(totals)", level: 1)
+            return .peerWent("closed the connection")
+        }
+        guard case .failed = outcome, let reset = relay.peerReset.withLock({ $0 }) else { return nil }
+        guard !reset.sentAny else {
+            throw CommandError(
+                "connection to \(peer): \(reset.reason) after stdin's bytes were sent to it, which a reset may have dropped unread; --reconnect resends nothing, so it stops (\(totals))"
+            )
+        }
+        Console.note("\(peer): \(reset.reason) before any byte of stdin went to it; \(totals)", level: 1)
+        return .peerWent("reset the connection")
     }
 
     /// Turns a relay's end into success or the error to report.

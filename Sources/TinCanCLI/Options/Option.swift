@@ -88,6 +88,7 @@ public enum Option: String, CaseIterable, Sendable {
     case ptyTerm = "pty-term"
     case quitAfterEof = "quit-after-eof"
     case raw
+    case reconnect
     case rcvbuf
     case requireClientCert = "require-client-cert"
     case retry

@@ -12,7 +12,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
     public static func of(_ option: Option) -> OptionGroup {
         switch option {
         case .ipv4, .ipv6, .preferIPv4, .preferIPv6, .attemptDelay, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .allow, .deny,
-            .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .fd, .stdioSocket:
+            .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
             .forwardCa, .forwardInsecure, .forwardPin, .forwardRetry, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .acceptProxyProtocol, .broker, .chat, .socks5,

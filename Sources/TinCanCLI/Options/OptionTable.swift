@@ -212,6 +212,11 @@ public enum OptionTable {
         ),
         retryDelay,
         OptionSpec(
+            .reconnect, value: .text, valueName: "N|forever",
+            help:
+                "When the peer ends or resets the session while stdin is still open, connect again (up to N times, or forever) after --retry-delay, run --send/--expect again, and go on sending stdin to the new connection. Nothing is resent: stdin's bytes wait in tincan until a connection takes them, and a session that may have lost bytes sent to it ends the run (exit 1) instead: a clean end whose bytes were not all acknowledged, or a reset after any byte of stdin went to that connection (a reset drops what the peer's program had not read; a reset of a connection that carried none, its --send script aside, is reconnected). A redial that fails is tried again as --retry says (without it, once). Not with --exec, --raw, --fd, -u or -z. -v says each reconnect and its delay (a reconnect event with --json)."
+        ),
+        OptionSpec(
             .fd, value: .integer(0...1_048_575), valueName: "N",
             help:
                 "Use the connected socket on descriptor N instead of connecting (no HOST PORT): one a parent process made or inherited (bash's exec 3<>/dev/tcp/HOST/PORT, a service manager's Accept=yes socket, OpenBSD nc -F's way of handing one over). Everything else applies as to a connection tincan made: TLS (--servername for its name), --exec, --send/--expect."
@@ -333,7 +338,7 @@ public enum OptionTable {
             .starttls, .send, .expect, .json, .timing,
         ],
         run: { args in
-            if args.has(.udp) || args.has(.zeroIo), let option = [Option.retry, .retryDelay].first(where: args.has) {
+            if args.has(.udp) || args.has(.zeroIo), let option = [Option.retry, .retryDelay, .reconnect].first(where: args.has) {
                 throw UsageError("--\(option.rawValue) retries a stream connection: not with \(args.has(.udp) ? "-u" : "-z")", command: "connect")
             }
             switch (args.has(.udp), args.has(.zeroIo)) {

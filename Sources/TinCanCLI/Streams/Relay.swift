@@ -18,6 +18,8 @@ final class Relay: @unchecked Sendable {
         var hex: HexDump?
         /// -o, --hex-dump: this session's capture.
         var capture: CaptureTap?
+        /// --reconnect: stdin comes from the run's pump (it outlives this session), not `input`.
+        var pump: InputPump?
         var progress: ProgressMeter?
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
@@ -58,6 +60,11 @@ final class Relay: @unchecked Sendable {
     let firstByte = Locked<ContinuousClock.Instant?>(nil)
     /// Whether the peer ended its stream (rather than the session ending first).
     var peerHasEnded: Bool { machine.withLock { $0.peerEnded } }
+    /// Set when the peer reset the connection: whether any byte of stdin had been sent to it
+    /// (a reset drops what its program had not read), and the reason.
+    let peerReset = Locked<(sentAny: Bool, reason: String)?>(nil)
+    /// Whether stdin has ended in this session.
+    var inputHasEnded: Bool { machine.withLock { $0.inputEndedAt != nil } }
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
     init(transport: any Transport, input: Int32?, output: Int32, options: Options) {
@@ -87,7 +94,11 @@ final class Relay: @unchecked Sendable {
         } catch {
             return .failed("no thread for the relay: \(error.lowercaseReason)")
         }
-        if let input {
+        if let pump = options.pump {
+            do throws(SystemError) { try Syscall.startThread { self.pumpToNetwork(pump) } } catch {
+                report(.failed("no thread for the relay: \(error.lowercaseReason)"))
+            }
+        } else if let input {
             do throws(SystemError) { try Syscall.startThread { self.inputToNetwork(input) } } catch {
                 report(.failed("no thread for the relay: \(error.lowercaseReason)"))
             }
@@ -182,7 +193,7 @@ final class Relay: @unchecked Sendable {
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
     /// plain descriptor.
-    private var splicing: Bool { options.hex == nil && options.capture == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
+    private var splicing: Bool { options.hex == nil && options.capture == nil && options.pump == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
 
     private func networkToOutput() {
         defer { networkLoopDone.signal() }
@@ -196,6 +207,9 @@ final class Relay: @unchecked Sendable {
             do throws(TransportError) {
                 n = try transport.receive(into: buffer)
             } catch {
+                if case .peerGone(let reason) = error {
+                    peerReset.withLock { $0 = (bytesSent.load(ordering: .relaxed) > 0, reason) }
+                }
                 report(.failed(error.reason, code: error.code))
                 return
             }
@@ -265,20 +279,50 @@ final class Relay: @unchecked Sendable {
             terminalClosed = false
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
-            options.hex?.dump(chunk, .sent)
-            do throws(TransportError) {
-                try transport.send(chunk)
-            } catch {
-                if case .peerGone = error { awaitPeersLastWords() }
-                report(.failed(notDelivered(error.reason, n), code: error.code))
-                return
-            }
-            if let failure = options.capture?.record(chunk, .sent) {
+            guard send(chunk, read: n) else { return }
+        }
+    }
+
+    /// --reconnect: stdin's chunks from the run's pump, each left there until it was sent, so a
+    /// session that ends while stdin is quiet takes nothing from the next.
+    private func pumpToNetwork(_ pump: InputPump) {
+        var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
+        while true {
+            switch pump.next(isOver: { machine.withLock { $0.outcome != nil } }) {
+            case .over: return
+            case .end(let failure?):
                 report(.failed(failure))
                 return
+            case .end(nil):
+                inputEnded()
+                return
+            case .chunk(let bytes):
+                let delivered = bytes.withUnsafeBytes { raw -> Bool in
+                    send(options.crlf ? encoder.encode(raw) : raw, read: raw.count)
+                }
+                guard delivered else { return }
+                pump.sent()
             }
-            sent(chunk.count)
         }
+    }
+
+    /// Sends a chunk of stdin (`read` bytes as read): the hex dump, the send, the capture. False
+    /// when the session failed on it (reported).
+    private func send(_ chunk: UnsafeRawBufferPointer, read n: Int) -> Bool {
+        options.hex?.dump(chunk, .sent)
+        do throws(TransportError) {
+            try transport.send(chunk)
+        } catch {
+            if case .peerGone = error { awaitPeersLastWords() }
+            report(.failed(notDelivered(error.reason, n), code: error.code))
+            return false
+        }
+        if let failure = options.capture?.record(chunk, .sent) {
+            report(.failed(failure))
+            return false
+        }
+        sent(chunk.count)
+        return true
     }
 
     /// A send met a peer that is gone (reset, or closed): what it sent before it went — a reply,

@@ -26,6 +26,11 @@ struct SessionEnding: Sendable {
         ("the peer ended, and stdin is a terminal", "done at once (a person typing, not a script), ending our side too (FIN; over TLS close_notify first)", "0"),
         ("the peer resets, or answers bytes sent after it closed with a reset", "done, what arrived is on stdout, the reason named", "1"),
         (
+            "the peer ends or resets, with `--reconnect`, stdin still open",
+            "everything it sent is on stdout; if every byte sent reached it (a clean end: all acknowledged; a reset: only when no byte of stdin went to that connection, since a reset drops what its program had not read), tincan connects again (backoff of `--retry-delay`), runs `--send`/`--expect` again, and stdin goes on to the new connection; nothing is resent, so otherwise the run ends",
+            "1 if not"
+        ),
+        (
             "one side of a relay (`listen --forward`) resets, or a relay's write to it fails",
             "the other side is reset too (RST; over TLS no close_notify): a cut never reaches anyone as an end of stream (a reset that a write met first, such as the session tickets sent as a TLS handshake ends, is still a reset)",
             ""
@@ -64,6 +69,9 @@ struct SessionEnding: Sendable {
         var idleTimeout: Duration?
         /// stdin is a terminal: the peer's end of stream ends the session.
         var inputIsTerminal = false
+        /// `--reconnect`: the peer's end of stream ends the session at once (our end goes out),
+        /// and another connection takes up stdin.
+        var reconnect = false
         /// The relay stands between a program and the network (`--exec` over TLS): the peer's
         /// end of stream closes the program's stdin, and the session waits for its output to end.
         var programSide = false
@@ -150,7 +158,7 @@ struct SessionEnding: Sendable {
             if policy.programSide { actions.closeOutput = true }
             if inputEndedAt != nil {
                 finish(.peerClosed, &actions)
-            } else if policy.inputIsTerminal && !policy.programSide {
+            } else if (policy.inputIsTerminal || policy.reconnect) && !policy.programSide {
                 // A person typing: the session is over, and our end goes out as a clean one
                 // (over TLS a close_notify: a peer that reads on is not left with a cut).
                 if policy.halfClose { closeWrite(&actions) }
