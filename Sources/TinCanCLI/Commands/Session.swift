@@ -57,6 +57,12 @@ struct Session {
     /// (a --send script runs again on the next); otherwise nothing resends it, and the run stops.
     private func reconnectable(_ outcome: Relay.Outcome, relay: Relay, peer: String) throws(CommandError) -> End? {
         let totals = "sent \(relay.bytesSent.load(ordering: .relaxed)) bytes, received \(relay.bytesReceived.load(ordering: .relaxed)) bytes"
+        guard relay.pumpSettled(within: Relay.flushLimit) else {
+            // A chunk of stdin was going out as the session ended: part of it may have arrived.
+            if case .failed = outcome { return nil }  // said by the failure itself
+            throw CommandError(
+                "connection to \(peer) ended while a chunk of stdin was being sent; part of it may have arrived, and --reconnect resends nothing, so it stops (\(totals))")
+        }
         if outcome == .peerClosed, relay.peerHasEnded {
             Console.note("\(peer) closed the connection; \(totals)", level: 1)
             return .peerWent("closed the connection")

@@ -65,6 +65,18 @@ final class Relay: @unchecked Sendable {
     let peerReset = Locked<(sentAny: Bool, reason: String)?>(nil)
     /// Whether stdin has ended in this session.
     var inputHasEnded: Bool { machine.withLock { $0.inputEndedAt != nil } }
+    /// --reconnect: signalled when the pump's side is done; set when a chunk of it failed to
+    /// go out whole (part of it may have reached the peer: it must not go again).
+    private let pumpDone = DispatchSemaphore(value: 0)
+    private let pumpChunkCut = Atomic<Bool>(false)
+
+    /// --reconnect: whether stdin's side of this session is over with every chunk it took sent
+    /// whole (waiting up to `limit` for a send under way), so the next session may go on.
+    func pumpSettled(within limit: Duration) -> Bool {
+        guard options.pump != nil else { return true }
+        guard pumpDone.wait(timeout: .now() + .milliseconds(Int(limit.milliseconds))) == .success else { return false }
+        return !pumpChunkCut.load(ordering: .acquiring)
+    }
 
     /// `input` nil: nothing to send (the connection is half-closed at once, unless told not to).
     init(transport: any Transport, input: Int32?, output: Int32, options: Options) {
@@ -286,6 +298,7 @@ final class Relay: @unchecked Sendable {
     /// --reconnect: stdin's chunks from the run's pump, each left there until it was sent, so a
     /// session that ends while stdin is quiet takes nothing from the next.
     private func pumpToNetwork(_ pump: InputPump) {
+        defer { pumpDone.signal() }
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
         while true {
             switch pump.next(isOver: { machine.withLock { $0.outcome != nil } }) {
@@ -300,7 +313,10 @@ final class Relay: @unchecked Sendable {
                 let delivered = bytes.withUnsafeBytes { raw -> Bool in
                     send(options.crlf ? encoder.encode(raw) : raw, read: raw.count)
                 }
-                guard delivered else { return }
+                guard delivered else {
+                    pumpChunkCut.store(true, ordering: .releasing)
+                    return
+                }
                 pump.sent()
             }
         }

@@ -135,10 +135,9 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     func socket(_ sock: AsyncSocket, didPauseAccepting error: SystemError) { Refusals.outOfDescriptors(error) }
 
     func socket(_ sock: AsyncSocket, didAccept newSocket: AsyncSocket) {
-        if let proxyHeader, let queue = acceptQueue.withLock({ $0 }) {
-            return proxyHeader.read(newSocket, on: queue) { [self] socket in judged(socket, via: socket.connectedAddress) }
-        }
-        judged(newSocket, via: nil)
+        guard let proxyHeader else { return judged(newSocket, via: nil) }
+        let queue = acceptQueue.withLock { $0 } ?? .global()
+        proxyHeader.read(newSocket, on: queue) { [self] socket in judged(socket, via: socket.connectedAddress) }
     }
 
     /// A connection (its PROXY header read, with --accept-proxy-protocol) before the gate.
