@@ -96,6 +96,22 @@ final class CaptureTests: XCTestCase {
         }
     }
 
+    func testAProxysCaptureHoldsTheForwardedHeadAndTheAnswer() throws {
+        let (origin, originPort) = try Tool.listener(["-k", "--sh-exec", "head -c 1 >/dev/null; printf 'HTTP/1.0 200 OK\\r\\nContent-Length: 3\\r\\n\\r\\nhi\\n'"])
+        defer { origin.stop() }
+        let (proxy, port) = try Tool.listener(["--http-proxy", "--hex-dump", "\(directory)/proxy-%n.hex"])
+        defer { proxy.stop() }
+        let curl = try Tool.run(["-s", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(originPort)/page"], program: "/usr/bin/curl")
+        XCTAssertEqual(curl.status, 0, proxy.stderrText)
+        XCTAssertEqual(curl.out, "hi\n")
+        waitUntil("the capture") { self.records(self.text("proxy-1.hex")).contains { $0.direction == ">" } }
+        let dump = records(text("proxy-1.hex"))
+        let received = String(decoding: dump.filter { $0.direction == "<" }.flatMap(\.bytes), as: UTF8.self)
+        let sent = String(decoding: dump.filter { $0.direction == ">" }.flatMap(\.bytes), as: UTF8.self)
+        XCTAssertTrue(received.hasPrefix("GET /page HTTP/1.1\r\n"), "the head as forwarded, in origin form: \(received)")
+        XCTAssertTrue(sent.hasPrefix("HTTP/1.0 200 OK\r\n") && sent.hasSuffix("hi\n"), sent)
+    }
+
     func testAFullDiskEndsTheSessionUnlessBestEffort() throws {
         let (echo, port) = try Tool.listener(["-k", "--exec", "/bin/cat"])
         defer { echo.stop() }

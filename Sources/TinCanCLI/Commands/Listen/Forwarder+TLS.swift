@@ -107,7 +107,7 @@ extension Forwarder {
     func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
         let watched = Watched()
         // -o, --hex-dump: from the client is received, to it is sent (as the statistics count).
-        let capture = settings.capture?.tap(client: client.peer)
+        let capture = client.capture
         let keepOpen = keepOpen
         var tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
         if let capture {

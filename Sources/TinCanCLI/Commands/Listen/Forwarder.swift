@@ -155,6 +155,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var request: ProxyRequest?
         /// With --allow-dest/--deny-dest: which of its target's addresses may be dialled.
         var admits: (@Sendable (SocketAddress) -> Bool)?
+        /// -o, --hex-dump: its capture, from the moment its upstream is connected.
+        var capture: CaptureTap?
         let started = ContinuousClock.now
         /// The queue its sockets and relay run on: one of a few shared by every client, so the
         /// events of a connection (handshake, reads, writes) meet no thread hand-off.
@@ -246,7 +248,25 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func connected(_ client: Client, upstream descriptor: SourcelessDescriptor, secured clientSocket: AsyncSocket?) {
         let name = client.target.description
         let fd = descriptor.fd
-        @Sendable func closeClient() { if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) } }
+        var captured = client
+        if let capture = settings.capture {
+            // From here on what goes each way is the session's: the early bytes a proxy client
+            // sent (an HTTP request's head as forwarded) first.
+            let tap = capture.tap(client: client.peer)
+            captured.capture = tap
+            if let early = client.answer?.leftover, let failure = early.withUnsafeBytes({ tap.record($0, .received) }) {
+                if keepOpen { Capture.fatal(failure) }
+                tap.close()
+                if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
+                Syscall.close(fd)
+                return report("\(client.peer): \(failure); closed the client", code: nil)
+            }
+        }
+        let client = captured
+        @Sendable func closeClient() {
+            client.capture?.close()
+            if let clientSocket { clientSocket.disconnect() } else { Syscall.close(client.fd) }
+        }
         if let version = upstream.proxyHeader {
             let header = ProxyProtocolHeader(version, source: client.source, destination: client.destination).bytes
             let written = header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(fd, raw, isSocket: true) } }
