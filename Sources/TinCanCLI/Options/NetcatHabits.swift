@@ -45,8 +45,6 @@ enum NetcatHabits {
         Habit(
             option: "--recv-only", commands: ["connect", "listen", "tls"], hint: "receive only with '< /dev/null' (add --no-shutdown if the peer must not see an end of stream)"),
         Habit(option: "-d", commands: ["connect", "listen", "tls"], hint: "to not read stdin, use '< /dev/null'"),
-        Habit(option: "-o", commands: ["connect", "listen", "tls"], hint: "use --hex to dump the traffic (on stderr)"),
-        Habit(option: "--hex-dump", commands: ["connect", "listen", "tls"], hint: "use --hex to dump the traffic (on stderr)"),
         Habit(option: "--unixsock", commands: nil, hint: "use --unix PATH"),
         Habit(option: "--lua-exec", commands: nil, hint: "not supported: use --exec or --sh-exec"),
         Habit(option: "-k", commands: ["connect", "tls"], hint: "-k keeps a listener open: 'tincan listen -k PORT'"),
