@@ -1,0 +1,68 @@
+/// A WebSocket frame's opcode (RFC 6455 section 5.2).
+public enum WebSocketOpcode: UInt8, Sendable {
+    /// The next fragment of a message.
+    case continuation = 0x0
+    /// A text message (UTF-8), or its first fragment.
+    case text = 0x1
+    /// A binary message, or its first fragment.
+    case binary = 0x2
+    /// The close handshake.
+    case close = 0x8
+    /// A ping, answered with a pong.
+    case ping = 0x9
+    /// A pong.
+    case pong = 0xA
+
+    /// Close, ping and pong: at most 125 bytes, never fragmented, allowed between fragments.
+    public var isControl: Bool { rawValue & 0x8 != 0 }
+}
+
+/// Writing WebSocket frames (RFC 6455 section 5): the header with the shortest length form,
+/// then the payload, masked when the sender is a client.
+///
+/// ```swift
+/// WebSocketFrame.encode(.text, Array("Hello".utf8))   // 81 05 48 65 6c 6c 6f
+/// ```
+public enum WebSocketFrame {
+    /// One frame of `opcode` carrying `payload`, the last of its message unless `fin` is false,
+    /// masked with the 4 bytes of `mask` when given (a client's frames must be).
+    public static func encode(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, fin: Bool = true, mask: [UInt8]? = nil) -> [UInt8] {
+        precondition(mask == nil || mask!.count == 4, "a mask is 4 bytes")
+        var out: [UInt8] = []
+        out.reserveCapacity(payload.count + 14)
+        out.append((fin ? 0x80 : 0) | opcode.rawValue)
+        let maskBit: UInt8 = mask == nil ? 0 : 0x80
+        switch payload.count {
+        case 0...125: out.append(maskBit | UInt8(payload.count))
+        case 126...0xFFFF: out += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        default:
+            out.append(maskBit | 127)
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: UInt64(payload.count) >> UInt64(shift))) }
+        }
+        guard let mask else { return out + payload }
+        out += mask
+        for (index, byte) in payload.enumerated() { out.append(byte ^ mask[index & 3]) }
+        return out
+    }
+
+    /// A close frame's payload: the status code, then the reason, cut at a character boundary
+    /// to fit the 125 bytes a control frame may hold.
+    public static func closePayload(code: UInt16, reason: String = "") -> [UInt8] {
+        var text = Array(reason.utf8)
+        if text.count > 123 {
+            var end = 123
+            while end > 0 && text[end] & 0xC0 == 0x80 { end -= 1 }  // not inside a character
+            text = Array(text[..<end])
+        }
+        return [UInt8(code >> 8), UInt8(code & 0xFF)] + text
+    }
+
+    /// Whether `code` may be sent in a close frame (RFC 6455 section 7.4 and IANA's registry):
+    /// 1000-1003, 1007-1014, and 3000-4999 for libraries and applications.
+    public static func isValidCloseCode(_ code: UInt16) -> Bool {
+        switch code {
+        case 1000...1003, 1007...1014, 3000...4999: true
+        default: false
+        }
+    }
+}

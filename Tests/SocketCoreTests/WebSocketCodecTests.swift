@@ -1,0 +1,120 @@
+import XCTest
+
+@testable import SocketCore
+
+/// The WebSocket codec against RFC 6455's own examples (sections 1.3 and 5.7), fed whole and a
+/// byte at a time; every protocol breach refused with its close code; UTF-8 checked as it streams.
+final class WebSocketCodecTests: XCTestCase {
+    private let hello = Array("Hello".utf8)
+    private let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+
+    /// Feeds `bytes` whole and a byte at a time: both must give the same.
+    private func decode(_ bytes: [UInt8], role: WebSocketDecoder.Role = .client, max: Int = 1 << 20) -> ([WebSocketDecoder.Event], WebSocketDecoder.Failure?) {
+        var whole = WebSocketDecoder(role: role, maxMessage: max)
+        let once = whole.feed(bytes)
+        var pieces = WebSocketDecoder(role: role, maxMessage: max)
+        var events: [WebSocketDecoder.Event] = []
+        var failure: WebSocketDecoder.Failure?
+        for byte in bytes where failure == nil {
+            let step = pieces.feed([byte])
+            events += step.events
+            failure = step.failure
+        }
+        XCTAssertEqual(once.events, events, "whole and byte by byte")
+        XCTAssertEqual(once.failure, failure, "whole and byte by byte")
+        return (once.events, once.failure)
+    }
+
+    func testTheHandshakeKeyOfTheRFC() {
+        XCTAssertEqual(WebSocketKey.accept(for: "dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        XCTAssertEqual(SHA1.hash(Array("abc".utf8)).map { String(format: "%02x", $0) }.joined(), "a9993e364706816aba3e25717850c26c9cd0d89d")
+        XCTAssertEqual(SHA1.hash([]).map { String(format: "%02x", $0) }.joined(), "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        let long = Array(String(repeating: "a", count: 1000).utf8)  // several blocks
+        XCTAssertEqual(SHA1.hash(long).map { String(format: "%02x", $0) }.joined(), "291e9a6c66994949b57ba5e650361e98fc36b1ba")
+        var n: UInt8 = 0
+        let key = WebSocketKey.make {
+            n &+= 1
+            return n
+        }
+        XCTAssertTrue(WebSocketKey.isValid(key))
+        XCTAssertFalse(WebSocketKey.isValid("c2hvcnQ="))
+    }
+
+    func testTheRFCsFramesBothWays() {
+        let unmasked: [UInt8] = [0x81, 0x05] + hello
+        let masked: [UInt8] = [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]
+        XCTAssertEqual(WebSocketFrame.encode(.text, hello), unmasked)
+        XCTAssertEqual(WebSocketFrame.encode(.text, hello, mask: mask), masked)
+        XCTAssertEqual(decode(unmasked).0, [.message(text: true, hello)])
+        XCTAssertEqual(decode(masked, role: .server).0, [.message(text: true, hello)])
+        // A fragmented message with a ping between its fragments.
+        let fragments: [UInt8] = [0x01, 0x03, 0x48, 0x65, 0x6C] + [0x89, 0x05] + hello + [0x80, 0x02, 0x6C, 0x6F]
+        XCTAssertEqual(decode(fragments).0, [.ping(hello), .message(text: true, hello)])
+        XCTAssertEqual(decode([0x8A, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58], role: .server).0, [.pong(hello)])
+        // The two longer length forms.
+        let medium = [UInt8](repeating: 7, count: 256)
+        XCTAssertEqual(Array(WebSocketFrame.encode(.binary, medium).prefix(4)), [0x82, 0x7E, 0x01, 0x00])
+        let large = [UInt8](repeating: 9, count: 65536)
+        XCTAssertEqual(Array(WebSocketFrame.encode(.binary, large).prefix(10)), [0x82, 0x7F, 0, 0, 0, 0, 0, 1, 0, 0])
+        var decoder = WebSocketDecoder(role: .client)
+        XCTAssertEqual(
+            decoder.feed(WebSocketFrame.encode(.binary, medium) + WebSocketFrame.encode(.binary, large)).events, [.message(text: false, medium), .message(text: false, large)])
+        // Close: with a code and reason, and empty.
+        XCTAssertEqual(decode(WebSocketFrame.encode(.close, WebSocketFrame.closePayload(code: 1000, reason: "bye"))).0, [.close(code: 1000, reason: "bye")])
+        XCTAssertEqual(decode([0x88, 0x00]).0, [.close(code: nil, reason: "")])
+        let long = String(repeating: "é", count: 100)  // 200 bytes: cut to fit, on a boundary
+        let payload = WebSocketFrame.closePayload(code: 1001, reason: long)
+        XCTAssertEqual(payload.count, 124)
+        XCTAssertEqual(decode(WebSocketFrame.encode(.close, payload)).0, [.close(code: 1001, reason: String(repeating: "é", count: 61))])
+    }
+
+    func testEveryBreachIsRefusedWithItsCloseCode() {
+        let cases: [(String, [UInt8], WebSocketDecoder.Role, UInt16)] = [
+            ("reserved bits", [0xC1, 0x00], .client, 1002),
+            ("unknown opcode 3", [0x83, 0x00], .client, 1002),
+            ("unmasked frame from a client", [0x81, 0x00], .server, 1002),
+            ("masked frame from a server", [0x81, 0x80, 1, 2, 3, 4], .client, 1002),
+            ("fragmented control frame", [0x09, 0x00], .client, 1002),
+            ("control frame of 126 bytes", [0x89, 0x7E, 0x00, 0x7E] + [UInt8](repeating: 0, count: 126), .client, 1002),
+            ("continuation frame with no message", [0x80, 0x00], .client, 1002),
+            ("new message before the fragmented one", [0x01, 0x01, 0x61, 0x81, 0x01, 0x62], .client, 1002),
+            ("most significant bit", [0x82, 0x7F, 0x80, 0, 0, 0, 0, 0, 0, 0], .client, 1002),
+            ("close frame of one byte", [0x88, 0x01, 0x03], .client, 1002),
+            ("code 1005", [0x88, 0x02, 0x03, 0xED], .client, 1002),
+            ("code 999", [0x88, 0x02, 0x03, 0xE7], .client, 1002),
+            ("code 5000", [0x88, 0x02, 0x13, 0x88], .client, 1002),
+            ("close reason that is not UTF-8", [0x88, 0x04, 0x03, 0xE8, 0xC0, 0x80], .client, 1007),
+            ("not UTF-8", [0x81, 0x02, 0xED, 0xA0], .client, 1007),  // a surrogate, refused at once
+            ("ends inside a UTF-8 character", [0x81, 0x02, 0xE2, 0x82], .client, 1007),
+            ("over the 1048576 bytes", [0x82, 0x7F, 0, 0, 0, 0, 0, 0x10, 0, 1], .client, 1009),
+        ]
+        for (reason, bytes, role, code) in cases {
+            let (_, failure) = decode(bytes, role: role)
+            XCTAssertEqual(failure?.code, code, reason)
+            XCTAssertTrue(failure?.reason.contains(reason) == true, "\(failure?.reason ?? "no failure") should say \(reason)")
+        }
+        // A fragmented message over the bound is refused at the fragment that passes it.
+        let (events, failure) = decode([0x02, 0x03, 1, 2, 3, 0x80, 0x02, 4, 5], max: 4)
+        XCTAssertEqual(events, [])
+        XCTAssertEqual(failure?.code, 1009)
+        // Nothing is read after a failure.
+        var decoder = WebSocketDecoder(role: .client)
+        XCTAssertNotNil(decoder.feed([0xC1, 0x00]).failure)
+        XCTAssertEqual(decoder.feed([0x81, 0x01, 0x61]).events, [])
+    }
+
+    func testUTF8IsCheckedAsItStreams() {
+        let good = Array("κόσμε 𝄞 € ascii".utf8)
+        for cut in 0...good.count {
+            var check = UTF8Validator()
+            XCTAssertTrue(check.feed(good[..<cut]) && check.feed(good[cut...]) && check.isComplete, "cut at \(cut)")
+        }
+        for bad: [UInt8] in [[0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x80, 0x80, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5], [0x80], [0xFF]] {
+            var check = UTF8Validator()
+            XCTAssertFalse(check.feed(bad), "\(bad)")
+        }
+        var partial = UTF8Validator()
+        XCTAssertTrue(partial.feed([0xF0, 0x9D]))
+        XCTAssertFalse(partial.isComplete)
+    }
+}
