@@ -79,6 +79,20 @@
 
         // MARK: The daemons
 
+        /// The start of an nginx configuration in the foreground with its files in `dir`, loading `module`.
+        private static func nginxHead(_ dir: String, module: String) -> String {
+            """
+            daemon off;
+            master_process on;
+            worker_processes 1;
+            user root;
+            pid \(dir)/nginx.pid;
+            error_log \(dir)/error.log info;
+            load_module /usr/lib/nginx/modules/\(module).so;
+            events { worker_connections 256; }
+            """
+        }
+
         /// nginx with four servers, in this order of ``ports``: `slow` answers every request with
         /// "slow reply\n" after `delay` seconds (the echo module), `https` is a TLS reverse proxy
         /// to it (ALPN h2 and http/1.1), `plain` a plain reverse proxy to it, and `proxyProtocol`
@@ -87,14 +101,7 @@
             try RealDaemon("nginx", ports: 4, file: file, line: line) { dir, p in
                 try write(
                     """
-                    daemon off;
-                    master_process on;
-                    worker_processes 1;
-                    user root;
-                    pid \(dir)/nginx.pid;
-                    error_log \(dir)/error.log info;
-                    load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
-                    events { worker_connections 256; }
+                    \(nginxHead(dir, module: "ngx_http_echo_module"))
                     http {
                         access_log \(dir)/access.log;
                         client_body_temp_path \(dir)/body; proxy_temp_path \(dir)/proxy; fastcgi_temp_path \(dir)/fastcgi;
@@ -169,14 +176,7 @@
             try RealDaemon("nginx-stream", ports: 2, file: file, line: line) { dir, p in
                 try write(
                     """
-                    daemon off;
-                    master_process on;
-                    worker_processes 1;
-                    user root;
-                    pid \(dir)/nginx.pid;
-                    error_log \(dir)/error.log info;
-                    load_module /usr/lib/nginx/modules/ngx_stream_module.so;
-                    events { worker_connections 64; }
+                    \(nginxHead(dir, module: "ngx_stream_module"))
                     stream {
                         server { listen 127.0.0.1:\(p[0]); proxy_pass 127.0.0.1:\(target); proxy_protocol on; proxy_half_close on; }
                         server { listen [::1]:\(p[1]); proxy_pass 127.0.0.1:\(target); proxy_protocol on; proxy_half_close on; }

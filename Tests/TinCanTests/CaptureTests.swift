@@ -112,6 +112,44 @@ final class CaptureTests: XCTestCase {
         XCTAssertTrue(sent.hasPrefix("HTTP/1.0 200 OK\r\n") && sent.hasSuffix("hi\n"), sent)
     }
 
+    /// An upstream (a Python stub: it must pause and reset on cue) that reads to the end of
+    /// the client's stream, then after 2.5 s answers "late answer" and closes — or, with
+    /// "reset", resets at once after the client's first line.
+    private static let upstream =
+        PythonPeers.listenPrelude + """
+            import struct
+            c, _ = s.accept()
+            if sys.argv[3] == 'reset':
+                c.makefile('rb').readline()
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+            else:
+                while c.recv(65536): pass
+                time.sleep(2.5); c.sendall(b'late answer\\n'); c.close()
+            """
+
+    func testThroughACapturingRelayALateAnswerArrivesWholeAndAResetStaysAReset() throws {
+        for mode in ["late", "reset"] {
+            let (server, upstreamPort) = try Tool.server(["python3", "-u", "-c", CaptureTests.upstream, "0", "127.0.0.1", mode])
+            defer { server.stop() }
+            let (relay, port) = try Tool.listener(["--forward", "127.0.0.1:\(upstreamPort)", "--hex-dump", "\(directory)/\(mode).hex"])
+            defer { relay.stop() }
+            // The client's input ends first (late) and the upstream speaks 2.5 s later; or the
+            // upstream resets, and the client must hear a reset, not an end.
+            let run = try Tool.run(["connect", "--reconnect", "3", "127.0.0.1", String(port)], input: "question\n")
+            let dump = records(text("\(mode).hex"))
+            if mode == "late" {
+                XCTAssertEqual(run.status, 0, run.err)
+                XCTAssertEqual(run.out, "late answer\n")
+                XCTAssertEqual(dump.map(\.direction), ["<", ">"], text("late.hex"))
+                XCTAssertEqual(dump.map { String(decoding: $0.bytes, as: UTF8.self) }, ["question\n", "late answer\n"])
+            } else {
+                XCTAssertEqual(run.status, 1, "a reset after stdin's bytes is no end, and no reconnect: \(run.err)")
+                XCTAssertTrue(run.err.contains("reset"), run.err)
+                XCTAssertEqual(dump.first.map { String(decoding: $0.bytes, as: UTF8.self) }, "question\n")
+            }
+        }
+    }
+
     func testAFullDiskEndsTheSessionUnlessBestEffort() throws {
         let (echo, port) = try Tool.listener(["-k", "--exec", "/bin/cat"])
         defer { echo.stop() }

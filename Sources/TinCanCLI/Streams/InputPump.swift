@@ -4,12 +4,15 @@ import SocketCore
 /// stdin for a run that outlives its connections (`--reconnect`): one thread reads it for the
 /// whole run, a chunk at a time, and each session's relay takes the chunks in turn. A chunk
 /// stays in the pump until a relay has sent it, so a connection that ends while stdin is quiet
-/// loses nothing: the next one gets what comes. Bounded: the reader waits until its chunk is
-/// taken.
-final class InputPump: Sendable {
+/// loses nothing: the next one gets what comes. Bounded, with no copy: the reader reads into
+/// one buffer, allocated once, and waits until the chunk in it was sent.
+final class InputPump: @unchecked Sendable {
+    // @unchecked Sendable: `buffer` is written by the reader only while no chunk is out, and
+    // read by a relay only while one is (``next(isOver:)`` to ``sent()``); `state` is locked.
     /// What a relay gets from the pump.
-    enum Item: Equatable {
-        case chunk([UInt8])
+    enum Item {
+        /// The pump's buffer, valid until ``sent()``.
+        case chunk(UnsafeRawBufferPointer)
         /// stdin ended (or failed: the reason).
         case end(String?)
         /// The relay is over: stop taking.
@@ -17,7 +20,8 @@ final class InputPump: Sendable {
     }
 
     private struct State {
-        var chunk: [UInt8]?
+        /// The bytes of the buffer that hold a chunk not yet sent.
+        var chunk: Int?
         var ended = false
         var failure: String?
     }
@@ -25,6 +29,8 @@ final class InputPump: Sendable {
     private let state = Locked(State())
     private let filled = DispatchSemaphore(value: 0)
     private let taken = DispatchSemaphore(value: 0)
+    /// Allocated once; the pump lives as long as the run, so it is never freed.
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
 
     /// The process's pump over stdin, started at its first use.
     static let standardInput: InputPump = {
@@ -39,15 +45,13 @@ final class InputPump: Sendable {
     private func start(reading fd: Int32) {
         do throws(SystemError) {
             try Syscall.startThread { [self] in
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
-                defer { buffer.deallocate() }
                 while true {
                     let n: Int
                     do throws(SystemError) { n = try Syscall.readWaiting(fd, into: buffer) } catch {
                         return finish("reading stdin failed: \(error.lowercaseReason)")
                     }
                     guard n > 0 else { return finish(nil) }
-                    state.withLock { $0.chunk = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) }
+                    state.withLock { $0.chunk = n }
                     filled.signal()
                     taken.wait()
                 }
@@ -71,7 +75,7 @@ final class InputPump: Sendable {
         while true {
             if isOver() { return .over }  // a chunk that came meanwhile is the next session's
             let item = state.withLock { state -> Item? in
-                if let chunk = state.chunk { return .chunk(chunk) }
+                if let count = state.chunk { return .chunk(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
                 if state.ended { return .end(state.failure) }
                 return nil
             }

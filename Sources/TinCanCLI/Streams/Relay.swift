@@ -309,11 +309,8 @@ final class Relay: @unchecked Sendable {
             case .end(nil):
                 inputEnded()
                 return
-            case .chunk(let bytes):
-                let delivered = bytes.withUnsafeBytes { raw -> Bool in
-                    send(options.crlf ? encoder.encode(raw) : raw, read: raw.count)
-                }
-                guard delivered else {
+            case .chunk(let raw):
+                guard send(options.crlf ? encoder.encode(raw) : raw, read: raw.count) else {
                     pumpChunkCut.store(true, ordering: .releasing)
                     return
                 }

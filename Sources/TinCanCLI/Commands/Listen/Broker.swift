@@ -78,7 +78,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let bytes = Array(line.utf8)
         bytes.withUnsafeBytes(deliver)
         for (other, client) in clients where other != id {
-            record(bytes, .sent, other)
+            record(bytes[...], .sent, other)
             client.write(bytes, timeout: settings.sendTimeout)
         }
     }
@@ -107,7 +107,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let others = clients.filter { $0.key != id }.map(\.value)
         guard !bytes.isEmpty, !others.isEmpty else { return then() }
         let written = DispatchGroup()
-        for (other, _) in clients where other != id { record(bytes, .sent, other) }
+        for (other, _) in clients where other != id { record(bytes[...], .sent, other) }
         for other in others {
             written.enter()
             other.write(bytes, timeout: settings.sendTimeout) { _ in written.leave() }
@@ -117,9 +117,9 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
 
     /// Records what went to or came from client `id` in its capture (-o, --hex-dump); a write
     /// that failed ends the run (unless best effort).
-    private func record(_ bytes: some Collection<UInt8>, _ direction: HexDump.Direction, _ id: ObjectIdentifier) {
+    private func record(_ bytes: ArraySlice<UInt8>, _ direction: HexDump.Direction, _ id: ObjectIdentifier) {
         guard let tap = taps[id] else { return }
-        let failure = Array(bytes).withUnsafeBytes { tap.record($0, direction) }
+        let failure = bytes.withUnsafeBytes { tap.record($0, direction) }
         if let failure { Capture.fatal(failure) }
     }
 
@@ -238,7 +238,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 let delivered = DispatchGroup()
                 queue.sync {
                     Statistics.sent.add(bytes.count * clients.count, ordering: .relaxed)
-                    for id in clients.keys { record(bytes, .sent, id) }
+                    for id in clients.keys { record(bytes[...], .sent, id) }
                     for client in clients.values {
                         delivered.enter()
                         client.write(bytes, timeout: settings.sendTimeout) { _ in delivered.leave() }

@@ -120,6 +120,7 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
     /// ``pass(_:then:)`` for a run of one client, waiting on this thread (the listener's own)
     /// for its header: the connection once admitted, or nil when it was refused.
     func passWaiting(_ accepted: AcceptedConnection) -> AcceptedConnection? {
+        guard proxyHeader != nil else { return judged(accepted, via: nil) }  // nothing to wait for
         let outcome = Locked<AcceptedConnection?>(nil)
         let done = DispatchSemaphore(value: 0)
         pass(accepted) { admitted in
