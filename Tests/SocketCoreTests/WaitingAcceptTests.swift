@@ -40,6 +40,34 @@ final class WaitingAcceptTests: XCTestCase {
         server.disconnect()
     }
 
+    func testAListenerForAClientThatSpeaksFirstHandsOverOnlyOnceItsBytesAreIn() throws {
+        let listener = AsyncSocket()
+        listener.acceptsByWaiting = true
+        listener.acceptsOnceClientSpeaks = .seconds(5)
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        defer { listener.disconnect() }
+
+        let clientEvents = Recorder()
+        let client = AsyncSocket(delegate: clientEvents, delegateQueue: DispatchQueue(label: "c"))
+        try client.connect(toHost: "127.0.0.1", port: listener.localPort)
+        defer { client.disconnect() }
+        clientEvents.wait("connected") { $0.connected }
+        // Connected on the client's side, yet nothing to accept: the client has said nothing.
+        // (Without the setting the connection is waiting here within microseconds.)
+        let deadline = ContinuousClock.now + .milliseconds(300)
+        while ContinuousClock.now < deadline {
+            guard !listener.hasConnectionWaiting else { return XCTFail("a silent client was handed over") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        client.write(Array("hello".utf8), tag: 1)
+        let accepted = try XCTUnwrap(try listener.waitForConnection())
+        defer { Syscall.close(accepted.descriptor) }
+        // Its first bytes are there for the first read, without a wait.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 1)
+        defer { buffer.deallocate() }
+        XCTAssertEqual(try Syscall.receive(accepted.descriptor, into: buffer), 5)
+    }
+
     func testDisconnectFromAnotherThreadEndsTheWaitAndAcceptingAgainWorks() throws {
         let listener = AsyncSocket()
         listener.acceptsByWaiting = true

@@ -329,6 +329,12 @@ extension Syscall {
         try retrying("fcntl", "F_SETFD") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
 
+    /// `TCP_DEFER_ACCEPT`: a listening TCP socket hands a connection to accept(2) only once its
+    /// first bytes are in (or, with none, after about `seconds` of SYN-ACK retries).
+    public static func setDeferAccept(_ fd: Int32, seconds: Int32) throws(SystemError) {
+        try setOption(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, seconds, name: "TCP_DEFER_ACCEPT")
+    }
+
     /// `SO_REUSEADDR` on: bind a port that still has connections in TIME_WAIT.
     public static func setReuseAddress(_ fd: Int32) throws(SystemError) {
         try setFlag(fd, SOL_SOCKET, SO_REUSEADDR, true, name: "SO_REUSEADDR")

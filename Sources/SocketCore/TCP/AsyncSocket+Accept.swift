@@ -2,6 +2,20 @@ import Dispatch
 import Glibc
 
 extension AsyncSocket {
+    /// Set before `accept(on…)`, for a protocol whose client speaks first (TLS, a PROXY header,
+    /// SOCKS, HTTP): the kernel hands a TCP connection over only once its first bytes are in
+    /// (`TCP_DEFER_ACCEPT`), so the server's first read finds them instead of waiting a round for
+    /// them, and a client that connects and says nothing costs no descriptor. After about `limit`
+    /// without a byte the kernel hands it over anyway, and the server's own timeout takes it.
+    ///
+    /// ```swift
+    /// listener.acceptsOnceClientSpeaks = .seconds(30)  // a TLS server
+    /// ```
+    public var acceptsOnceClientSpeaks: Duration? {
+        get { sync { settings.acceptOnceClientSpeaks } }
+        set { sync { settings.acceptOnceClientSpeaks = newValue } }
+    }
+
     /// Listens on `port` on every local address, IPv4 and IPv6 (as enabled). Port 0 lets the
     /// kernel choose (read ``localPort``); both families then share that port.
     public func accept(onPort port: UInt16) throws(AsyncSocketError) {
@@ -117,6 +131,11 @@ extension AsyncSocket {
                 fds.forEach(Syscall.close)
                 throw error
             }
+        }
+        if let wait = settings.acceptOnceClientSpeaks {
+            // Best effort: a Unix or inherited socket that refuses it accepts as before.
+            let seconds = Int32(clamping: max(1, Int64(wait.milliseconds.rounded(.up)) / 1000))
+            for fd in fds { try? Syscall.setDeferAccept(fd, seconds: seconds) }
         }
         let group = descriptorsOpen
         listeners = fds.map { fd in

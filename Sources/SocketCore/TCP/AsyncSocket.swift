@@ -128,6 +128,7 @@ public final class AsyncSocket: @unchecked Sendable {
         var device: String?
         var trafficClass: TrafficClass?
         var acceptByWaiting = false
+        var acceptOnceClientSpeaks: Duration?
     }
 
     /// Bytes asked of the socket per read call when the read has no fixed length.

@@ -499,7 +499,7 @@ public enum OptionTable {
                 OptionSpec(
                     .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
                     help:
-                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5 or --http-proxy, its whole proxy request (a client that sends nothing costs no thread while it waits)."
+                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5 or --http-proxy, its whole proxy request; with --accept-proxy-protocol, its PROXY header. A TCP client that connects and sends nothing is not even taken from the kernel until it speaks or this much time has passed (TCP_DEFER_ACCEPT), so it costs no descriptor and no thread."
                 ),
                 OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
                 OptionSpec(

@@ -187,6 +187,9 @@ struct ListenCommand {
         listener.isIPv6Enabled = !settings.ipv4Only
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         listener.acceptsByWaiting = mode.acceptsByWaiting
+        // TLS, a PROXY header and a proxy request all start with the client: a connection is
+        // taken once its first bytes are in, which spares a wait (and a wake-up) per client.
+        if context != nil || proxyHeaderIn != nil || service != nil { listener.acceptsOnceClientSpeaks = settings.handshakeTimeout }
         listener.trafficClass = settings.marking?.trafficClass  // what it accepts inherits it
         // Before the socket file exists: a signal from then on removes it.
         let stop = Interruption.install { listener.disconnect() }
