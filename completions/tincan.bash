@@ -6,11 +6,11 @@ _tincan() {
     cmd=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         case "${COMP_WORDS[i]}" in
-            connect|listen|tls|udp-send|udp-recv|join-group) cmd="${COMP_WORDS[i]}"; break ;;
+            connect|listen|tls|ws|udp-send|udp-recv|join-group) cmd="${COMP_WORDS[i]}"; break ;;
         esac
     done
     if [[ -z "$cmd" ]]; then
-        COMPREPLY=($(compgen -W "connect listen tls udp-send udp-recv join-group help -h --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "connect listen tls ws udp-send udp-recv join-group help -h --help --version" -- "$cur"))
         return
     fi
     case "$cmd" in
@@ -61,6 +61,21 @@ _tincan() {
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --retry --retry-delay --reconnect --fd --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --crlf --hex -o --output --hex-dump --append-output --capture-best-effort --progress --force-progress --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --starttls --xmpphost --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --stats --raw --escape --no-window-size" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -A hostname -- "$cur"))
+            fi
+            ;;
+        ws)
+            case "$prev" in
+                -o|--output|--hex-dump|-U|--unix|--ca|--cert|--key|--keylog) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --interface) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")); return ;;
+                -X|--proxy-type) COMPREPLY=($(compgen -W "4 5 connect" -- "$cur")); return ;;
+                --tls-min) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                --tls-max) COMPREPLY=($(compgen -W "1.2 1.3" -- "$cur")); return ;;
+                -w|--wait|--connect-timeout|-s|--source|--attempt-delay|--retry|--retry-delay|--reconnect|--fd|--dscp|--tos|--proxy|--proxy-user|-x|--proxy-address|--idle-timeout|--user-timeout|-q|--quit-after-eof|--servername|--alpn|--pin|--ciphers|--ciphersuites|--curves|--send|--expect|--expect-timeout|--max-message|--close-timeout|--ping-interval|--ping-timeout|-H|--header|--origin|--protocol) return ;;
+            esac
+            if [[ "$cur" == -* ]]; then
+                COMPREPLY=($(compgen -W "-h --help --help-all -v --verbose -4 --ipv4 -6 --ipv6 -w --wait --connect-timeout -s --source --interface --prefer-ipv4 --prefer-ipv6 --attempt-delay --retry --retry-delay --reconnect --fd --dscp --tos --proxy --proxy-user --no-proxy -x --proxy-address -X --proxy-type --idle-timeout --keepalive --user-timeout -q --quit-after-eof --no-shutdown --hex -o --output --hex-dump --append-output --capture-best-effort --progress --force-progress -U --unix --servername --ca --cert --key --alpn --insecure --pin --show-cert --keylog --half-close --tls-min --tls-max --ciphers --ciphersuites --curves --send --expect --expect-timeout --json --timing --stats --binary --max-message --close-timeout --ping-interval --ping-timeout --echo -H --header --origin --protocol" -- "$cur"))
             else
                 COMPREPLY=($(compgen -A hostname -- "$cur"))
             fi

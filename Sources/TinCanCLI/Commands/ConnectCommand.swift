@@ -21,6 +21,8 @@ struct ConnectCommand {
     let inherited: Int32?
     /// --reconnect: how many times a session the peer ended is opened again.
     let reconnect: RetryPolicy?
+    /// `ws`: the opening handshake's request and how messages meet stdin/stdout.
+    let webSocket: (request: WebSocketClientHandshake.Request, settings: WebSocketSettings)?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -28,7 +30,20 @@ struct ConnectCommand {
         let name = args.command.name
         let positionals = args.positionals
         inherited = args.integer(.fd).map(Int32.init)
-        if let fd = inherited {
+        var url: WebSocketURL?
+        if name == "ws" {
+            guard positionals.count == 1 else {
+                throw UsageError(positionals.isEmpty ? "missing URL (ws://HOST[:PORT]/PATH)" : "unexpected argument '\(positionals[1])' after the URL", command: name)
+            }
+            url = try WebSocketURL(parsing: positionals[0], command: name)
+        }
+        if let url {
+            if let path = url.unixPath ?? args.value(.unix) {
+                target = .unix(try Target.unixPath(path, command: name))
+            } else {
+                target = .tcp(host: url.host, port: url.port)
+            }
+        } else if let fd = inherited {
             guard positionals.isEmpty else { throw UsageError("--fd \(fd) is the connection: give no HOST PORT", command: name) }
             for option in [Option.unix, .proxy, .proxyAddress, .source, .interface, .retry, .connectTimeout] where args.has(option) {
                 throw UsageError("--\(option.rawValue) is for a connection tincan makes: not with --fd", command: name)
@@ -44,6 +59,7 @@ struct ConnectCommand {
             let (host, port) = try Target.hostAndPort(positionals, command: name)
             target = .tcp(host: host, port: port)
         }
+        webSocket = try url.map { (url) throws(UsageError) in (try url.request(args), try WebSocketSettings(args)) }
         if args.has(.parallel) { throw UsageError("--parallel needs -z", command: name) }
         let targetHost: String? = if case .tcp(let host, _) = target { host } else { nil }
         // A connection handed over needs no proxy (ALL_PROXY is not for it).
@@ -53,7 +69,9 @@ struct ConnectCommand {
         }
         // Many proxies (microsocks among them) close both directions when the client half-closes,
         // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
-        if proxies != nil && targetHost != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
+        // A WebSocket has no half-close: our close ends the peer's sending too (most servers
+        // stop answering at it), so it is held the same way.
+        if (proxies != nil && targetHost != nil) || url != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
         // --reconnect: the peer's end ends a session, and another connection takes up stdin.
         settings.relay.ending.reconnect = args.has(.reconnect)
         self.settings = settings
@@ -75,11 +93,11 @@ struct ConnectCommand {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
-        if name == "tls" || args.has(.tls) {
+        if name == "tls" || args.has(.tls) || url?.secure == true {
             let host: String
             switch target {
             case .tcp(let h, _): host = h
-            case .unix: host = args.value(.servername) ?? "localhost"
+            case .unix: host = args.value(.servername) ?? url?.host ?? "localhost"
             }
             tls = try TLSOptions.client(args, host: host)
             if args.has(.xmpphost) && args.value(.starttls) != StartTLSDialogue.Kind.xmpp.rawValue {
@@ -91,7 +109,7 @@ struct ConnectCommand {
             ] where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
-            if args.has(.halfClose) && proxies == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
+            if args.has(.halfClose) && proxies == nil && url == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
             tls = nil
         }
     }
@@ -150,7 +168,7 @@ struct ConnectCommand {
                 try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
                 return .finished
             }
-            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return try session(DescriptorTransport(fd: fd), started: started)
         }
         if proxies == nil, tls == nil, inherited == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
             // A numeric address needs no lookup: connect on this thread, start no dispatch
@@ -165,7 +183,7 @@ struct ConnectCommand {
                 try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
                 return .finished
             }
-            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return try session(DescriptorTransport(fd: fd), started: started)
         }
         if let proxies, tls == nil, case .tcp(let host, let port) = target,
             Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil
@@ -182,7 +200,7 @@ struct ConnectCommand {
                 try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
                 return .finished
             }
-            return try Session(settings: settings).run(DescriptorTransport(fd: fd), peer: target.description, started: started)
+            return try session(DescriptorTransport(fd: fd), started: started)
         }
         let socket: AsyncSocket
         if let fd = inherited {
@@ -241,7 +259,23 @@ struct ConnectCommand {
             try ProgramSession.run(program, connection: connection, settings: settings, peer: target.description)
             return .finished
         }
-        return try Session(settings: settings).run(HandOver.transport(connection), peer: target.description, started: started)
+        return try session(HandOver.transport(connection), started: started)
+    }
+
+    /// The stdin/stdout session over a connection: for `ws`, its messages once the opening
+    /// handshake is done.
+    private func session(_ transport: any Transport, started: ContinuousClock.Instant) throws -> Session.End {
+        guard let webSocket else { return try Session(settings: settings).run(transport, peer: target.description, started: started) }
+        let upgraded: WebSocketTransport
+        do throws(CommandError) {
+            let budget = settings.connectTimeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? StreamSettings.handshakeTimeoutDefault
+            upgraded = try WebSocketUpgrade.client(transport, request: webSocket.request, settings: webSocket.settings, timeout: budget, peer: target.description)
+        } catch {
+            transport.abort()
+            throw error
+        }
+        if webSocket.settings.echo { return try WebSocketEcho.run(upgraded, peer: target.description) }
+        return try Session(settings: settings).run(upgraded, peer: target.description, started: started)
     }
 }
 

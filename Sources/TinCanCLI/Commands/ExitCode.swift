@@ -10,6 +10,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
     case proxyAuthentication = 7
     case proxyRefused = 8
     case proxyTargetUnreachable = 9
+    case webSocketRefused = 10
 
     public var meaning: String {
         switch self {
@@ -23,6 +24,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .expectFailed: "an --expect did not match within --expect-timeout, or the peer closed first (what arrived is quoted)"
         case .proxyAuthentication: "a proxy wants credentials or refused them (SOCKS5 method or status, HTTP 407)"
         case .proxyRefused: "a proxy refused the target (its SOCKS reply code or HTTP status line quoted), or its reply was not its protocol (garbage, cut short)"
+        case .webSocketRefused:
+            "WebSocket: the server refused the upgrade (its status line quoted), or the peer closed the WebSocket with a code other than 1000 or 1001 (the code and reason quoted)"
         case .proxyTargetUnreachable: "a proxy could not reach the target (SOCKS5 network or host unreachable, connection refused, TTL expired; HTTP 502, 503, 504)"
         }
     }

@@ -4,9 +4,11 @@ public enum Option: String, CaseIterable, Sendable {
     case acceptProxyProtocol = "accept-proxy-protocol"
     case allow
     case appendOutput = "append-output"
+    case allowOrigin = "allow-origin"
     case allowDest = "allow-dest"
     case attemptDelay = "attempt-delay"
     case alpn
+    case binary
     case broadcast
     case broker
     case captureBestEffort = "capture-best-effort"
@@ -14,6 +16,7 @@ public enum Option: String, CaseIterable, Sendable {
     case chat
     case cert
     case chunk
+    case closeTimeout = "close-timeout"
     case ciphers
     case ciphersuites
     case connectTimeout = "connect-timeout"
@@ -30,6 +33,7 @@ public enum Option: String, CaseIterable, Sendable {
     case expectTimeout = "expect-timeout"
     case forceProgress = "force-progress"
     case fd
+    case header
     case format
     case forward
     case forwardAlpn = "forward-alpn"
@@ -65,18 +69,23 @@ public enum Option: String, CaseIterable, Sendable {
     case lines
     case maxConns = "max-conns"
     case maxSize = "max-size"
+    case maxMessage = "max-message"
     case message
     case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
     case noWindowSize = "no-window-size"
     case open
+    case origin
     case output
     case parallel
     case pin
+    case pingInterval = "ping-interval"
+    case pingTimeout = "ping-timeout"
     case preferIPv4 = "prefer-ipv4"
     case preferIPv6 = "prefer-ipv6"
     case progress
     case proxy
+    case `protocol`
     case proxyAddress = "proxy-address"
     case proxyAuth = "proxy-auth"
     case proxyAuthFile = "proxy-auth-file"
@@ -118,5 +127,6 @@ public enum Option: String, CaseIterable, Sendable {
     case wait
     case waitReply = "wait-reply"
     case whole
+    case ws
     case zeroIo = "zero-io"
 }

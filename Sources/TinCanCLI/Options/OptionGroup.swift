@@ -6,6 +6,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
     case io = "input and output"
     case terminal = "terminals"
     case tls = "TLS"
+    case webSocket = "WebSocket"
     case scripting = "scripting"
     case reporting = "reporting"
 
@@ -29,6 +30,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls,
             .xmpphost:
             .tls
+        case .ws, .binary, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .header, .origin, .protocol, .allowOrigin:
+            .webSocket
         case .send, .expect, .expectTimeout:
             .scripting
         case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats, .output, .hexDump, .appendOutput, .captureBestEffort:

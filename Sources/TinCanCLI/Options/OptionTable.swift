@@ -586,7 +586,7 @@ public enum OptionTable {
         run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.
-    public static let commands: [CommandSpec] = [connect, listen, tls, udpSend, udpRecv, joinGroup]
+    public static let commands: [CommandSpec] = [connect, listen, tls, ws, udpSend, udpRecv, joinGroup]
 
     /// Options accepted before a subcommand.
     public static let global: [OptionSpec] = [
@@ -601,6 +601,7 @@ public enum OptionTable {
         case "connect": connect
         case "listen": listen
         case "tls": tls
+        case "ws": ws
         case "udp-send": udpSend
         case "udp-recv": udpRecv
         case "join-group": joinGroup

@@ -18,6 +18,11 @@ struct SessionEnding: Sendable {
             ""
         ),
         (
+            "stdin ends, over a WebSocket (`ws`)",
+            "sends its last line as a message, then holds the close frame as TLS holds close_notify (until the server closes, is quiet for 5 s, or `-q`/`-w` end; `--half-close` sends it at once); after it, messages still arrive until the peer's close, for at most `--close-timeout`",
+            "0 once the close handshake completed; 1 without it; 10 for a close code other than 1000 or 1001"
+        ),
+        (
             "a plain TCP server gives up at our half-close (nginx in front of a slow upstream closes with nothing: it logs 499)",
             "`--no-shutdown -w 5s` keeps the connection open after stdin ends and quits once nothing arrived for 5 s", "0"
         ),

@@ -38,16 +38,24 @@ enum TransportError: Error {
     /// The TLS server refused a session without a client certificate (TLS 1.3 says so with the
     /// first record after the handshake).
     case clientCertificateRequired
+    /// The WebSocket peer closed with a code that is not a normal end (the code and reason said).
+    case webSocketClosed(String)
 
     var reason: String {
         switch self {
-        case .peerGone(let r), .failed(let r): r
+        case .peerGone(let r), .failed(let r), .webSocketClosed(let r): r
         case .clientCertificateRequired: "the server requires a client certificate: give yours with --cert FILE (and --key FILE if the key is apart)"
         }
     }
 
     /// The exit code it ends a session with.
-    var code: ExitCode { if case .clientCertificateRequired = self { .tlsVerification } else { .failure } }
+    var code: ExitCode {
+        switch self {
+        case .clientCertificateRequired: .tlsVerification
+        case .webSocketClosed: .webSocketRefused
+        case .peerGone, .failed: .failure
+        }
+    }
 }
 
 /// The hand-over: the connection an ``AsyncSocket`` established (Happy Eyeballs, TLS,

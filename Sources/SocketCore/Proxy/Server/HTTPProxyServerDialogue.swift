@@ -22,7 +22,7 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
     /// The longest request head read (request line and fields).
     public static let headLimit = 32 * 1024
     /// The most header fields a request may have.
-    public static let fieldLimit = 100
+    public static let fieldLimit = HTTPHead.fieldLimit
     /// The realm named in `Proxy-Authenticate`.
     static let realm = "tincan"
 
@@ -34,7 +34,7 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
     public mutating func received(_ bytes: [UInt8]) -> [ProxyServerStep] {
         guard !finished else { return [] }
         held += bytes
-        guard let end = HTTPProxyServerDialogue.headEnd(held, from: searched) else {
+        guard let end = HTTPHead.end(of: held, from: searched) else {
             // A line end in the last two bytes may still be followed by the blank line.
             searched = max(0, held.count - 2)
             if held.count > HTTPProxyServerDialogue.headLimit {
@@ -42,47 +42,29 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
             }
             return []
         }
-        // Lines split on LF as bytes ("\r\n" is one Character to Swift), each CR at the end dropped.
-        let lines = held[..<end.head].split(separator: 10, omittingEmptySubsequences: false).map { line in
-            String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
-        }
+        let head = held[..<end.head]
         let body = Array(held[end.next...])
         held = []
         finished = true
-        return [parse(lines, body: body)]
-    }
-
-    /// Where the head ends (before its blank line) and what follows it starts, looking from
-    /// `start` on; a bare LF is taken as a line end too.
-    static func headEnd(_ bytes: [UInt8], from start: Int = 0) -> (head: Int, next: Int)? {
-        var index = min(start, bytes.count)
-        while let newline = bytes[index...].firstIndex(of: 10) {
-            let next = newline + 1
-            if next < bytes.count && bytes[next] == 10 { return (newline, next + 1) }
-            if next + 1 < bytes.count && bytes[next] == 13 && bytes[next + 1] == 10 { return (newline, next + 2) }
-            index = next
+        do throws(HTTPHead.Problem) {
+            return [parse(try HTTPHead.parse(head), body: body)]
+        } catch {
+            switch error {
+            case .tooManyFields(let count):
+                return [refuse(431, "Request Header Fields Too Large", .malformed, "the request has \(count) header fields (at most \(HTTPProxyServerDialogue.fieldLimit))")]
+            case .malformedField(let line):
+                return [refuse(400, "Bad Request", .malformed, "a malformed header field: '\(line)'")]
+            }
         }
-        return nil
     }
 
-    private mutating func parse(_ head: [String], body: [UInt8]) -> ProxyServerStep {
-        var lines = head[...]
-        let requestLine = lines.removeFirst()
+    private mutating func parse(_ head: HTTPHead, body: [UInt8]) -> ProxyServerStep {
+        let requestLine = head.startLine
         let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0" else {
             return refuse(400, "Bad Request", .malformed, "not an HTTP/1 request line: '\(escapedForLog(Array(requestLine.utf8)))'")
         }
-        guard lines.count <= HTTPProxyServerDialogue.fieldLimit else {
-            return refuse(431, "Request Header Fields Too Large", .malformed, "the request has \(lines.count) header fields (at most \(HTTPProxyServerDialogue.fieldLimit))")
-        }
-        var fields: [(name: Substring, value: Substring)] = []
-        fields.reserveCapacity(lines.count)
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":"), colon > line.startIndex, !line[..<colon].contains(where: { $0 == " " || $0 == "\t" }) else {
-                return refuse(400, "Bad Request", .malformed, "a malformed header field: '\(escapedForLog(Array(line.utf8)))'")
-            }
-            fields.append((line[..<colon], line[line.index(after: colon)...].trimmingSpaces))
-        }
+        let fields = head.fields.map { (name: Substring($0.name), value: Substring($0.value)) }
         let method = String(parts[0])
         var user: String?
         if let users {

@@ -1,0 +1,248 @@
+import Glibc
+import SocketCore
+import Synchronization
+
+/// WebSocket messages over a connection whose opening handshake is done, behind the relay's
+/// blocking calls: stdin's bytes become messages (a text message per line, a binary message per
+/// chunk), each message received becomes bytes for stdout (a text message and a newline, or the
+/// binary message as it is). Pings are answered from the receiving thread; our close goes out
+/// at the end of stdin and the peer's close ends the stream, so the relay's end-of-stream rules
+/// hold for messages as they do for bytes.
+///
+/// Exit 0 needs the close handshake: the peer's end of the connection without a close frame,
+/// a close with a code other than 1000/1001 (or none), a breach of the protocol, and no close
+/// within ``WebSocketSettings/closeTimeout`` after ours all fail the session, said.
+final class WebSocketTransport: Transport, @unchecked Sendable {
+    // @unchecked Sendable: the receive state is the receiving thread's, the send state the
+    // sending thread's; what both touch (the connection's writes, the close flags) is under `writing`.
+
+    let inner: any Transport
+    let settings: WebSocketSettings
+    /// Frames sent by a client are masked; a server's are not.
+    private let isClient: Bool
+
+    // The receiving thread's.
+    private var decoder: WebSocketDecoder
+    private var readAhead: [UInt8]
+    private let frameBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var peerClose: (code: UInt16?, reason: String)?
+
+    // The sending thread's: a line not yet ended.
+    private var partial: [UInt8] = []
+    private var lineNumber = 0
+
+    private struct Writing {
+        var closeSent = false
+        var closeSentAt: ContinuousClock.Instant?
+    }
+    private let writing = Mutex(Writing())
+
+    /// `inner` upgraded (its handshake done), with the bytes read past the handshake's head.
+    init(_ inner: any Transport, settings: WebSocketSettings, isClient: Bool, leftover: [UInt8]) {
+        self.inner = inner
+        self.settings = settings
+        self.isClient = isClient
+        decoder = WebSocketDecoder(role: isClient ? .client : .server, maxMessage: settings.maxMessage)
+        readAhead = leftover
+    }
+
+    deinit { frameBuffer.deallocate() }
+
+    var socketDescriptor: Int32? { inner.socketDescriptor }
+
+    var endNote: String? {
+        guard let peerClose else { return nil }
+        return "the peer closed the WebSocket with \(WebSocketSettings.describe(peerClose.code, peerClose.reason))"
+    }
+
+    // MARK: Receiving
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
+        while true {
+            if outputOffset < output.count {
+                let n = min(buffer.count, output.count - outputOffset)
+                output.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + outputOffset, byteCount: n) }
+                outputOffset += n
+                if outputOffset == output.count {
+                    output.removeAll(keepingCapacity: output.count <= 1 << 20)
+                    outputOffset = 0
+                }
+                return n
+            }
+            if let peerClose {
+                // Everything before the close was handed on: now its verdict.
+                if let code = peerClose.code, code != 1000, code != 1001 {
+                    throw .webSocketClosed("the peer closed the WebSocket with \(WebSocketSettings.describe(code, peerClose.reason))")
+                }
+                return 0
+            }
+            try readFrames()
+        }
+    }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
+        // The relay's own deadlines are not used with WebSocket sessions (pings and the close
+        // have theirs); answer as a plain receive would.
+        try receive(into: buffer)
+    }
+
+    /// Reads from the connection until the decoder gives something, answering pings, keeping
+    /// the connection alive with our own when it is quiet, and holding to the close's deadline.
+    private func readFrames() throws(TransportError) {
+        if !readAhead.isEmpty {
+            let bytes = readAhead
+            readAhead = []
+            try decode(bytes[...])
+            return
+        }
+        let n = try receiveWithDeadlines()
+        guard n > 0 else {
+            let closed = writing.withLock { $0.closeSent }
+            throw .peerGone(
+                closed
+                    ? "the peer ended the connection without answering our WebSocket close: what it sent last may be lost"
+                    : "the peer ended the connection without a WebSocket close: messages may have been lost on the way")
+        }
+        try decode(UnsafeRawBufferPointer(rebasing: frameBuffer[0..<n]))
+    }
+
+    /// A receive bounded by whichever applies: the close's deadline once ours is sent, the ping
+    /// interval while the connection is quiet, the ping's answer once one is out.
+    private func receiveWithDeadlines() throws(TransportError) -> Int {
+        var pingOut: ContinuousClock.Instant?
+        while true {
+            let sentAt = writing.withLock { $0.closeSentAt }
+            var wait: Duration?
+            var cause = Wait.ping
+            if let sentAt {
+                wait = settings.closeTimeout - (.now - sentAt)
+                cause = .close
+            } else if let pingOut, let limit = settings.pingTimeout {
+                wait = limit - (.now - pingOut)
+                cause = .pong
+            } else if let interval = settings.pingInterval {
+                wait = interval
+            }
+            guard let wait else { return try inner.receive(into: frameBuffer) }
+            if wait <= .zero {
+                switch cause {
+                case .close:
+                    throw .peerGone("the peer did not answer our WebSocket close within \(EventLog.format(settings.closeTimeout)) (--close-timeout)")
+                case .pong:
+                    throw .peerGone("the peer did not answer a ping within \(EventLog.format(settings.pingTimeout ?? .zero)) (--ping-timeout): it is gone")
+                case .ping: break
+                }
+            }
+            if let n = try inner.receive(into: frameBuffer, timeout: max(wait, .milliseconds(1))) { return n }
+            if cause == .ping {
+                try sendFrame(.ping, Array("tincan".utf8))
+                pingOut = settings.pingTimeout == nil ? nil : .now
+            }
+        }
+    }
+
+    private enum Wait { case ping, pong, close }
+
+    private func decode(_ bytes: some Collection<UInt8>) throws(TransportError) {
+        let (events, failure) = decoder.feed(bytes)
+        for event in events {
+            switch event {
+            case .message(let text, let payload):
+                if settings.echo {
+                    try sendFrame(text ? .text : .binary, payload)
+                } else {
+                    settings.framing.render(text: text, payload, into: &output)
+                }
+            case .ping(let payload):
+                try sendFrame(.pong, payload)
+            case .pong:
+                break
+            case .close(let code, let reason):
+                peerClose = (code, reason)
+                // Echo its code (RFC 6455 section 5.5.1), unless ours went first.
+                try? sendClose(code: code ?? 1000, reason: "")
+                return
+            }
+        }
+        if let failure {
+            try? sendClose(code: failure.code, reason: String(failure.reason.prefix(100)))
+            throw .failed("the peer broke the WebSocket protocol: \(failure.reason); closed with \(failure.code)")
+        }
+    }
+
+    // MARK: Sending
+
+    func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
+        if writing.withLock({ $0.closeSent }) {
+            throw .peerGone("the WebSocket is closing (the peer closed it), so stdin's \(bytes.count) bytes cannot be sent")
+        }
+        switch settings.framing {
+        case .binary:
+            try sendFrame(.binary, bytes)
+        case .lines:
+            var start = 0
+            for index in 0..<bytes.count where bytes[index] == 10 {
+                try sendLine(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+                start = index + 1
+            }
+            if start < bytes.count {
+                guard partial.count + bytes.count - start <= settings.maxMessage else {
+                    throw .failed("line \(lineNumber + 1) of stdin is longer than --max-message (\(settings.maxMessage) bytes); send it with --binary")
+                }
+                partial += bytes[start...]
+            }
+        }
+    }
+
+    /// One line of stdin (without its LF) as a text message: CR before the LF dropped, the
+    /// pending start of the line put first.
+    private func sendLine(_ rest: UnsafeRawBufferPointer) throws(TransportError) {
+        lineNumber += 1
+        var line = partial
+        partial.removeAll(keepingCapacity: true)
+        line += rest
+        if line.last == 13 { line.removeLast() }
+        var validator = UTF8Validator()
+        guard validator.feed(line), validator.isComplete else {
+            throw .failed("line \(lineNumber) of stdin is not UTF-8, which a text message must be; send it with --binary")
+        }
+        try sendFrame(.text, line)
+    }
+
+    func closeWrite() {
+        if settings.framing == .lines && !partial.isEmpty { try? sendLine(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        try? sendClose(code: 1000, reason: "")
+    }
+
+    func abort() { inner.abort() }
+
+    private func sendClose(code: UInt16, reason: String) throws(TransportError) {
+        let first = writing.withLock { state in
+            guard !state.closeSent else { return false }
+            state.closeSent = true
+            state.closeSentAt = .now
+            return true
+        }
+        if first { try sendFrame(.close, WebSocketFrame.closePayload(code: code, reason: reason), evenAfterClose: true) }
+    }
+
+    /// One frame, whole, under the write lock (a pong never lands inside a message).
+    private func sendFrame(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, evenAfterClose: Bool = false) throws(TransportError) {
+        var mask: [UInt8]?
+        if isClient {
+            var key: UInt32 = 0
+            arc4random_buf(&key, 4)
+            mask = withUnsafeBytes(of: key) { Array($0) }
+        }
+        let frame = WebSocketFrame.encode(opcode, payload, mask: mask)
+        let failure = writing.withLock { state -> TransportError? in
+            if state.closeSent && !evenAfterClose && !opcode.isControl { return nil }
+            let sent = frame.withUnsafeBytes { raw in Result { () throws(TransportError) in try inner.send(raw) } }
+            if case .failure(let error) = sent { return error }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+}
