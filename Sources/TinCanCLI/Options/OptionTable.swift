@@ -386,6 +386,17 @@ public enum OptionTable {
                     "UDP (with --unix: Unix datagrams), as nc -u -l: the first datagram's sender becomes the peer, its datagrams go to stdout and each line of stdin (or --chunk, --whole) goes back to it, from the address it sent to; others' datagrams are dropped (counted with -v). With -k, every sender heard within --idle-timeout (default 60s) is a peer: all datagrams go to stdout (-f json names the sender) and stdin to every peer; with --exec or --sh-exec each peer gets its own program instead (each datagram one read on its stdin, each write to its stdout one datagram back), ended when the peer is idle for --idle-timeout; --max-conns caps them."
             ),
             OptionSpec(
+                .ws, value: .text, valueName: "PATH", valueIsOptional: true,
+                help:
+                    "Serve WebSocket (RFC 6455): each client's opening handshake first (for PATH only with --ws=/PATH; any path without), a plain 400, 403, 404 or 426 answer to anything else; then its messages meet stdin/stdout as with tincan ws (a line a text message, or --binary). With -k, --echo sends every message back (the other -k modes over WebSocket are not built yet). With --tls, wss://."
+            ),
+            OptionSpec(
+                .allowOrigin, value: .text, valueName: "LIST",
+                help: "With --ws: take only clients whose Origin is one of these (comma-separated, as https://app.example); others get 403."),
+            OptionSpec(
+                .protocol, value: .text, valueName: "LIST",
+                help: "With --ws: the subprotocols spoken, in the order of preference; a client offering none of them gets 400."),
+            OptionSpec(
                 .broker,
                 help: "With -k (implied): ncat's connection broker: what each client sends goes to every other client (not back to it) and to stdout; stdin goes to every client."),
             OptionSpec(.chat, help: "--broker for people (ncat's --chat): each line a client sends reaches the others as '<user N> line', and joins and leaves are announced."),
@@ -499,7 +510,7 @@ public enum OptionTable {
                 OptionSpec(
                     .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
                     help:
-                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5 or --http-proxy, its whole proxy request; with --accept-proxy-protocol, its PROXY header. A TCP client that connects and sends nothing is not even taken from the kernel until it speaks or this much time has passed (TCP_DEFER_ACCEPT), so it costs no descriptor and no thread."
+                        "With --tls: how long a client has to complete its TLS handshake before it is closed; with --socks5 or --http-proxy, its whole proxy request; with --accept-proxy-protocol, its PROXY header; with --ws, its WebSocket handshake request. A TCP client that connects and sends nothing is not even taken from the kernel until it speaks or this much time has passed (TCP_DEFER_ACCEPT), so it costs no descriptor and no thread."
                 ),
                 OptionSpec(.alpn, value: .text, valueName: "LIST", help: "Accept these ALPN protocols, comma-separated, in the order of preference."),
                 OptionSpec(
@@ -507,7 +518,7 @@ public enum OptionTable {
                     help:
                         "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
                 ),
-            ] + tlsControls + probing + datagramFraming + datagramOutput,
+            ] + tlsControls + probing + datagramFraming + datagramOutput + webSocketSession,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -540,14 +551,17 @@ public enum OptionTable {
             ),
             ("tincan listen --chat 127.0.0.1 4000", "A chat room for nc clients: each line reaches the others as <user N>."),
             ("tincan listen --pty --exec '/bin/bash -i' 127.0.0.1 7000", "A shell on a terminal of its own for one client, on loopback only; use it with tincan connect --raw."),
+            ("tincan listen --ws=/chat 8080", "A WebSocket server for one client on ws://HOST:8080/chat: its messages on stdout, a line of stdin a message to it."),
+            ("tincan listen -k --ws --echo --tls --cert c.pem --key k.pem 8443", "A wss:// echo server, for testing clients."),
             ("tincan listen -u 9000", "Talk UDP with the first peer that sends, as nc -u -l."),
             ("tincan listen -u -k -f json 127.0.0.1 5514", "Collect datagrams from many peers, each line of JSON naming its sender."),
             ("tincan listen -u -k --exec /bin/cat 7007", "A UDP echo server: a program per peer, ended when the peer is quiet for 60 s."),
             ("tincan listen -u --unix /tmp/dgram.sock", "Unix datagrams, answering a client that bound its own path (nc -uU)."),
         ],
-        exitCodes: [.success, .failure, .usage, .timeout, .tlsVerification, .expectFailed, .proxyAuthentication, .proxyRefused, .proxyTargetUnreachable],
+        exitCodes: [.success, .failure, .usage, .timeout, .tlsVerification, .expectFailed, .proxyAuthentication, .proxyRefused, .proxyTargetUnreachable, .webSocketRefused],
         brief: [
-            .help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec, .shExec,
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .ws, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec,
+            .shExec,
             .tls, .cert, .key, .send, .expect, .json,
         ],
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })

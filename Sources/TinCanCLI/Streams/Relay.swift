@@ -56,6 +56,9 @@ final class Relay: @unchecked Sendable {
     /// Set once the relay closed `output` itself (``SessionEnding/Policy/programSide``).
     let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
+    /// How the receiving side failed, kept for a failure after the session's outcome was set
+    /// (a WebSocket's close handshake after -q).
+    private let lateFailure = Locked<TransportError?>(nil)
     /// When the first byte arrived from the network, if any did.
     let firstByte = Locked<ContinuousClock.Instant?>(nil)
     /// Whether the peer ended its stream (rather than the session ending first).
@@ -129,7 +132,13 @@ final class Relay: @unchecked Sendable {
         case .outputClosed, .idleTimeout, .failed:
             break
         }
-        if result != .peerClosed && result != .outputClosed {
+        if (result == .quitAfterEOF || result == .waitedAfterEOF) && transport.closesWithHandshake {
+            // Our close goes out now; the receiving side writes what still comes until the
+            // peer's close (the transport bounds that wait) and says how it went.
+            transport.closeWrite()
+            networkLoopDone.wait()
+            if let late = lateFailure.withLock({ $0 }) { result = .failed(late.reason, code: late.code) }
+        } else if result != .peerClosed && result != .outputClosed {
             // Stop the network side at a chunk boundary: whatever was received reaches stdout.
             transport.abort()
             _ = networkLoopDone.wait(timeout: .now() + .seconds(2))
@@ -222,6 +231,7 @@ final class Relay: @unchecked Sendable {
                 if case .peerGone(let reason) = error {
                     peerReset.withLock { $0 = (bytesSent.load(ordering: .relaxed) > 0, reason) }
                 }
+                lateFailure.withLock { $0 = error }
                 report(.failed(error.reason, code: error.code))
                 return
             }

@@ -23,12 +23,17 @@ protocol Transport: Sendable {
     var endNote: String? { get }
     /// TLS: whether the peer ended with close_notify (nil: not TLS).
     var closeNotify: Bool? { get }
+    /// Whether the session ends by a handshake the receiving side completes (a WebSocket's
+    /// close): a relay that quits (-q, -w) ends its stream and lets the receiving side finish,
+    /// rather than cutting it.
+    var closesWithHandshake: Bool { get }
 }
 
 extension Transport {
     var descriptor: Int32? { nil }
     var endNote: String? { nil }
     var closeNotify: Bool? { nil }
+    var closesWithHandshake: Bool { false }
 }
 
 enum TransportError: Error {

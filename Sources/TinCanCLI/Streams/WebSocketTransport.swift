@@ -218,6 +218,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
 
     func abort() { inner.abort() }
 
+    var closesWithHandshake: Bool { true }
+
     private func sendClose(code: UInt16, reason: String) throws(TransportError) {
         let first = writing.withLock { state in
             guard !state.closeSent else { return false }

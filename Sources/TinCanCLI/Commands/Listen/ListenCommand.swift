@@ -32,11 +32,13 @@ struct ListenCommand {
     let stdioSocket: Bool
     /// --accept-proxy-protocol: a load balancer's PROXY header first on every connection.
     let proxyHeaderIn: ProxyHeaderStep?
+    /// --ws: a WebSocket handshake on every connection, then messages.
+    let webSocket: WebSocketServing?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
         let name = args.command.name
-        settings = try StreamSettings(args)
+        var settings = try StreamSettings(args)
         let positionals = args.positionals
         stdioSocket = args.has(.stdioSocket)
         let inherited = positionals.isEmpty && !args.has(.unix) && !stdioSocket ? try SocketActivation.inherited() : nil
@@ -73,7 +75,8 @@ struct ListenCommand {
             tls = try TLSOptions.server(args)
         } else {
             for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
-                + (args.has(.forwardTls) ? [] : [Option.keylog]) + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) ? [] : [Option.handshakeTimeout])
+                + (args.has(.forwardTls) ? [] : [Option.keylog])
+                + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) || args.has(.ws) ? [] : [Option.handshakeTimeout])
             where args.has(option) {
                 throw UsageError("--\(option.rawValue) needs --tls", command: name)
             }
@@ -143,6 +146,26 @@ struct ListenCommand {
                 throw UsageError("--stdio-socket: stdin and stdout are the connection; give --forward, --exec or --sh-exec for it", command: name)
             }
         }
+        webSocket = try WebSocketServing.parse(args)
+        if let webSocket {
+            let other: String? =
+                upstream != nil
+                ? "--forward"
+                : service != nil
+                    ? "--socks5 or --http-proxy"
+                    : broker != .none
+                        ? "--broker or --chat"
+                        : program != nil
+                            ? "--exec or --sh-exec"
+                            : stdioSocket ? "--stdio-socket" : nil
+            if let other { throw UsageError("--ws with \(other) is not built yet: serve WebSocket to stdin/stdout, or --echo with -k", command: name) }
+            if keepOpen && !webSocket.settings.echo {
+                throw UsageError("listen -k --ws serves --echo so far (a hub of WebSocket clients is not built yet): add --echo, or leave out -k for one client", command: name)
+            }
+            // A WebSocket has no half-close: our close is held as TLS holds close_notify.
+            settings.relay.ending.hold = StreamSettings.hold(args)
+        }
+        self.settings = settings
         if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil || service != nil) {
             throw UsageError("--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)", command: name)
         }
@@ -169,7 +192,9 @@ struct ListenCommand {
         case (_, _) where upstream != nil || service != nil:
             let upstream = Forwarder.Upstream(target: upstream, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
             mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service)
-        case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings)
+        case (true, _) where webSocket != nil:
+            mode = WebSocketEchoServer(serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout)
+        case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
         case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil)
         }
@@ -187,9 +212,9 @@ struct ListenCommand {
         listener.isIPv6Enabled = !settings.ipv4Only
         listener.autoDisconnectOnClosedReadStream = !mode.keepsConnectionAfterPeerEnds
         listener.acceptsByWaiting = mode.acceptsByWaiting
-        // TLS, a PROXY header and a proxy request all start with the client: a connection is
+        // TLS, a PROXY header, a proxy request and a WebSocket handshake all start with the client: a connection is
         // taken once its first bytes are in, which spares a wait (and a wake-up) per client.
-        if context != nil || proxyHeaderIn != nil || service != nil { listener.acceptsOnceClientSpeaks = settings.handshakeTimeout }
+        if context != nil || proxyHeaderIn != nil || service != nil || webSocket != nil { listener.acceptsOnceClientSpeaks = settings.handshakeTimeout }
         listener.trafficClass = settings.marking?.trafficClass  // what it accepts inherits it
         // Before the socket file exists: a signal from then on removes it.
         let stop = Interruption.install { listener.disconnect() }

@@ -53,13 +53,16 @@ final class OneClient: ListenMode, @unchecked Sendable {
     private let program: [String]?
     /// The listener's TLS settings, for the session summary (-v).
     private let tls: TLSSettings?
+    /// --ws: the handshake, then messages.
+    private let webSocket: WebSocketServing?
     private let first = Locked<(socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)?>(nil)
     private let arrived = DispatchSemaphore(value: 0)
 
-    init(settings: StreamSettings, program: [String]?, tls: TLSSettings?) {
+    init(settings: StreamSettings, program: [String]?, tls: TLSSettings?, webSocket: WebSocketServing? = nil) {
         self.settings = settings
         self.program = program
         self.tls = tls
+        self.webSocket = webSocket
     }
 
     var keepsConnectionAfterPeerEnds: Bool { true }
@@ -92,7 +95,20 @@ final class OneClient: ListenMode, @unchecked Sendable {
         }
         let connection = try HandOver.take(socket, peer: peer)
         if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
-        try Session(settings: settings).run(HandOver.transport(connection), peer: peer, started: started)
+        var transport = HandOver.transport(connection)
+        if let webSocket {
+            let upgraded: WebSocketTransport
+            do throws(CommandError) { upgraded = try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer) } catch {
+                transport.abort()
+                throw error
+            }
+            if webSocket.settings.echo {
+                _ = try WebSocketEcho.run(upgraded, peer: peer)
+                return
+            }
+            transport = upgraded
+        }
+        try Session(settings: settings).run(transport, peer: peer, started: started)
     }
 }
 

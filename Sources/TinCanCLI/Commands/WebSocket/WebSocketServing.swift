@@ -1,0 +1,99 @@
+import Dispatch
+import SocketCore
+
+/// `listen --ws [PATH]`: what the server's side of the opening handshake accepts (the path, the
+/// origins, the subprotocols) and how its sessions run.
+struct WebSocketServing: Sendable {
+    /// The resource served (nil: any).
+    let path: String?
+    /// --allow-origin: the only origins taken (nil: any, or none).
+    let origins: [String]?
+    /// --protocol: the subprotocols spoken, in the order of preference.
+    let protocols: [String]
+    let settings: WebSocketSettings
+
+    /// nil without --ws; the options that need it refused without it.
+    static func parse(_ args: ParsedArguments) throws(UsageError) -> WebSocketServing? {
+        let name = args.command.name
+        guard args.has(.ws) else {
+            for option in [Option.binary, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .echo, .allowOrigin, .protocol] where args.has(option) {
+                throw UsageError("--\(option.rawValue) is for WebSocket: add --ws", command: name)
+            }
+            return nil
+        }
+        let path = args.value(.ws).flatMap { $0.isEmpty ? nil : $0 }
+        if let path, !path.hasPrefix("/") { throw UsageError("bad --ws '\(path)': a path starts with '/', as /chat", command: name) }
+        let origins = args.value(.allowOrigin).map { $0.split(separator: ",").map { String($0.trimmingPrefix(" ")) }.filter { !$0.isEmpty } }
+        let protocols = args.value(.protocol).map { $0.split(separator: ",").map { String($0.trimmingPrefix(" ")) }.filter { !$0.isEmpty } } ?? []
+        return WebSocketServing(path: path, origins: origins, protocols: protocols, settings: try WebSocketSettings(args))
+    }
+
+    /// The server's handshake over `transport` within `timeout`: the connection speaking
+    /// messages, or the refusal (its plain HTTP answer sent) to report.
+    func upgrade(_ transport: any Transport, timeout: Duration, peer: String) throws(CommandError) -> WebSocketTransport {
+        var handshake = WebSocketServerHandshake(path: path, origins: origins, protocols: protocols)
+        let outcome = try WebSocketUpgrade.read(transport, timeout: timeout, peer: peer, what: "a WebSocket handshake request", more: .more) {
+            handshake.received($0)
+        }
+        switch outcome {
+        case .accept(let response, let request, let leftover):
+            try WebSocketUpgrade.send(response, over: transport, peer: peer)
+            Console.note("\(peer): WebSocket open (\(request.path))" + (request.protocol.map { ", subprotocol \($0)" } ?? ""), level: 1)
+            EventLog.current.withLock { $0 }?.emit(
+                "websocket",
+                [
+                    ("role", .string("server")), ("client", .string(peer)), ("path", .string(request.path)),
+                    ("origin", request.origin.map(JSONValue.string) ?? .null), ("protocol", request.protocol.map(JSONValue.string) ?? .null),
+                ])
+            return WebSocketTransport(transport, settings: settings, isClient: false, leftover: leftover)
+        case .refuse(let response, let reason):
+            try? WebSocketUpgrade.send(response, over: transport, peer: peer)
+            transport.closeWrite()
+            throw CommandError("\(peer): refused the WebSocket handshake: \(reason)", code: .webSocketRefused)
+        case .more:
+            throw CommandError("\(peer): the WebSocket handshake did not finish")
+        }
+    }
+}
+
+/// `listen -k --ws --echo`: each client on a thread of its own, its handshake, then every
+/// message sent back as it came, until its close.
+struct WebSocketEchoServer: ListenMode {
+    let serving: WebSocketServing
+    let gate: Gate
+    let handshakeTimeout: Duration
+
+    var keepsConnectionAfterPeerEnds: Bool { true }
+    var connectionQueue: DispatchQueue? { nil }
+    var acceptsByWaiting: Bool { false }
+
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+        socket.setDelegate(nil, delegateQueue: nil)
+        do {
+            _ = try secured.get()
+            let connection = try HandOver.take(socket, peer: peer)
+            try Syscall.startThread { [serving, gate, handshakeTimeout] in
+                defer { gate.closed() }
+                let transport = HandOver.transport(connection)
+                do {
+                    _ = try WebSocketEcho.run(try serving.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer)
+                } catch {
+                    transport.abort()
+                    Console.note("\(error)", level: 1)
+                }
+            }
+        } catch let error as CommandError {
+            Refusals.note(.handshake, error.message)
+            socket.disconnect()
+            gate.closed()
+        } catch {
+            Refusals.note(.handshake, "\(peer): \(error)")
+            socket.disconnect()
+            gate.closed()
+        }
+    }
+
+    func run(listener: AsyncSocket) throws {
+        Interruption.waitForever()
+    }
+}
