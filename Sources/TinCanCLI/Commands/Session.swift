@@ -39,7 +39,7 @@ struct Session {
         log?.relayed(
             sent: relay.bytesSent.load(ordering: .relaxed), received: relay.bytesReceived.load(ordering: .relaxed),
             firstByte: relay.firstByte.withLock { $0 })
-        if outcome == .peerClosed, relay.peerHasEnded, let note = transport.endNote {
+        if (outcome == .peerClosed && relay.peerHasEnded) || transport.closesWithHandshake, let note = transport.endNote {
             Console.note(note, level: 1)
             if let closeNotify = transport.closeNotify {
                 log?.emit("peer_end", [("close_notify", .bool(closeNotify)), ("may_be_incomplete", .bool(!closeNotify))])

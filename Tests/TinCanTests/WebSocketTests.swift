@@ -1,0 +1,171 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// `tincan ws` and `listen --ws` against python `websockets` (a real client and server), curl,
+/// each other over TLS, and stubs that misbehave on cue (a close with an error code, a
+/// connection dropped without a close, a peer that stops answering pings).
+final class WebSocketTests: XCTestCase {
+    private let certs = TLSFixtures.shared
+
+    /// A python `websockets` echo server that prints each message it got ("text:…" or
+    /// "binary:<length>") and, as argv[2] says, closes with 1011 after the first message
+    /// (`error`) or echoes (`echo`).
+    private static let websocketsServer = """
+        import asyncio, sys, websockets
+        mode = sys.argv[2]
+        async def handler(ws):
+            async for m in ws:
+                print(('text:' + m) if isinstance(m, str) else ('binary:%d' % len(m)), flush=True)
+                if mode == 'error':
+                    await ws.close(1011, 'boom')
+                    return
+                await ws.send(m)
+        async def main():
+            async with websockets.serve(handler, '127.0.0.1', int(sys.argv[1]), max_size=None) as server:
+                print(server.sockets[0].getsockname()[1], flush=True)
+                await asyncio.Future()
+        asyncio.run(main())
+        """
+
+    /// A raw server that completes the handshake and then, as argv[3] says, drops the
+    /// connection without a close frame (`drop`) or goes silent, answering nothing (`mute`).
+    private static let rawServer =
+        PythonPeers.listenPrelude + """
+            import base64
+            c, _ = s.accept(); head = b''
+            while b'\\r\\n\\r\\n' not in head: head += c.recv(4096)
+            key = [l.split(b':', 1)[1].strip() for l in head.split(b'\\r\\n') if l.lower().startswith(b'sec-websocket-key:')][0]
+            accept = base64.b64encode(hashlib.sha1(key + b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest())
+            c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + b'\\r\\n\\r\\n')
+            if sys.argv[3] == 'drop':
+                c.sendall(b'\\x81\\x05hello'); c.close()
+            else:
+                time.sleep(30)
+            """
+
+    private func websocketsServer(_ mode: String) throws -> (Tool, UInt16) {
+        try Tool.server(["python3", "-u", "-c", WebSocketTests.websocketsServer, "0", mode])
+    }
+
+    private func receivedByServer(_ server: Tool) -> [String] { Array(server.stdoutText.split(separator: "\n").dropFirst().map(String.init)) }
+
+    func testEachLineIsATextMessageAndEachMessageComesBackOnALine() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let r = try Tool.run(["ws", "-v", "-q", "1s", "ws://127.0.0.1:\(port)/chat"], input: "hello\nwörld\r\n\nlast without newline")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "hello\nwörld\n\nlast without newline\n")
+        XCTAssertEqual(receivedByServer(server), ["text:hello", "text:wörld", "text:", "text:last without newline"])
+        XCTAssertTrue(r.err.contains("the peer closed the WebSocket with 1000 (normal closure)"), r.err)
+    }
+
+    func testTheCloseIsHeldSoALateAnswerStillArrives() throws {
+        // No -q: stdin ends at once, the close waits until the server is quiet (its echo comes
+        // first), so the answer to the last line is not cut by our close.
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let r = try Tool.run(["ws", "ws://127.0.0.1:\(port)/"], input: "one\ntwo\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "one\ntwo\n")
+    }
+
+    func testBinaryMessagesCarryEveryByte() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ws-\(getpid())-in.bin").path
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: input) }
+        var bytes = [UInt8](repeating: 0, count: 700_000)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 7919 >> 3) }
+        try Data(bytes).write(to: URL(fileURLWithPath: input))
+        let client = try Tool(["ws", "--binary", "-q", "1s", "ws://127.0.0.1:\(port)/"], stdinFile: input)
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(Array(client.stdout), bytes)
+        let sizes = receivedByServer(server).map { Int($0.dropFirst("binary:".count)) ?? -1 }
+        XCTAssertEqual(sizes.reduce(0, +), bytes.count, "every byte went, as binary messages")
+    }
+
+    func testACloseWithAnErrorCodeExits10AndSaysIt() throws {
+        let (server, port) = try websocketsServer("error")
+        defer { server.stop() }
+        let client = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        client.send("hi\n")
+        XCTAssertEqual(client.wait(), 10, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("closed the WebSocket with 1011 (internal error): 'boom'"), client.stderrText)
+    }
+
+    func testAConnectionDroppedWithoutACloseFailsAfterWritingWhatCame() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "drop"])
+        defer { server.stop() }
+        let client = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertEqual(client.stdoutText, "hello\n", "what came before the drop is written")
+        XCTAssertTrue(client.stderrText.contains("without a WebSocket close"), client.stderrText)
+    }
+
+    func testAPeerThatStopsAnsweringPingsIsNoticed() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "mute"])
+        defer { server.stop() }
+        let client = try Tool(["ws", "--ping-interval", "200ms", "--ping-timeout", "300ms", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("did not answer a ping within 300"), client.stderrText)
+    }
+
+    func testTheServerRefusesWhatIsNotItsUpgradeInPlainHTTP() throws {
+        // A plain HTTP request: 426 with the version to use, said at -v.
+        let (server, port) = try Tool.server(program: Tool.tincan) { ["listen", "-v", "--ws=/chat", "127.0.0.1", String($0)] }
+        defer { server.stop() }
+        let curl = try Tool.run(["curl", "-s", "-i", "http://127.0.0.1:\(port)/chat"], program: "/usr/bin/env")
+        XCTAssertTrue(curl.out.hasPrefix("HTTP/1.1 426 Upgrade Required\r\n"), curl.out)
+        XCTAssertTrue(curl.out.contains("Sec-WebSocket-Version: 13\r\n"), curl.out)
+        XCTAssertEqual(server.wait(), 10, server.stderrText)
+        XCTAssertTrue(server.stderrText.contains("refused the WebSocket handshake: a plain HTTP request"), server.stderrText)
+
+        // Another path: 404, and the client says what the server answered (exit 10).
+        let (other, otherPort) = try Tool.server(program: Tool.tincan) { ["listen", "--ws=/chat", "127.0.0.1", String($0)] }
+        defer { other.stop() }
+        let r = try Tool.run(["ws", "ws://127.0.0.1:\(otherPort)/elsewhere"], input: "")
+        XCTAssertEqual(r.status, 10, r.err)
+        XCTAssertTrue(r.err.contains("it answered 'HTTP/1.1 404 Not Found': is the path right?"), r.err)
+    }
+
+    func testAPythonClientTalksToTheServerAndTheServerClosesCleanly() throws {
+        let (server, port) = try Tool.server(program: Tool.tincan) { ["listen", "--ws", "-q", "1s", "127.0.0.1", String($0)] }
+        defer { server.stop() }
+        server.send("from server\n")
+        server.closeInput()
+        let script = """
+            import asyncio, sys, websockets
+            async def main():
+                async with websockets.connect('ws://127.0.0.1:%s/any' % sys.argv[1]) as ws:
+                    await ws.send('from client')
+                    await ws.send(b'\\x00\\x01')
+                    print(await ws.recv(), flush=True)
+                    await ws.wait_closed()
+                    print('closed', ws.close_code, flush=True)
+            asyncio.run(main())
+            """
+        let client = try Tool.run(["python3", "-c", script, String(port)], program: "/usr/bin/env")
+        XCTAssertEqual(client.status, 0, client.err)
+        XCTAssertEqual(client.out, "from server\nclosed 1000\n")
+        XCTAssertEqual(server.wait(), 0, server.stderrText)
+        XCTAssertEqual(server.stdoutText, "from client\n\u{0}\u{1}\n")
+    }
+
+    func testTincanToTincanOverTLS() throws {
+        let (server, port) = try Tool.server(program: Tool.tincan) {
+            ["listen", "-k", "--ws", "--echo", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"), "127.0.0.1", String($0)]
+        }
+        defer { server.stop() }
+        let r = try Tool.run(["ws", "-q", "1s", "--ca", certs.path("ca.pem"), "wss://localhost:\(port)/"], input: "secret\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "secret\n")
+        // Unverified, the client refuses the server and says why (exit 4).
+        let refused = try Tool.run(["ws", "wss://localhost:\(port)/"], input: "")
+        XCTAssertEqual(refused.status, 4, refused.err)
+    }
+}
