@@ -7,7 +7,8 @@
 /// relay. Only the roads that never make a source give one: ``AcceptedConnection/sourceless``
 /// (``AsyncSocket/waitForConnection()``), ``BlockingConnector``'s connects
 /// (``BlockingConnector/connect(toHost:port:timeout:onEvent:onLookup:onTrafficClassRefused:)``,
-/// ``BlockingConnector/connect(unixPath:timeout:)``, ``BlockingConnector/start(_:trafficClass:onTrafficClassRefused:)``).
+/// ``BlockingConnector/connect(unixPath:timeout:)``, ``BlockingConnector/start(_:trafficClass:onTrafficClassRefused:)``)
+/// and ``pair()``.
 /// Nothing else can make one: the compiler keeps any other descriptor from the relay.
 public struct SourcelessDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// The descriptor: the holder's to use, and to close unless it gives it to a relay.
@@ -16,4 +17,12 @@ public struct SourcelessDescriptor: Sendable, Hashable, CustomStringConvertible 
     init(_ fd: Int32) { self.fd = fd }
 
     public var description: String { "fd \(fd)" }
+
+    /// A connected pair of Unix stream sockets made here (blocking, close-on-exec), so neither
+    /// end ever had a source: one end for a relay or a listen mode, the other for whoever
+    /// feeds it (a WebSocket's messages presented as a stream).
+    public static func pair() throws(SystemError) -> (SourcelessDescriptor, SourcelessDescriptor) {
+        let (a, b) = try Syscall.socketPair(.stream, nonBlocking: false)
+        return (SourcelessDescriptor(a), SourcelessDescriptor(b))
+    }
 }

@@ -89,7 +89,7 @@ enum ProgramSession {
     /// Runs `program` with its stdin and stdout on pipes bridged to `transport` (TLS) by a
     /// relay, until both sides are done; the program sees end of file when the peer ends its
     /// stream. A program that fails is a failure.
-    private static func run(_ program: [String], over transport: any Transport, settings: StreamSettings, peer: String, level: Int) throws {
+    static func run(_ program: [String], over transport: any Transport, settings: StreamSettings, peer: String, level: Int) throws {
         let toProgram: (read: Int32, write: Int32)
         let fromProgram: (read: Int32, write: Int32)
         do throws(SystemError) {

@@ -78,6 +78,14 @@ enum HandOver {
         }
     }
 
+    /// Ends a transport of a connection taken for a session that ends here (a -k client):
+    /// both directions, and a plain descriptor closed (a TLS stream closes its own).
+    static func release(_ transport: any Transport) {
+        transport.abort()
+        if let plain = transport as? DescriptorTransport { Syscall.close(plain.fd) }
+        if let webSocket = transport as? WebSocketTransport { release(webSocket.inner) }
+    }
+
     /// The transport a relay drives a taken connection with.
     static func transport(_ connection: Connection) -> any Transport {
         switch connection {

@@ -39,14 +39,17 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     let idle: IdleWatch?
     /// --socks5: the proxy dialogue each client speaks before its relay, which names its upstream.
     let service: ProxyService?
+    /// --ws: each client's WebSocket handshake before its relay (``upgrade(_:connection:quick:)``).
+    let webSocket: WebSocketServing?
     private let outcome = Locked<CommandError??>(nil)
     private let ended = DispatchSemaphore(value: 0)
 
     init(
         settings: StreamSettings, gate: Gate, upstream: Upstream, clientTLS: TLSContext?, keepOpen: Bool, idle: IdleWatch? = nil,
-        service: ProxyService? = nil
+        service: ProxyService? = nil, webSocket: WebSocketServing? = nil
     ) {
         self.service = service
+        self.webSocket = webSocket
         self.settings = settings
         self.gate = gate
         self.upstream = upstream
@@ -106,6 +109,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             } else {
                 client.queue.sync { serve(client, quick: quick) }
             }
+        } else if webSocket != nil {
+            let client = client(accepted)
+            upgrade(client, connection: .plain(descriptor: client.fd, readAhead: []), quick: quick)
         } else if service != nil {
             greet(client(accepted), startHere: !burst)
         } else {
@@ -140,7 +146,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// One client's journey, its steps in order.
     struct Client: Sendable {
         /// Accepted on the listener's thread: it never had a dispatch source (the relay needs that).
-        let descriptor: SourcelessDescriptor
+        var descriptor: SourcelessDescriptor
         var fd: Int32 { descriptor.fd }
         let peer: String
         /// The client's address and the one it reached (for the PROXY header, else nil).

@@ -146,21 +146,15 @@ struct ListenCommand {
                 throw UsageError("--stdio-socket: stdin and stdout are the connection; give --forward, --exec or --sh-exec for it", command: name)
             }
         }
-        webSocket = try WebSocketServing.parse(args)
+        var webSocket = try WebSocketServing.parse(args)
+        // websockify's way: bytes both ways, the upstream's as binary messages.
+        if upstream != nil { webSocket?.settings.framing = .binary }
+        self.webSocket = webSocket
         if let webSocket {
-            let other: String? =
-                upstream != nil
-                ? "--forward"
-                : service != nil
-                    ? "--socks5 or --http-proxy"
-                    : broker != .none
-                        ? "--broker or --chat"
-                        : program != nil
-                            ? "--exec or --sh-exec"
-                            : stdioSocket ? "--stdio-socket" : nil
-            if let other { throw UsageError("--ws with \(other) is not built yet: serve WebSocket to stdin/stdout, or --echo with -k", command: name) }
-            if keepOpen && !webSocket.settings.echo {
-                throw UsageError("listen -k --ws serves --echo so far (a hub of WebSocket clients is not built yet): add --echo, or leave out -k for one client", command: name)
+            let other: String? = service != nil ? "--socks5 or --http-proxy" : stdioSocket ? "--stdio-socket" : nil
+            if let other { throw UsageError("--ws with \(other) is not built yet", command: name) }
+            if webSocket.settings.echo && (program != nil || broker != .none || upstream != nil) {
+                throw UsageError("--echo answers each client itself: not with --exec, --sh-exec, --broker, --chat or --forward", command: name)
             }
             // A WebSocket has no half-close: our close is held as TLS holds close_notify.
             settings.relay.ending.hold = StreamSettings.hold(args)
@@ -191,15 +185,22 @@ struct ListenCommand {
         switch (keepOpen, program) {
         case (_, _) where upstream != nil || service != nil:
             let upstream = Forwarder.Upstream(target: upstream, dial: dial, tls: try forwardTLS.map(ListenCommand.load), proxyHeader: proxyHeader)
-            mode = Forwarder(settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service)
-        case (true, _) where webSocket != nil:
+            mode = Forwarder(
+                settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service, webSocket: webSocket)
+        case (true, _) where webSocket?.settings.echo == true:
             mode = WebSocketEchoServer(serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
-        case (true, nil): mode = KeepOpenHub(settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil)
+        case (true, nil):
+            // WebSocket clients come to the hub as stand-in sockets, through the connection step.
+            mode = KeepOpenHub(
+                settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil || webSocket != nil)
         }
         if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
-        let step = ConnectionStep(context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout)
+        // The hub, the broker and programs take each WebSocket client as a stream; one client
+        // and --echo speak messages themselves.
+        let step = ConnectionStep(
+            context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout, webSocket: keepOpen && webSocket?.settings.echo == false ? webSocket : nil)
         if stdioSocket { return try serveStdin(mode: mode, step: step, gate: gate) }
         gate.onConnection = { socket in step.handle(socket) }
 

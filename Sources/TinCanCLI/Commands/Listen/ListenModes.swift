@@ -25,22 +25,57 @@ struct SecuredConnection: Sendable {
 }
 
 /// The step every admitted connection takes: a TLS handshake when the listener serves TLS
-/// (bounded), then the mode.
+/// (bounded), a WebSocket handshake when the mode takes WebSocket clients as streams
+/// (``WebSocketShim``), then the mode.
 struct ConnectionStep: Sendable {
     let context: TLSContext?
     let mode: any ListenMode
     /// --handshake-timeout.
     let handshakeTimeout: Duration
+    /// --ws, for a mode that takes each client as a stream (the hub, the broker, a program).
+    var webSocket: WebSocketServing?
 
     func handle(_ socket: AsyncSocket) {
         let peer = socket.clientAddress?.description ?? socket.connectedPath ?? "a Unix peer"
-        guard let context else { return mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: nil, took: .zero))) }
+        guard let context else { return secured(socket, peer: peer, .success(SecuredConnection(info: nil, took: .zero))) }
         let started = ContinuousClock.now
-        socket.startTLS(context.settings, context: context, timeout: handshakeTimeout) { [mode] result in
+        socket.startTLS(context.settings, context: context, timeout: handshakeTimeout) { [self] result in
             switch result {
-            case .success(let info): mode.admitted(socket, peer: peer, secured: .success(SecuredConnection(info: info, took: .now - started)))
+            case .success(let info): secured(socket, peer: peer, .success(SecuredConnection(info: info, took: .now - started)))
             case .failure(let error): mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
             }
+        }
+    }
+
+    private func secured(_ socket: AsyncSocket, peer: String, _ outcome: Result<SecuredConnection, CommandError>) {
+        guard let webSocket, case .success(let done) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
+        // The handshake waits on a thread of the connection's own, never on a shared worker.
+        socket.setDelegate(nil, delegateQueue: nil)
+        let client = socket.clientAddress
+        let connection: Connection
+        do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
+            return mode.admitted(socket, peer: peer, secured: .failure(error))
+        }
+        do throws(SystemError) {
+            try Syscall.startThread { [mode, handshakeTimeout] in
+                let transport = HandOver.transport(connection)
+                do throws(CommandError) {
+                    let end = try WebSocketShim.start(try webSocket.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer)
+                    let standIn: AsyncSocket
+                    do throws(AsyncSocketError) { standIn = try AsyncSocket.adopting(connected: end.fd) } catch {
+                        Syscall.close(end.fd)
+                        throw CommandError("\(peer): \(error)")
+                    }
+                    standIn.userData = client
+                    mode.admitted(standIn, peer: peer, secured: .success(done))
+                } catch {
+                    HandOver.release(transport)
+                    mode.admitted(socket, peer: peer, secured: .failure(error))
+                }
+            }
+        } catch {
+            HandOver.release(HandOver.transport(connection))
+            mode.admitted(socket, peer: peer, secured: .failure(CommandError("\(peer): no thread for its WebSocket handshake: \(error.lowercaseReason)")))
         }
     }
 }
@@ -94,7 +129,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
             }
         }
         let connection = try HandOver.take(socket, peer: peer)
-        if let program { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
+        if let program, webSocket == nil { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
         var transport = HandOver.transport(connection)
         if let webSocket {
             let upgraded: WebSocketTransport
@@ -106,6 +141,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
                 _ = try WebSocketEcho.run(upgraded, peer: peer)
                 return
             }
+            if let program { return try ProgramSession.run(program, over: upgraded, settings: settings, peer: peer, level: 1) }
             transport = upgraded
         }
         try Session(settings: settings).run(transport, peer: peer, started: started)

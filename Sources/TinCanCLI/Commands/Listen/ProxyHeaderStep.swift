@@ -83,6 +83,7 @@ extension AcceptedConnection {
 }
 
 extension AsyncSocket {
-    /// The client: the PROXY header's source when ``ProxyHeaderStep`` read one naming it, else who connected.
-    var clientAddress: SocketAddress? { (userData as? ProxyProtocolHeader)?.source ?? connectedAddress }
+    /// The client: the PROXY header's source when ``ProxyHeaderStep`` read one naming it, the
+    /// address a stand-in socket carries (a WebSocket's, ``WebSocketShim``), else who connected.
+    var clientAddress: SocketAddress? { (userData as? ProxyProtocolHeader)?.source ?? (userData as? SocketAddress) ?? connectedAddress }
 }

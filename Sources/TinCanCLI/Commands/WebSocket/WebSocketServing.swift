@@ -10,7 +10,7 @@ struct WebSocketServing: Sendable {
     let origins: [String]?
     /// --protocol: the subprotocols spoken, in the order of preference.
     let protocols: [String]
-    let settings: WebSocketSettings
+    var settings: WebSocketSettings
 
     /// nil without --ws; the options that need it refused without it.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> WebSocketServing? {
@@ -75,10 +75,10 @@ struct WebSocketEchoServer: ListenMode {
             try Syscall.startThread { [serving, gate, handshakeTimeout] in
                 defer { gate.closed() }
                 let transport = HandOver.transport(connection)
+                defer { HandOver.release(transport) }
                 do {
                     _ = try WebSocketEcho.run(try serving.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer)
                 } catch {
-                    transport.abort()
                     Console.note("\(error)", level: 1)
                 }
             }
