@@ -168,4 +168,78 @@ final class WebSocketTests: XCTestCase {
         let refused = try Tool.run(["ws", "wss://localhost:\(port)/"], input: "")
         XCTAssertEqual(refused.status, 4, refused.err)
     }
+
+    func testTheHubTakesWebSocketClientsAsLinesAndSendsStdinToEach() throws {
+        let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "127.0.0.1", String($0)] }
+        defer { hub.stop() }
+        let first = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { first.stop() }
+        let second = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { second.stop() }
+        waitUntil("both clients open") { hub.stderrText.components(separatedBy: "WebSocket open").count == 3 }
+        first.send("from one\n")
+        second.send("from two\n")
+        waitUntil("both lines on the hub's stdout") { hub.stdoutText.contains("from one\n") && hub.stdoutText.contains("from two\n") }
+        hub.send("to everyone\n")
+        waitUntil("stdin's line at each client") { first.stdoutText == "to everyone\n" && second.stdoutText == "to everyone\n" }
+        first.closeInput()
+        XCTAssertEqual(first.wait(), 0, first.stderrText)
+        XCTAssertTrue(hub.process.isRunning)
+    }
+
+    func testTheBrokerPassesMessagesBetweenClients() throws {
+        let (broker, port) = try Tool.server(program: Tool.tincan) { ["listen", "--broker", "-v", "--ws", "127.0.0.1", String($0)] }
+        defer { broker.stop() }
+        let first = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { first.stop() }
+        let second = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { second.stop() }
+        waitUntil("both clients open") { broker.stderrText.components(separatedBy: "WebSocket open").count == 3 }
+        first.send("hello two\n")
+        waitUntil("the other client hears it") { second.stdoutText == "hello two\n" }
+        XCTAssertEqual(first.stdoutText, "", "not back to its sender")
+    }
+
+    func testAProgramPerConnectionSeesLinesAndItsLinesAreMessages() throws {
+        let (server, port) = try Tool.server(program: Tool.tincan) {
+            ["listen", "-k", "--ws", "--sh-exec", "while read l; do echo \"got $l\"; done", "127.0.0.1", String($0)]
+        }
+        defer { server.stop() }
+        for name in ["a", "b"] {
+            let r = try Tool.run(["ws", "-q", "1s", "ws://127.0.0.1:\(port)/"], input: "\(name)1\n\(name)2\n")
+            XCTAssertEqual(r.status, 0, r.err)
+            XCTAssertEqual(r.out, "got \(name)1\ngot \(name)2\n")
+        }
+    }
+
+    func testTheForwarderRelaysWebSocketBytesToAPlainUpstreamAsWebsockifyDoes() throws {
+        let upstream = try PythonPeer(PythonPeers.echoMany)
+        defer { upstream.stop() }
+        let (server, port) = try Tool.server(program: Tool.tincan) {
+            [
+                "listen", "-k", "--ws", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"), "127.0.0.1", String($0),
+                "--forward", "127.0.0.1:\(upstream.port)",
+            ]
+        }
+        defer { server.stop() }
+        // A megabyte in one binary message comes back as binary messages, every byte in order.
+        let script = """
+            import asyncio, ssl, sys, websockets
+            async def main():
+                context = ssl.create_default_context(cafile=sys.argv[2])
+                async with websockets.connect('wss://localhost:%s/' % sys.argv[1], ssl=context, max_size=None) as ws:
+                    data = bytes(range(256)) * 4096
+                    await ws.send(data)
+                    back = b''
+                    while len(back) < len(data):
+                        message = await ws.recv()
+                        assert isinstance(message, bytes), 'a text message'
+                        back += message
+                    print('same' if back == data else 'different', flush=True)
+            asyncio.run(main())
+            """
+        let client = try Tool.run(["python3", "-c", script, String(port), certs.path("ca.pem")], program: "/usr/bin/env")
+        XCTAssertEqual(client.status, 0, client.err)
+        XCTAssertEqual(client.out, "same\n")
+    }
 }
