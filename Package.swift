@@ -24,9 +24,12 @@ let package = Package(
         // The few Linux calls Glibc's module does not import (they need _GNU_SOURCE)
         // and the cmsg/ip_mreq helpers. The public header includes no system header.
         .target(name: "CSystem"),
+        // zlib's raw deflate for WebSocket permessage-deflate, opened with dlopen(3) when first
+        // offered; its few declarations are its own, so building needs no zlib headers.
+        .target(name: "CZlib"),
         .target(
             name: "SocketCore",
-            dependencies: ["CSystem", "COpenSSL"],
+            dependencies: ["CSystem", "COpenSSL", "CZlib"],
             exclude: ["README.md"],
             swiftSettings: strict
         ),

@@ -15,6 +15,10 @@ final class WebSocketTests: XCTestCase {
         import asyncio, sys, websockets
         mode = sys.argv[2]
         async def handler(ws):
+            if mode == 'headers':
+                h = ws.request.headers
+                print('auth=%s origin=%s x=%s protocol=%s deflate=%s' % (h.get('Authorization'), h.get('Origin'), h.get('X-Test'), ws.subprotocol,
+                      'permessage-deflate' in (ws.response.headers.get('Sec-WebSocket-Extensions') or '')), flush=True)
             async for m in ws:
                 print(('text:' + m) if isinstance(m, str) else ('binary:%d' % len(m)), flush=True)
                 if mode == 'error':
@@ -22,7 +26,7 @@ final class WebSocketTests: XCTestCase {
                     return
                 await ws.send(m)
         async def main():
-            async with websockets.serve(handler, '127.0.0.1', int(sys.argv[1]), max_size=None) as server:
+            async with websockets.serve(handler, '127.0.0.1', int(sys.argv[1]), max_size=None, subprotocols=['chat'] if mode == 'headers' else None) as server:
                 print(server.sockets[0].getsockname()[1], flush=True)
                 await asyncio.Future()
         asyncio.run(main())
@@ -241,5 +245,56 @@ final class WebSocketTests: XCTestCase {
         let client = try Tool.run(["python3", "-c", script, String(port), certs.path("ca.pem")], program: "/usr/bin/env")
         XCTAssertEqual(client.status, 0, client.err)
         XCTAssertEqual(client.out, "same\n")
+    }
+
+    func testTheHandshakeCarriesHeadersOriginSubprotocolCredentialsAndCompression() throws {
+        let (server, port) = try websocketsServer("headers")
+        defer { server.stop() }
+        let r = try Tool.run(
+            ["ws", "-v", "-q", "1s", "-H", "X-Test: yes", "--origin", "https://app.example", "--protocol", "other, chat", "ws://bob:s%3Acret@127.0.0.1:\(port)/"],
+            input: "hi\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        // "bob:s:cret" in base64.
+        XCTAssertEqual(receivedByServer(server).first, "auth=Basic Ym9iOnM6Y3JldA== origin=https://app.example x=yes protocol=chat deflate=True")
+        XCTAssertTrue(r.err.contains("subprotocol chat, permessage-deflate"), r.err)
+        XCTAssertEqual(r.out, "hi\n")
+        let plain = try Tool.run(["ws", "-v", "-q", "1s", "--no-deflate", "--protocol", "chat", "ws://127.0.0.1:\(port)/"], input: "")
+        XCTAssertEqual(plain.status, 0, plain.err)
+        XCTAssertEqual(receivedByServer(server).last, "auth=None origin=None x=None protocol=chat deflate=False")
+    }
+
+    func testJSONLinesKeepEachMessagesTypeAndBoundaryBothWays() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let input = "{\"type\":\"text\",\"data\":\"two\\nlines \\u00e9\"}\n{\"type\":\"binary\",\"data\":\"AAEC/w==\"}\n"
+        let r = try Tool.run(["ws", "--jsonl", "-q", "1s", "ws://127.0.0.1:\(port)/"], input: input)
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "{\"type\":\"text\",\"data\":\"two\\nlines é\"}\n{\"type\":\"binary\",\"data\":\"AAEC/w==\"}\n")
+        XCTAssertEqual(receivedByServer(server), ["text:two", "lines é", "binary:4"])
+        let bad = try Tool.run(["ws", "--jsonl", "ws://127.0.0.1:\(port)/"], input: "{\"type\":\"text\"}\n")
+        XCTAssertEqual(bad.status, 1)
+        XCTAssertTrue(bad.err.contains("line 1 of stdin is not a message in JSON (it has no \"data\" string)"), bad.err)
+    }
+
+    func testChunkAndWholeCutStdinIntoBinaryMessages() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let data = String(repeating: "x", count: 1000)
+        let chunked = try Tool.run(["ws", "--binary", "--chunk", "300", "-q", "1s", "ws://127.0.0.1:\(port)/"], input: data)
+        XCTAssertEqual(chunked.status, 0, chunked.err)
+        XCTAssertEqual(chunked.out, data)
+        XCTAssertEqual(receivedByServer(server), ["binary:300", "binary:300", "binary:300", "binary:100"])
+        let whole = try Tool.run(["ws", "--binary", "--whole", "-q", "1s", "ws://127.0.0.1:\(port)/"], input: data)
+        XCTAssertEqual(whole.status, 0, whole.err)
+        XCTAssertEqual(receivedByServer(server).last, "binary:1000")
+    }
+
+    func testSendAndExpectWorkOnMessages() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        let r = try Tool.run(["ws", "--send", "ping\\n", "--expect", "^ping$", "--send", "bye\\n", "--expect", "^bye$", "-q", "0", "ws://127.0.0.1:\(port)/"], input: "")
+        XCTAssertEqual(r.status, 0, r.err)
+        let missing = try Tool.run(["ws", "--send", "ping\\n", "--expect", "^pong$", "--expect-timeout", "1s", "ws://127.0.0.1:\(port)/"], input: "")
+        XCTAssertEqual(missing.status, 6, missing.err)
     }
 }

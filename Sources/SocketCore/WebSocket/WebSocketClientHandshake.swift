@@ -27,6 +27,8 @@ public struct WebSocketClientHandshake: Sendable {
         public var protocols: [String]
         /// Further header fields, sent as given.
         public var fields: [(name: String, value: String)]
+        /// Whether to offer permessage-deflate (RFC 7692).
+        public var offersCompression = false
 
         /// A request for `path` on `host`.
         public init(
@@ -60,6 +62,9 @@ public struct WebSocketClientHandshake: Sendable {
     public let request: [UInt8]
     private let key: String
     private let offered: [String]
+    private let offersCompression: Bool
+    /// What the server agreed to compress, once accepted (nil: no compression).
+    public private(set) var compression: PerMessageDeflate?
     private var held: [UInt8] = []
     private var searched = 0
     private var settled = false
@@ -68,6 +73,7 @@ public struct WebSocketClientHandshake: Sendable {
     public init(_ request: Request, key: String) {
         self.key = key
         offered = request.protocols
+        offersCompression = request.offersCompression
         let bracketed = request.host.contains(":") ? "[\(request.host)]" : request.host
         let defaultPort: UInt16 = request.secure ? 443 : 80
         var head = "GET \(request.path.isEmpty ? "/" : request.path) HTTP/1.1\r\n"
@@ -76,6 +82,7 @@ public struct WebSocketClientHandshake: Sendable {
         head += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         if let origin = request.origin { head += "Origin: \(origin)\r\n" }
         if !request.protocols.isEmpty { head += "Sec-WebSocket-Protocol: \(request.protocols.joined(separator: ", "))\r\n" }
+        if request.offersCompression { head += "Sec-WebSocket-Extensions: \(PerMessageDeflate.clientOffer)\r\n" }
         for field in request.fields { head += "\(field.name): \(field.value)\r\n" }
         self.request = Array((head + "\r\n").utf8)
     }
@@ -132,7 +139,12 @@ public struct WebSocketClientHandshake: Sendable {
             return .refused("the server chose the subprotocol '\(escapedForLog(Array(chosen.joined(separator: ",").utf8)))', but \(offer)")
         }
         let extensions = head.rawTokens("sec-websocket-extensions")
-        guard extensions.isEmpty else {
+        if let only = extensions.first, extensions.count == 1, offersCompression {
+            switch PerMessageDeflate.agreed(byResponse: only) {
+            case .success(let agreed): compression = agreed
+            case .failure(let refusal): return .refused(refusal.reason)
+            }
+        } else if !extensions.isEmpty {
             return .refused("the server turned on the extension '\(escapedForLog(Array(extensions.joined(separator: ",").utf8)))', which we did not offer")
         }
         return .accepted(protocol: chosen.first, leftover: Array(held[end.next...]))

@@ -22,6 +22,9 @@ public struct WebSocketDecoder: Sendable {
     public enum Event: Sendable, Equatable {
         /// A whole message: text (valid UTF-8) or binary.
         case message(text: Bool, [UInt8])
+        /// A whole message sent compressed (RSV1, permessage-deflate): its payload as it came,
+        /// for ``MessageInflater``; a text message's UTF-8 is checked once inflated.
+        case compressedMessage(text: Bool, [UInt8])
         /// A ping and its payload, which the answering pong carries back.
         case ping([UInt8])
         /// A pong and its payload.
@@ -45,8 +48,11 @@ public struct WebSocketDecoder: Sendable {
 
     private var buffer: [UInt8] = []
     private var start = 0
-    /// The message under way (its opcode's text flag and bytes so far), between fragments.
-    private var message: (text: Bool, bytes: [UInt8])?
+    /// The message under way (its opcode's text flag, whether it is compressed, and its bytes
+    /// so far), between fragments.
+    private var message: (text: Bool, compressed: Bool, bytes: [UInt8])?
+    /// Whether permessage-deflate was agreed: RSV1 marks a compressed message.
+    public var allowsCompression = false
     private var utf8 = UTF8Validator()
     private var failed: Failure?
 
@@ -99,8 +105,12 @@ public struct WebSocketDecoder: Sendable {
         guard available >= 2 else { return nil }
         let b0 = buffer[start]
         let b1 = buffer[start + 1]
-        guard b0 & 0x70 == 0 else { return Self.fail(1002, "a frame with reserved bits set, and no extension agreed") }
         guard let opcode = WebSocketOpcode(rawValue: b0 & 0x0F) else { return Self.fail(1002, "a frame with the unknown opcode \(b0 & 0x0F)") }
+        let compressed = b0 & 0x40 != 0
+        guard b0 & 0x30 == 0, !compressed || allowsCompression else { return Self.fail(1002, "a frame with reserved bits set, and no extension agreed") }
+        guard !compressed || opcode == .text || opcode == .binary else {
+            return Self.fail(1002, "RSV1 on a \(opcode.isControl ? "control" : "continuation") frame (only a message's first frame may say it is compressed)")
+        }
         let fin = b0 & 0x80 != 0
         let masked = b1 & 0x80 != 0
         switch (role, masked) {
@@ -139,24 +149,25 @@ public struct WebSocketDecoder: Sendable {
             for index in payload.indices { payload[index] ^= key[index & 3] }
         }
         start += total
-        return take(opcode, payload, fin: fin)
+        return take(opcode, payload, fin: fin, compressed: compressed)
     }
 
-    private mutating func take(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool) -> Step {
+    private mutating func take(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool, compressed: Bool) -> Step {
         switch opcode {
         case .ping: return .event(.ping(payload))
         case .pong: return .event(.pong(payload))
         case .close: return Self.close(payload)
         case .text, .binary:
-            message = (opcode == .text, [])
+            message = (opcode == .text, compressed, [])
             utf8 = UTF8Validator()
         case .continuation: break
         }
         message!.bytes += payload
-        if message!.text, !utf8.feed(payload) { return Self.fail(1007, "a text message that is not UTF-8") }
+        if message!.text, !message!.compressed, !utf8.feed(payload) { return Self.fail(1007, "a text message that is not UTF-8") }
         guard fin else { return .nothing }
         let whole = message!
         message = nil
+        if whole.compressed { return .event(.compressedMessage(text: whole.text, whole.bytes)) }
         if whole.text && !utf8.isComplete { return Self.fail(1007, "a text message that ends inside a UTF-8 character") }
         return .event(.message(text: whole.text, whole.bytes))
     }

@@ -25,12 +25,15 @@ public enum WebSocketOpcode: UInt8, Sendable {
 /// ```
 public enum WebSocketFrame {
     /// One frame of `opcode` carrying `payload`, the last of its message unless `fin` is false,
-    /// masked with the 4 bytes of `mask` when given (a client's frames must be).
-    public static func encode(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, fin: Bool = true, mask: [UInt8]? = nil) -> [UInt8] {
+    /// masked with the 4 bytes of `mask` when given (a client's frames must be), with RSV1 set
+    /// when `compressed` (a permessage-deflate message's first frame).
+    public static func encode(
+        _ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, fin: Bool = true, mask: [UInt8]? = nil, compressed: Bool = false
+    ) -> [UInt8] {
         precondition(mask == nil || mask!.count == 4, "a mask is 4 bytes")
         var out: [UInt8] = []
         out.reserveCapacity(payload.count + 14)
-        out.append((fin ? 0x80 : 0) | opcode.rawValue)
+        out.append((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | opcode.rawValue)
         let maskBit: UInt8 = mask == nil ? 0 : 0x80
         switch payload.count {
         case 0...125: out.append(maskBit | UInt8(payload.count))

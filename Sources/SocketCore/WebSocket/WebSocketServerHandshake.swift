@@ -22,6 +22,8 @@ public struct WebSocketServerHandshake: Sendable {
         public let origin: String?
         /// The subprotocol chosen from its offer, if any.
         public let `protocol`: String?
+        /// permessage-deflate as agreed, when it offered it and the server compresses.
+        public let compression: PerMessageDeflate?
     }
 
     /// What the request settled.
@@ -40,16 +42,19 @@ public struct WebSocketServerHandshake: Sendable {
     private let path: String?
     private let origins: [String]?
     private let protocols: [String]
+    private let compresses: Bool
     private var held: [UInt8] = []
     private var searched = 0
     private var settled = false
 
     /// A server for `path` (nil: any), taking only clients whose `Origin` is one of `origins`
-    /// (nil: any, with or without), choosing the first subprotocol of `protocols` the client offers.
-    public init(path: String? = nil, origins: [String]? = nil, protocols: [String] = []) {
+    /// (nil: any, with or without), choosing the first subprotocol of `protocols` the client
+    /// offers, and accepting permessage-deflate when `compresses`.
+    public init(path: String? = nil, origins: [String]? = nil, protocols: [String] = [], compresses: Bool = false) {
         self.path = path
         self.origins = origins.map { $0.map { $0.lowercased() } }
         self.protocols = protocols
+        self.compresses = compresses
     }
 
     /// Feeds bytes of the request as they arrive.
@@ -116,9 +121,11 @@ public struct WebSocketServerHandshake: Sendable {
         var response = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         response += "Sec-WebSocket-Accept: \(WebSocketKey.accept(for: key))\r\n"
         if let chosen { response += "Sec-WebSocket-Protocol: \(chosen)\r\n" }
+        let compression = compresses ? PerMessageDeflate.accept(offers: head.rawTokens("sec-websocket-extensions")) : nil
+        if let compression { response += "Sec-WebSocket-Extensions: \(compression.response)\r\n" }
         settled = true
         return .accept(
-            response: Array((response + "\r\n").utf8), request: Accepted(path: resource, origin: origin, protocol: chosen),
+            response: Array((response + "\r\n").utf8), request: Accepted(path: resource, origin: origin, protocol: chosen, compression: compression?.agreed),
             leftover: Array(held[end.next...]))
     }
 

@@ -66,7 +66,10 @@ struct StreamSettings {
         guard StreamSettings.attemptDelays.contains(attemptDelay) else {
             throw UsageError("--attempt-delay \(args.value(.attemptDelay) ?? ""): give 100ms to 2s (RFC 8305 asks at least 100 ms)", command: args.command.name)
         }
-        if let option = [Option.lines, .stripNewline, .chunk, .whole, .format, .maxSize].first(where: args.has) {
+        // WebSocket cuts binary messages with --chunk and --whole too.
+        let datagramOnly: [Option] =
+            args.command.name == "ws" || args.has(.ws) ? [.lines, .stripNewline, .format, .maxSize] : [.lines, .stripNewline, .chunk, .whole, .format, .maxSize]
+        if let option = datagramOnly.first(where: args.has) {
             throw UsageError("--\(option.rawValue) is for datagrams: add -u", command: args.command.name)
         }
         if args.has(.json), let text = [Option.hex, .progress, .forceProgress].first(where: args.has) {

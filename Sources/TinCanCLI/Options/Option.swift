@@ -63,6 +63,7 @@ public enum Option: String, CaseIterable, Sendable {
     case ipv4
     case ipv6
     case json
+    case jsonl
     case keepOpen = "keep-open"
     case key
     case keylog
@@ -71,6 +72,7 @@ public enum Option: String, CaseIterable, Sendable {
     case maxSize = "max-size"
     case maxMessage = "max-message"
     case message
+    case noDeflate = "no-deflate"
     case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
     case noWindowSize = "no-window-size"

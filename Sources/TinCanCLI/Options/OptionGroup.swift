@@ -30,7 +30,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls,
             .xmpphost:
             .tls
-        case .ws, .binary, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .header, .origin, .protocol, .allowOrigin:
+        case .ws, .binary, .jsonl, .noDeflate, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .header, .origin, .protocol, .allowOrigin:
             .webSocket
         case .send, .expect, .expectTimeout:
             .scripting

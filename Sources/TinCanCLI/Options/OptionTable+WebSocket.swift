@@ -8,6 +8,11 @@ extension OptionTable {
                 "Send each chunk of stdin as one binary message, and write each message received as it is, with nothing added. Without it each line of stdin is a text message (its newline left out; it must be UTF-8) and each message received is printed with a newline after it."
         ),
         OptionSpec(
+            .jsonl,
+            help:
+                "Messages as JSON lines both ways: each message received is printed as {\"type\":\"text\",\"data\":\"…\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}, and each line of stdin in that form is sent as one message, so a script never loses a message's boundary or type."
+        ),
+        OptionSpec(
             .maxMessage, value: .integer(1...(1 << 30)), valueName: "BYTES", default: "16777216",
             help: "The largest message taken from the peer (a bigger one closes the WebSocket with 1009, exit 1), and the longest line of stdin sent."),
         OptionSpec(
@@ -21,6 +26,11 @@ extension OptionTable {
         OptionSpec(
             .pingTimeout, value: .duration, valueName: "DURATION", default: "none",
             help: "With --ping-interval: when a ping has had no answer (nor anything else) for this long, the peer is gone: exit 1, said."),
+        OptionSpec(
+            .noDeflate,
+            help:
+                "Do not compress: without it, permessage-deflate (RFC 7692) is offered (ws) or accepted (listen --ws) when the system's zlib (libz.so.1) can be loaded; -v says when it cannot."
+        ),
         OptionSpec(.echo, help: "Send every message received back to the peer as it came (text or binary) instead of writing it: a test peer, as Autobahn's suite drives one."),
     ]
 
@@ -47,6 +57,8 @@ extension OptionTable {
         ],
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .crlf }
             + tlsClient.filter { $0.name != .starttls && $0.name != .xmpphost } + tlsControls + probing + webSocketSession + [
+                OptionSpec(.chunk, value: .integer(1...(1 << 30)), valueName: "BYTES", help: "With --binary: messages of BYTES each from stdin (the last may be shorter)."),
+                OptionSpec(.whole, help: "With --binary: all of stdin as one message, sent when it ends (at most --max-message)."),
                 OptionSpec(
                     .header, short: "H", value: .text, valueName: "'NAME: VALUE'", repeatable: true,
                     help: "Add a header field to the opening handshake (repeatable), e.g. -H 'Authorization: Bearer …'."),

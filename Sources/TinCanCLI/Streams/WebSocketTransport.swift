@@ -20,6 +20,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     let settings: WebSocketSettings
     /// Frames sent by a client are masked; a server's are not.
     private let isClient: Bool
+    /// permessage-deflate, when agreed: the sending side's stream (under `writing`) and the
+    /// receiving side's.
+    private let deflater: MessageDeflater?
+    private let inflater: MessageInflater?
 
     // The receiving thread's.
     private var decoder: WebSocketDecoder
@@ -40,12 +44,25 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private let writing = Mutex(Writing())
 
     /// `inner` upgraded (its handshake done), with the bytes read past the handshake's head.
-    init(_ inner: any Transport, settings: WebSocketSettings, isClient: Bool, leftover: [UInt8]) {
+    init(_ inner: any Transport, settings: WebSocketSettings, isClient: Bool, leftover: [UInt8], compression: PerMessageDeflate? = nil) {
         self.inner = inner
         self.settings = settings
         self.isClient = isClient
         decoder = WebSocketDecoder(role: isClient ? .client : .server, maxMessage: settings.maxMessage)
         readAhead = leftover
+        if let compression {
+            // Each side compresses with its own window and context rule, as agreed.
+            let (ours, theirs) =
+                isClient
+                ? ((compression.clientMaxWindowBits, compression.clientNoContextTakeover), (compression.serverMaxWindowBits, compression.serverNoContextTakeover))
+                : ((compression.serverMaxWindowBits, compression.serverNoContextTakeover), (compression.clientMaxWindowBits, compression.clientNoContextTakeover))
+            deflater = MessageDeflater(windowBits: ours.0, noContextTakeover: ours.1)
+            inflater = MessageInflater(windowBits: theirs.0, noContextTakeover: theirs.1)
+            decoder.allowsCompression = inflater != nil
+        } else {
+            deflater = nil
+            inflater = nil
+        }
     }
 
     deinit { frameBuffer.deallocate() }
@@ -60,6 +77,15 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     // MARK: Receiving
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
+        try receive(into: buffer, until: nil)!
+    }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
+        try receive(into: buffer, until: .now + timeout)
+    }
+
+    /// The next bytes for stdout, 0 at the peer's close, nil when `deadline` passed first.
+    private func receive(into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant?) throws(TransportError) -> Int? {
         while true {
             if outputOffset < output.count {
                 let n = min(buffer.count, output.count - outputOffset)
@@ -78,26 +104,21 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 }
                 return 0
             }
-            try readFrames()
+            guard try readFrames(until: deadline) else { return nil }
         }
     }
 
-    func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
-        // The relay's own deadlines are not used with WebSocket sessions (pings and the close
-        // have theirs); answer as a plain receive would.
-        try receive(into: buffer)
-    }
-
     /// Reads from the connection until the decoder gives something, answering pings, keeping
-    /// the connection alive with our own when it is quiet, and holding to the close's deadline.
-    private func readFrames() throws(TransportError) {
+    /// the connection alive with our own when it is quiet, and holding to the close's deadline;
+    /// false when the caller's `deadline` passed first.
+    private func readFrames(until deadline: ContinuousClock.Instant?) throws(TransportError) -> Bool {
         if !readAhead.isEmpty {
             let bytes = readAhead
             readAhead = []
             try decode(bytes[...])
-            return
+            return true
         }
-        let n = try receiveWithDeadlines()
+        guard let n = try receiveWithDeadlines(until: deadline) else { return false }
         guard n > 0 else {
             let closed = writing.withLock { $0.closeSent }
             throw .peerGone(
@@ -106,11 +127,13 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                     : "the peer ended the connection without a WebSocket close: messages may have been lost on the way")
         }
         try decode(UnsafeRawBufferPointer(rebasing: frameBuffer[0..<n]))
+        return true
     }
 
     /// A receive bounded by whichever applies: the close's deadline once ours is sent, the ping
-    /// interval while the connection is quiet, the ping's answer once one is out.
-    private func receiveWithDeadlines() throws(TransportError) -> Int {
+    /// interval while the connection is quiet, the ping's answer once one is out, the caller's
+    /// own deadline (nil when that passed first).
+    private func receiveWithDeadlines(until deadline: ContinuousClock.Instant?) throws(TransportError) -> Int? {
         var pingOut: ContinuousClock.Instant?
         while true {
             let sentAt = writing.withLock { $0.closeSentAt }
@@ -125,8 +148,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             } else if let interval = settings.pingInterval {
                 wait = interval
             }
-            guard let wait else { return try inner.receive(into: frameBuffer) }
-            if wait <= .zero {
+            if let wait, wait <= .zero {
                 switch cause {
                 case .close:
                     throw .peerGone("the peer did not answer our WebSocket close within \(EventLog.format(settings.closeTimeout)) (--close-timeout)")
@@ -135,7 +157,11 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 case .ping: break
                 }
             }
-            if let n = try inner.receive(into: frameBuffer, timeout: max(wait, .milliseconds(1))) { return n }
+            let callerLeft = deadline.map { $0 - .now }
+            if let callerLeft, callerLeft <= .zero { return nil }
+            guard let limit = [wait, callerLeft].compactMap({ $0 }).min() else { return try inner.receive(into: frameBuffer) }
+            if let n = try inner.receive(into: frameBuffer, timeout: max(limit, .milliseconds(1))) { return n }
+            if let callerLeft, callerLeft <= limit { continue }  // the caller's deadline: checked above
             if cause == .ping {
                 try sendFrame(.ping, Array("tincan".utf8))
                 pingOut = settings.pingTimeout == nil ? nil : .now
@@ -150,10 +176,23 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         for event in events {
             switch event {
             case .message(let text, let payload):
-                if settings.echo {
-                    try sendFrame(text ? .text : .binary, payload)
-                } else {
-                    settings.framing.render(text: text, payload, into: &output)
+                try deliver(text: text, payload)
+            case .compressedMessage(let text, let compressed):
+                guard let inflater else { throw .failed("a compressed message, and no compression agreed") }
+                switch inflater.decompress(compressed, limit: settings.maxMessage) {
+                case .success(let payload):
+                    var validator = UTF8Validator()
+                    if text && !(validator.feed(payload) && validator.isComplete) {
+                        try? sendClose(code: 1007, reason: "not UTF-8")
+                        throw .failed("the peer broke the WebSocket protocol: a compressed text message that is not UTF-8; closed with 1007")
+                    }
+                    try deliver(text: text, payload)
+                case .failure(.tooBig):
+                    try? sendClose(code: 1009, reason: "message too big")
+                    throw .failed("the peer sent a message over the \(settings.maxMessage) bytes accepted (--max-message) once inflated; closed with 1009")
+                case .failure(.corrupt(let why)):
+                    try? sendClose(code: 1007, reason: "bad deflate data")
+                    throw .failed("the peer sent a compressed message that does not inflate (\(why)); closed with 1007")
                 }
             case .ping(let payload):
                 try sendFrame(.pong, payload)
@@ -172,6 +211,15 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         }
     }
 
+    /// A whole message received: sent back with --echo, else rendered for stdout.
+    private func deliver(text: Bool, _ payload: [UInt8]) throws(TransportError) {
+        if settings.echo {
+            try sendFrame(text ? .text : .binary, payload)
+        } else {
+            settings.framing.render(text: text, payload, into: &output)
+        }
+    }
+
     // MARK: Sending
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
@@ -180,8 +228,26 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         }
         switch settings.framing {
         case .binary:
-            try sendFrame(.binary, bytes)
-        case .lines:
+            switch settings.binaryCut {
+            case nil: try sendFrame(.binary, bytes)
+            case .every(let size):
+                var rest = bytes[...]
+                while !rest.isEmpty {
+                    let take = min(size - partial.count, rest.count)
+                    partial += rest.prefix(take)
+                    rest = rest.dropFirst(take)
+                    if partial.count == size {
+                        try sendFrame(.binary, partial)
+                        partial.removeAll(keepingCapacity: true)
+                    }
+                }
+            case .whole:
+                guard partial.count + bytes.count <= settings.maxMessage else {
+                    throw .failed("stdin is longer than --max-message (\(settings.maxMessage) bytes), so it cannot go as one message (--whole)")
+                }
+                partial += bytes
+            }
+        case .lines, .jsonl:
             var start = 0
             for index in 0..<bytes.count where bytes[index] == 10 {
                 try sendLine(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
@@ -204,6 +270,16 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         partial.removeAll(keepingCapacity: true)
         line += rest
         if line.last == 13 { line.removeLast() }
+        if settings.framing == .jsonl {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }  // a blank line is no message
+            switch JSONMessages.message(line) {
+            case .success(let message): return try sendFrame(message.text ? .text : .binary, message.payload)
+            case .failure(let problem):
+                throw .failed(
+                    "line \(lineNumber) of stdin is not a message in JSON (\(problem.reason)); give {\"type\":\"text\",\"data\":\"…\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}"
+                )
+            }
+        }
         var validator = UTF8Validator()
         guard validator.feed(line), validator.isComplete else {
             throw .failed("line \(lineNumber) of stdin is not UTF-8, which a text message must be; send it with --binary")
@@ -212,7 +288,12 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     }
 
     func closeWrite() {
-        if settings.framing == .lines && !partial.isEmpty { try? sendLine(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        if settings.framing != .binary && !partial.isEmpty { try? sendLine(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        // --chunk's last, shorter message; --whole's one message (empty stdin: an empty one).
+        if settings.framing == .binary, let cut = settings.binaryCut, !partial.isEmpty || cut == .whole {
+            try? sendFrame(.binary, partial)
+            partial.removeAll()
+        }
         try? sendClose(code: 1000, reason: "")
     }
 
@@ -238,9 +319,15 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             arc4random_buf(&key, 4)
             mask = withUnsafeBytes(of: key) { Array($0) }
         }
-        let frame = WebSocketFrame.encode(opcode, payload, mask: mask)
         let failure = writing.withLock { state -> TransportError? in
             if state.closeSent && !evenAfterClose && !opcode.isControl { return nil }
+            // Compressed under the lock: the deflater's context follows the order sent.
+            let frame =
+                if let deflater, !opcode.isControl {
+                    WebSocketFrame.encode(opcode, deflater.compress(payload), mask: mask, compressed: true)
+                } else {
+                    WebSocketFrame.encode(opcode, payload, mask: mask)
+                }
             let sent = frame.withUnsafeBytes { raw in Result { () throws(TransportError) in try inner.send(raw) } }
             if case .failure(let error) = sent { return error }
             return nil

@@ -16,7 +16,7 @@ struct WebSocketServing: Sendable {
     static func parse(_ args: ParsedArguments) throws(UsageError) -> WebSocketServing? {
         let name = args.command.name
         guard args.has(.ws) else {
-            for option in [Option.binary, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .echo, .allowOrigin, .protocol] where args.has(option) {
+            for option in [Option.binary, .jsonl, .noDeflate, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .echo, .allowOrigin, .protocol] where args.has(option) {
                 throw UsageError("--\(option.rawValue) is for WebSocket: add --ws", command: name)
             }
             return nil
@@ -31,21 +31,24 @@ struct WebSocketServing: Sendable {
     /// The server's handshake over `transport` within `timeout`: the connection speaking
     /// messages, or the refusal (its plain HTTP answer sent) to report.
     func upgrade(_ transport: any Transport, timeout: Duration, peer: String) throws(CommandError) -> WebSocketTransport {
-        var handshake = WebSocketServerHandshake(path: path, origins: origins, protocols: protocols)
+        var handshake = WebSocketServerHandshake(path: path, origins: origins, protocols: protocols, compresses: settings.compresses)
         let outcome = try WebSocketUpgrade.read(transport, timeout: timeout, peer: peer, what: "a WebSocket handshake request", more: .more) {
             handshake.received($0)
         }
         switch outcome {
         case .accept(let response, let request, let leftover):
             try WebSocketUpgrade.send(response, over: transport, peer: peer)
-            Console.note("\(peer): WebSocket open (\(request.path))" + (request.protocol.map { ", subprotocol \($0)" } ?? ""), level: 1)
+            Console.note(
+                "\(peer): WebSocket open (\(request.path))" + (request.protocol.map { ", subprotocol \($0)" } ?? "")
+                    + (request.compression.map { ", \(WebSocketSettings.describe($0))" } ?? ""), level: 1)
             EventLog.current.withLock { $0 }?.emit(
                 "websocket",
                 [
                     ("role", .string("server")), ("client", .string(peer)), ("path", .string(request.path)),
                     ("origin", request.origin.map(JSONValue.string) ?? .null), ("protocol", request.protocol.map(JSONValue.string) ?? .null),
+                    ("compression", .bool(request.compression != nil)),
                 ])
-            return WebSocketTransport(transport, settings: settings, isClient: false, leftover: leftover)
+            return WebSocketTransport(transport, settings: settings, isClient: false, leftover: leftover, compression: request.compression)
         case .refuse(let response, let reason):
             try? WebSocketUpgrade.send(response, over: transport, peer: peer)
             transport.closeWrite()

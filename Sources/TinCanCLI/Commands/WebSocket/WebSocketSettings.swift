@@ -9,11 +9,19 @@ struct WebSocketSettings: Sendable {
         case lines
         /// Each chunk of stdin a binary message; each message received written as it is.
         case binary
+        /// Each line of stdin a message given as JSON, each message received a line of JSON
+        /// (``JSONMessages``).
+        case jsonl
 
         /// Appends a received message to what goes to stdout.
         func render(text: Bool, _ payload: [UInt8], into output: inout [UInt8]) {
-            output += payload
-            if self == .lines { output.append(10) }
+            switch self {
+            case .lines:
+                output += payload
+                output.append(10)
+            case .binary: output += payload
+            case .jsonl: output += JSONMessages.line(text: text, payload).utf8
+            }
         }
     }
 
@@ -28,6 +36,16 @@ struct WebSocketSettings: Sendable {
     var pingTimeout: Duration?
     /// --echo: every message received is sent back as it came (a test peer, Autobahn's client).
     var echo = false
+    /// permessage-deflate offered or accepted (not --no-deflate).
+    var compress = true
+    /// With --binary: --chunk N cuts stdin into messages of N bytes; --whole sends it as one
+    /// (nil: each read of stdin a message).
+    var binaryCut: BinaryCut?
+
+    enum BinaryCut: Sendable, Equatable {
+        case every(Int)
+        case whole
+    }
 
     static let maxMessageDefault = 16 << 20
     static let closeTimeoutDefault: Duration = .seconds(10)
@@ -35,7 +53,13 @@ struct WebSocketSettings: Sendable {
     init() {}
 
     init(_ args: ParsedArguments) throws(UsageError) {
+        if args.has(.binary) && args.has(.jsonl) { throw UsageError("--binary and --jsonl are two ways to frame messages: give one", command: args.command.name) }
         if args.has(.binary) { framing = .binary }
+        if args.has(.jsonl) { framing = .jsonl }
+        if let size = args.integer(.chunk) { binaryCut = .every(size) }
+        if args.has(.whole) { binaryCut = .whole }
+        if binaryCut != nil && framing != .binary { throw UsageError("--chunk and --whole cut stdin into binary messages: add --binary", command: args.command.name) }
+        if args.has(.chunk) && args.has(.whole) { throw UsageError("--chunk and --whole exclude each other", command: args.command.name) }
         if let size = args.integer(.maxMessage) { maxMessage = size }
         closeTimeout = args.duration(.closeTimeout) ?? WebSocketSettings.closeTimeoutDefault
         pingInterval = args.duration(.pingInterval)
@@ -44,6 +68,28 @@ struct WebSocketSettings: Sendable {
             throw UsageError("--ping-timeout counts from a ping: give --ping-interval too", command: args.command.name)
         }
         echo = args.has(.echo)
+        compress = !args.has(.noDeflate)
+    }
+
+    /// Whether to offer or accept compression: asked for, and zlib loads (said at -v if not).
+    var compresses: Bool {
+        guard compress else { return false }
+        if let why = PerMessageDeflate.unavailable {
+            WebSocketSettings.zlibNote.withLock { said in
+                if !said { Console.note("permessage-deflate off: the system's zlib cannot be loaded (\(why))", level: 1) }
+                said = true
+            }
+            return false
+        }
+        return true
+    }
+    private static let zlibNote = Locked(false)
+
+    /// The compression agreed, for -v: "permessage-deflate (client window 2^15, server 2^15)".
+    static func describe(_ agreed: PerMessageDeflate) -> String {
+        let client = "client window 2^\(agreed.clientMaxWindowBits)\(agreed.clientNoContextTakeover ? " reset per message" : "")"
+        let server = "server window 2^\(agreed.serverMaxWindowBits)\(agreed.serverNoContextTakeover ? " reset per message" : "")"
+        return "permessage-deflate (\(client), \(server))"
     }
 
     /// A close code and reason for a person: "1000 (normal closure)", "1011 (internal error): 'why'".

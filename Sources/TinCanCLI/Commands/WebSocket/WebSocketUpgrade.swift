@@ -11,6 +11,8 @@ enum WebSocketUpgrade {
         var nonce = [UInt8](repeating: 0, count: 16)
         arc4random_buf(&nonce, 16)
         var index = 0
+        var request = request
+        request.offersCompression = settings.compresses
         var handshake = WebSocketClientHandshake(
             request,
             key: WebSocketKey.make {
@@ -21,10 +23,16 @@ enum WebSocketUpgrade {
         let outcome = try read(transport, timeout: timeout, peer: peer, what: "the server's answer to the WebSocket handshake", more: .more) { handshake.received($0) }
         switch outcome {
         case .accepted(let chosen, let leftover):
-            Console.note("WebSocket open to \(peer)\(request.path == "/" ? "" : " (\(request.path))")" + (chosen.map { ", subprotocol \($0)" } ?? ""), level: 1)
+            Console.note(
+                "WebSocket open to \(peer)\(request.path == "/" ? "" : " (\(request.path))")" + (chosen.map { ", subprotocol \($0)" } ?? "")
+                    + (handshake.compression.map { ", \(WebSocketSettings.describe($0))" } ?? ""), level: 1)
             EventLog.current.withLock { $0 }?.emit(
-                "websocket", [("role", .string("client")), ("path", .string(request.path)), ("protocol", chosen.map(JSONValue.string) ?? .null)])
-            return WebSocketTransport(transport, settings: settings, isClient: true, leftover: leftover)
+                "websocket",
+                [
+                    ("role", .string("client")), ("path", .string(request.path)), ("protocol", chosen.map(JSONValue.string) ?? .null),
+                    ("compression", .bool(handshake.compression != nil)),
+                ])
+            return WebSocketTransport(transport, settings: settings, isClient: true, leftover: leftover, compression: handshake.compression)
         case .refused(let why):
             throw CommandError("\(peer): \(why)", code: .webSocketRefused)
         case .more:
