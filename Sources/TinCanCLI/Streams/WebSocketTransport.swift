@@ -200,6 +200,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 break
             case .close(let code, let reason):
                 peerClose = (code, reason)
+                EventLog.current.withLock { $0 }?.emit(
+                    "websocket_close", [("by", .string("peer")), ("code", code.map { .number(Double($0)) } ?? .null), ("reason", .string(reason))])
                 // Echo its code (RFC 6455 section 5.5.1), unless ours went first.
                 try? sendClose(code: code ?? 1000, reason: "")
                 return
