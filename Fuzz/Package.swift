@@ -5,7 +5,10 @@
 // input has keywords) in dict/<target>.dict.
 import PackageDescription
 
-let names = ["options", "addresses", "starttls", "read-request", "expect", "escapes", "port-list", "proxy", "proxy-server", "proxy-protocol", "websocket", "window-size"]
+let names = [
+    "options", "addresses", "starttls", "read-request", "expect", "escapes", "port-list", "proxy", "proxy-server", "proxy-protocol", "websocket", "websocket-handshake",
+    "window-size",
+]
 
 let package = Package(
     name: "tincan-fuzz",

@@ -297,4 +297,23 @@ final class WebSocketTests: XCTestCase {
         let missing = try Tool.run(["ws", "--send", "ping\\n", "--expect", "^pong$", "--expect-timeout", "1s", "ws://127.0.0.1:\(port)/"], input: "")
         XCTAssertEqual(missing.status, 6, missing.err)
     }
+
+    func testThroughProxiesAChainOfMicrosocksAndTinyproxyToAWSSServer() throws {
+        let (server, port) = try Tool.server(program: Tool.tincan) {
+            ["listen", "-k", "--ws", "--echo", "--tls", "--cert", self.certs.path("server.pem"), "--key", self.certs.path("server.key"), "127.0.0.1", String($0)]
+        }
+        defer { server.stop() }
+        let socks = try RealProxy.microsocks()
+        defer { socks.stop() }
+        let http = try RealProxy.tinyproxy()
+        defer { http.stop() }
+        let chain = [
+            "--proxy", "socks5h://127.0.0.1:\(socks.port)", "--proxy", "http://127.0.0.1:\(http.port)", "--ca", certs.path("ca.pem"), "-q", "1s",
+            "wss://localhost:\(port)/",
+        ]
+        let r = try Tool.run(["ws", "-v"] + chain, input: "through two proxies\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "through two proxies\n")
+        XCTAssertTrue(r.err.contains("WebSocket open to localhost:\(port)"), r.err)
+    }
 }
