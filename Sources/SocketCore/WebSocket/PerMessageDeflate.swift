@@ -147,10 +147,15 @@ public final class MessageDeflater: @unchecked Sendable {
 
     /// `payload` compressed as one message's data.
     public func compress(_ payload: some Collection<UInt8>) -> [UInt8] {
+        Array(payload).withUnsafeBytes { compress($0) }
+    }
+
+    /// ``compress(_:)`` for raw bytes, without a copy of them.
+    public func compress(_ payload: UnsafeRawBufferPointer) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(payload.count / 2 + 64)
-        let input = Array(payload)
-        input.withUnsafeBufferPointer { bytes in
+        do {
+            let bytes = payload.bindMemory(to: UInt8.self)
             tincan_zstream_input(stream, bytes.baseAddress, UInt32(bytes.count))
             while true {
                 var produced: UInt32 = 0

@@ -21,8 +21,29 @@ public struct UTF8Validator: Sendable, Equatable {
     public var isComplete: Bool { pending == 0 }
 
     /// Feeds `bytes`; false at the first byte that cannot be UTF-8 (the validator is then spent).
+    /// A generic sequence is copied first: the byte loop itself is not generic, so it runs at
+    /// full speed from any module.
     public mutating func feed(_ bytes: some Sequence<UInt8>) -> Bool {
-        for byte in bytes {
+        Array(bytes).withUnsafeBytes { feed($0) }
+    }
+
+    /// ``feed(_:)`` for an array, without a copy.
+    public mutating func feed(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { feed($0) } }
+
+    /// ``feed(_:)`` for an array slice, without a copy.
+    public mutating func feed(_ bytes: ArraySlice<UInt8>) -> Bool { bytes.withUnsafeBytes { feed($0) } }
+
+    /// ``feed(_:)`` for raw bytes: ASCII runs eight bytes at a time.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            if pending == 0, index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+                continue
+            }
+            let byte = bytes[index]
+            index += 1
             if pending > 0 {
                 guard byte >= low && byte <= high else { return false }
                 pending -= 1

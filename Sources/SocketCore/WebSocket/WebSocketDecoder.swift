@@ -65,8 +65,17 @@ public struct WebSocketDecoder: Sendable {
     /// Feeds `bytes`: the events they complete, in order, and the failure that stopped the
     /// reading, if one did (nothing after it is read, now or later).
     public mutating func feed(_ bytes: some Collection<UInt8>) -> (events: [Event], failure: Failure?) {
+        feed(UnsafeRawBufferPointer?.none, orElse: Array(bytes))
+    }
+
+    /// ``feed(_:)`` for raw bytes (a read's buffer): appended without a generic walk.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> (events: [Event], failure: Failure?) {
+        feed(bytes, orElse: [])
+    }
+
+    private mutating func feed(_ raw: UnsafeRawBufferPointer?, orElse array: [UInt8]) -> (events: [Event], failure: Failure?) {
         if let failed { return ([], failed) }
-        buffer += bytes
+        if let raw { buffer.append(contentsOf: raw) } else { buffer += array }
         var events: [Event] = []
         while true {
             switch next() {
@@ -146,7 +155,7 @@ public struct WebSocketDecoder: Sendable {
         var payload = Array(buffer[(start + headerLength)..<(start + total)])
         if masked {
             let key = Array(buffer[(start + headerLength - 4)..<(start + headerLength)])
-            for index in payload.indices { payload[index] ^= key[index & 3] }
+            payload.withUnsafeMutableBytes { WebSocketFrame.applyMask(key, to: $0) }
         }
         start += total
         return take(opcode, payload, fin: fin, compressed: compressed)

@@ -30,6 +30,14 @@ public enum WebSocketFrame {
     public static func encode(
         _ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, fin: Bool = true, mask: [UInt8]? = nil, compressed: Bool = false
     ) -> [UInt8] {
+        Array(payload).withUnsafeBytes { encode(opcode, $0, fin: fin, mask: mask, compressed: compressed) }
+    }
+
+    /// ``encode(_:_:fin:mask:compressed:)`` for raw bytes: one copy into the frame, no
+    /// generic walk (the hot path of a WebSocket session).
+    public static func encode(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, fin: Bool = true, mask: [UInt8]? = nil, compressed: Bool = false
+    ) -> [UInt8] {
         precondition(mask == nil || mask!.count == 4, "a mask is 4 bytes")
         var out: [UInt8] = []
         out.reserveCapacity(payload.count + 14)
@@ -44,8 +52,25 @@ public enum WebSocketFrame {
         }
         guard let mask else { return out + payload }
         out += mask
-        for (index, byte) in payload.enumerated() { out.append(byte ^ mask[index & 3]) }
+        let start = out.count
+        out += payload
+        out.withUnsafeMutableBytes { WebSocketFrame.applyMask(mask, to: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
         return out
+    }
+
+    /// XORs `bytes` with the 4-byte `mask` in place, the mask's first byte on the first byte:
+    /// eight bytes at a time, then the tail (masking and unmasking are the same).
+    public static func applyMask(_ mask: [UInt8], to bytes: UnsafeMutableRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        let key32 = UInt32(mask[0]) | UInt32(mask[1]) << 8 | UInt32(mask[2]) << 16 | UInt32(mask[3]) << 24
+        let key64 = UInt64(key32) | UInt64(key32) << 32
+        let words = bytes.count / 8
+        for index in 0..<words {
+            let offset = index * 8
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            bytes.storeBytes(of: word ^ key64, toByteOffset: offset, as: UInt64.self)
+        }
+        for index in (words * 8)..<bytes.count { bytes[index] ^= mask[index & 3] }
     }
 
     /// A close frame's payload: the status code, then the reason, cut at a character boundary

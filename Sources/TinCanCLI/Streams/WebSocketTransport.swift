@@ -115,7 +115,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         if !readAhead.isEmpty {
             let bytes = readAhead
             readAhead = []
-            try decode(bytes[...])
+            try WebSocketTransport.withRaw(bytes) { (raw) throws(TransportError) in try decode(raw) }
             return true
         }
         guard let n = try receiveWithDeadlines(until: deadline) else { return false }
@@ -171,7 +171,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
 
     private enum Wait { case ping, pong, close }
 
-    private func decode(_ bytes: some Collection<UInt8>) throws(TransportError) {
+    private func decode(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         let (events, failure) = decoder.feed(bytes)
         for event in events {
             switch event {
@@ -314,7 +314,16 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     }
 
     /// One frame, whole, under the write lock (a pong never lands inside a message).
-    private func sendFrame(_ opcode: WebSocketOpcode, _ payload: some Collection<UInt8>, evenAfterClose: Bool = false) throws(TransportError) {
+    private func sendFrame(_ opcode: WebSocketOpcode, _ payload: [UInt8], evenAfterClose: Bool = false) throws(TransportError) {
+        try WebSocketTransport.withRaw(payload) { (raw) throws(TransportError) in try sendFrame(opcode, raw, evenAfterClose: evenAfterClose) }
+    }
+
+    /// `body` over the raw storage of `bytes`, its typed error kept.
+    private static func withRaw(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws(TransportError) -> Void) throws(TransportError) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(TransportError) in try body(raw) } }.get()
+    }
+
+    private func sendFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, evenAfterClose: Bool = false) throws(TransportError) {
         var mask: [UInt8]?
         if isClient {
             var key: UInt32 = 0
@@ -326,7 +335,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             // Compressed under the lock: the deflater's context follows the order sent.
             let frame =
                 if let deflater, !opcode.isControl {
-                    WebSocketFrame.encode(opcode, deflater.compress(payload), mask: mask, compressed: true)
+                    deflater.compress(payload).withUnsafeBytes { WebSocketFrame.encode(opcode, $0, mask: mask, compressed: true) }
                 } else {
                     WebSocketFrame.encode(opcode, payload, mask: mask)
                 }
