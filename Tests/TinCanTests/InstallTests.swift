@@ -27,7 +27,7 @@ final class InstallTests: XCTestCase {
         let installed = try script([], destdir: destdir, prefix: prefix)
         XCTAssertEqual(installed.status, 0, installed.err)
         let pages = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("man").path).filter { $0.hasSuffix(".1") }
-        XCTAssertEqual(pages.count, 7, "tincan.1 and one page per command: \(pages)")
+        XCTAssertEqual(pages.count, 8, "tincan.1 and one page per command: \(pages)")
         let files =
             [
                 "bin/tincan", "share/bash-completion/completions/tincan", "share/zsh/site-functions/_tincan",

@@ -154,7 +154,7 @@ final class PackageTests: XCTestCase {
                 "bin/tincan", "share/bash-completion/completions/tincan", "share/fish/vendor_completions.d/tincan.fish",
                 "share/man/man1/tincan-connect.1", "share/man/man1/tincan-join-group.1", "share/man/man1/tincan-listen.1",
                 "share/man/man1/tincan-tls.1", "share/man/man1/tincan-udp-recv.1", "share/man/man1/tincan-udp-send.1",
-                "share/man/man1/tincan.1", "share/zsh/site-functions/_tincan",
+                "share/man/man1/tincan-ws.1", "share/man/man1/tincan.1", "share/zsh/site-functions/_tincan",
             ])
         // It needs no Swift runtime: only what every glibc system has.
         let libraries = try shell("ldd '\(prefix)/bin/tincan'")

@@ -20,7 +20,7 @@ final class HelpTextTests: XCTestCase {
             XCTAssertTrue(text.contains("tincan \(spec.name) --help-all"), spec.name)
             XCTAssertLessThanOrEqual(text.split(separator: "\n", omittingEmptySubsequences: false).count, 82, "\(spec.name) --help is long")
             for code in ExitCode.allCases {
-                XCTAssertEqual(text.contains("\n  \(code.rawValue)   "), spec.exitCodes.contains(code), "\(spec.name) and exit code \(code.rawValue)")
+                XCTAssertEqual(text.contains("\n  \(String(code.rawValue).padding(2))  "), spec.exitCodes.contains(code), "\(spec.name) and exit code \(code.rawValue)")
             }
         }
     }

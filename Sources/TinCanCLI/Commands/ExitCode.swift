@@ -25,7 +25,7 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .proxyAuthentication: "a proxy wants credentials or refused them (SOCKS5 method or status, HTTP 407)"
         case .proxyRefused: "a proxy refused the target (its SOCKS reply code or HTTP status line quoted), or its reply was not its protocol (garbage, cut short)"
         case .webSocketRefused:
-            "WebSocket: the server refused the upgrade (its status line quoted), or the peer closed the WebSocket with a code other than 1000 or 1001 (the code and reason quoted)"
+            "a WebSocket server refused the upgrade (its status line quoted), or the peer closed the WebSocket with a code other than 1000 or 1001 (the code and reason quoted)"
         case .proxyTargetUnreachable: "a proxy could not reach the target (SOCKS5 network or host unreachable, connection refused, TTL expired; HTTP 502, 503, 504)"
         }
     }

@@ -10,7 +10,7 @@ extension OptionTable {
         OptionSpec(
             .jsonl,
             help:
-                "Messages as JSON lines both ways: each message received is printed as {\"type\":\"text\",\"data\":\"…\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}, and each line of stdin in that form is sent as one message, so a script never loses a message's boundary or type."
+                "Messages as JSON lines both ways: each message received is printed as {\"type\":\"text\",\"data\":\"...\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}, and each line of stdin in that form is sent as one message, so a script never loses a message's boundary or type."
         ),
         OptionSpec(
             .maxMessage, value: .integer(1...(1 << 30)), valueName: "BYTES", default: "16777216",
@@ -52,7 +52,7 @@ extension OptionTable {
         positionals: [
             PositionalSpec(
                 name: "URL",
-                help: "ws://HOST[:PORT][/PATH][?QUERY] or wss://…; USER:PASSWORD@ before HOST sends Basic credentials. ws+unix:///run/app.sock:/PATH connects to a Unix socket.",
+                help: "ws://HOST[:PORT][/PATH][?QUERY] or wss://...; USER:PASSWORD@ before HOST sends Basic credentials. ws+unix:///run/app.sock:/PATH connects to a Unix socket.",
                 optional: false)
         ],
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .crlf }
@@ -61,7 +61,7 @@ extension OptionTable {
                 OptionSpec(.whole, help: "With --binary: all of stdin as one message, sent when it ends (at most --max-message)."),
                 OptionSpec(
                     .header, short: "H", value: .text, valueName: "'NAME: VALUE'", repeatable: true,
-                    help: "Add a header field to the opening handshake (repeatable), e.g. -H 'Authorization: Bearer …'."),
+                    help: "Add a header field to the opening handshake (repeatable), e.g. -H 'Authorization: Bearer ...'."),
                 OptionSpec(.origin, value: .text, valueName: "ORIGIN", help: "Send Origin: ORIGIN, for servers that check where a client comes from (a browser's page)."),
                 OptionSpec(
                     .protocol, value: .text, valueName: "LIST",

@@ -332,7 +332,7 @@ public enum OptionTable {
                 "The proxy from the environment, as curl reads it; -v says which was chosen and why."
             ),
         ],
-        exitCodes: ExitCode.allCases,
+        exitCodes: ExitCode.allCases.filter { $0 != .webSocketRefused },
         brief: [
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure,
             .starttls, .send, .expect, .json, .timing,
@@ -560,7 +560,7 @@ public enum OptionTable {
         ],
         exitCodes: [.success, .failure, .usage, .timeout, .tlsVerification, .expectFailed, .proxyAuthentication, .proxyRefused, .proxyTargetUnreachable, .webSocketRefused],
         brief: [
-            .help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .ws, .unix, .maxConns, .allow, .forward, .forwardTls, .broker, .chat, .quitAfterEof, .idleTimeout, .exec,
+            .help, .helpAll, .verbose, .ipv4, .ipv6, .keepOpen, .udp, .unix, .maxConns, .allow, .forward, .broker, .quitAfterEof, .idleTimeout, .exec,
             .shExec,
             .tls, .cert, .key, .send, .expect, .json,
         ],
@@ -592,7 +592,7 @@ public enum OptionTable {
             ),
             ("tincan tls --proxy http://proxy.example:3128 example.org 443", "TLS through an HTTP proxy: the certificate checked is example.org's, not the proxy's."),
         ],
-        exitCodes: ExitCode.allCases,
+        exitCodes: ExitCode.allCases.filter { $0 != .webSocketRefused },
         brief: [
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect,
             .json, .timing,

@@ -278,7 +278,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             case .success(let message): return try sendFrame(message.text ? .text : .binary, message.payload)
             case .failure(let problem):
                 throw .failed(
-                    "line \(lineNumber) of stdin is not a message in JSON (\(problem.reason)); give {\"type\":\"text\",\"data\":\"…\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}"
+                    "line \(lineNumber) of stdin is not a message in JSON (\(problem.reason)); give {\"type\":\"text\",\"data\":\"...\"} or {\"type\":\"binary\",\"data\":\"<base64>\"}"
                 )
             }
         }

@@ -43,7 +43,7 @@ struct WebSocketURL: Equatable {
         } else if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
             throw UsageError("bad URL '\(text)': a WebSocket URL starts ws:// (or wss:// for TLS)", command: command)
         } else {
-            throw UsageError("bad URL '\(text)': give ws://HOST[:PORT][/PATH] or wss://…", command: command)
+            throw UsageError("bad URL '\(text)': give ws://HOST[:PORT][/PATH] or wss://...", command: command)
         }
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         var authority = rest[..<authorityEnd]
