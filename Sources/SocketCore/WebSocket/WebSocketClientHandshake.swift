@@ -33,8 +33,9 @@ public struct WebSocketClientHandshake: Sendable {
         /// A request for `path` on `host`.
         public init(
             host: String, port: UInt16, secure: Bool = false, path: String = "/", origin: String? = nil, protocols: [String] = [],
-            fields: [(name: String, value: String)] = []
+            fields: [(name: String, value: String)] = [], offersCompression: Bool = false
         ) {
+            self.offersCompression = offersCompression
             self.host = host
             self.port = port
             self.secure = secure
