@@ -44,6 +44,14 @@ final class WebSocketTests: XCTestCase {
             c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + b'\\r\\n\\r\\n')
             if sys.argv[3] == 'drop':
                 c.sendall(b'\\x81\\x05hello'); c.close()
+            elif sys.argv[3] == 'late':
+                # After the client's close: six messages 300 ms apart, then the close.
+                got = b''
+                while not got or got[0] & 0x0F != 8:
+                    got += c.recv(4096)
+                for i in range(6):
+                    c.sendall(b'\\x81\\x01' + str(i).encode()); time.sleep(0.3)
+                c.sendall(b'\\x88\\x02\\x03\\xe8'); time.sleep(0.2); c.close()
             else:
                 time.sleep(30)
             """
@@ -315,5 +323,14 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "through two proxies\n")
         XCTAssertTrue(r.err.contains("WebSocket open to localhost:\(port)"), r.err)
+    }
+
+    func testAfterOurCloseThePeersSilenceIsTimedNotItsAnswer() throws {
+        // --close-timeout 1s, and the peer answers for 1.8 s before its close: nothing is cut.
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "late"])
+        defer { server.stop() }
+        let r = try Tool.run(["ws", "--close-timeout", "1s", "-q", "0", "ws://127.0.0.1:\(port)/"], input: "")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "0\n1\n2\n3\n4\n5\n")
     }
 }

@@ -18,7 +18,7 @@ extension OptionTable {
         OptionSpec(
             .closeTimeout, value: .duration, valueName: "DURATION", default: "10s",
             help:
-                "After our close (at the end of stdin), how long to wait for the peer's; messages it sends meanwhile are still written. No close by then: exit 1, said."
+                "After our close (at the end of stdin), how long the peer may stay silent before its close; messages it sends meanwhile are still written, and each restarts the wait. Silent that long with no close: exit 1, said."
         ),
         OptionSpec(
             .pingInterval, value: .duration, valueName: "DURATION", default: "none",

@@ -19,7 +19,7 @@ struct SessionEnding: Sendable {
         ),
         (
             "stdin ends, over a WebSocket (`ws`)",
-            "sends its last line as a message, then holds the close frame as TLS holds close_notify (until the server closes, is quiet for 5 s, or `-q`/`-w` end; `--half-close` sends it at once); after it, messages still arrive until the peer's close, for at most `--close-timeout`",
+            "sends its last line as a message, then holds the close frame as TLS holds close_notify (until the server closes, is quiet for 5 s, or `-q`/`-w` end; `--half-close` sends it at once); after it, messages still arrive until the peer's close (`--close-timeout` bounds only the peer's silence)",
             "0 once the close handshake completed; 1 without it; 10 for a close code other than 1000 or 1001"
         ),
         (

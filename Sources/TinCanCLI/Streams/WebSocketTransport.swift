@@ -32,6 +32,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var peerClose: (code: UInt16?, reason: String)?
+    /// When the peer last sent anything: after our close, its silence is what is timed.
+    private var lastHeard: ContinuousClock.Instant?
 
     // The sending thread's: a line not yet ended.
     private var partial: [UInt8] = []
@@ -119,6 +121,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             return true
         }
         guard let n = try receiveWithDeadlines(until: deadline) else { return false }
+        if n > 0 { lastHeard = .now }
         guard n > 0 else {
             let closed = writing.withLock { $0.closeSent }
             throw .peerGone(
@@ -140,7 +143,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             var wait: Duration?
             var cause = Wait.ping
             if let sentAt {
-                wait = settings.closeTimeout - (.now - sentAt)
+                // A peer still sending after our close is still answering: its silence counts.
+                wait = settings.closeTimeout - (.now - max(sentAt, lastHeard ?? sentAt))
                 cause = .close
             } else if let pingOut, let limit = settings.pingTimeout {
                 wait = limit - (.now - pingOut)
@@ -151,7 +155,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             if let wait, wait <= .zero {
                 switch cause {
                 case .close:
-                    throw .peerGone("the peer did not answer our WebSocket close within \(EventLog.format(settings.closeTimeout)) (--close-timeout)")
+                    throw .peerGone("the peer sent nothing and no close for \(EventLog.format(settings.closeTimeout)) after our WebSocket close (--close-timeout)")
                 case .pong:
                     throw .peerGone("the peer did not answer a ping within \(EventLog.format(settings.pingTimeout ?? .zero)) (--ping-timeout): it is gone")
                 case .ping: break
