@@ -44,7 +44,9 @@ extension OptionTable {
             (RFC 6455), then sends each line of stdin as a text message and prints each message \
             received followed by a newline (a message holding newlines is still one message); \
             --binary sends and writes binary messages instead. Pings are answered. At the end of \
-            stdin tincan sends a close after the last message and waits for the peer's (--close-timeout). \
+            stdin the close is held as tls holds close_notify (until the server closes or is quiet for \
+            5 s; -q, -w and --half-close as there), then sent after the last message, and messages \
+            still arrive until the peer's close. \
             It exits 0 only when every message was sent and the close handshake completed; a close \
             with a code other than 1000 or 1001 exits 10 with the code and reason on stderr, and a \
             refused upgrade exits 10 with the server's status line.
