@@ -44,6 +44,10 @@ final class WebSocketTests: XCTestCase {
             c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: ' + accept + b'\\r\\n\\r\\n')
             if sys.argv[3] == 'drop':
                 c.sendall(b'\\x81\\x05hello'); c.close()
+            elif sys.argv[3] == 'reset':
+                import struct
+                c.sendall(b'\\x81\\x05hello'); time.sleep(0.2)
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
             elif sys.argv[3] == 'late':
                 # After the client's close: six messages 300 ms apart, then the close.
                 got = b''
@@ -339,5 +343,24 @@ final class WebSocketTests: XCTestCase {
         let r = try Tool.run(["ws", "--close-timeout", "1s", "-q", "0", "ws://127.0.0.1:\(port)/"], input: "")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "0\n1\n2\n3\n4\n5\n")
+    }
+
+    func testAResetExitsNonZeroAfterWritingWhatCame() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "reset"])
+        defer { server.stop() }
+        let client = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertEqual(client.stdoutText, "hello\n")
+        XCTAssertTrue(client.stderrText.contains("reset"), client.stderrText)
+    }
+
+    func testStdoutThatFailsEndsTheRunNonZero() throws {
+        let (server, port) = try websocketsServer("echo")
+        defer { server.stop() }
+        // stdout closed: the echo of the first line cannot be written.
+        let r = try Tool.run(["/bin/sh", "-c", "printf 'a\\nb\\n' | '\(Tool.tincan)' ws -q 1s ws://127.0.0.1:\(port)/ >&-"], program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("writing to stdout failed"), r.err)
     }
 }
