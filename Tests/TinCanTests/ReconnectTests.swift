@@ -55,6 +55,8 @@ final class ReconnectTests: XCTestCase {
         waitUntil("connection 4") { self.scripted(client) == 4 }
         client.closeInput()
         XCTAssertEqual(client.wait(timeout: .seconds(10)), 0, client.stderrText)
+        // The server prints the last connection's line as it sees its end: after the client exits.
+        waitUntil("the server's last line") { server.stdoutText.contains("4: ") }
         XCTAssertEqual(server.stdoutText.split(separator: "\n").dropFirst(), ["1: HELLO+one", "2: HELLO+", "3: HELLO+two", "4: HELLO+<eof>"])
         XCTAssertEqual(client.stdoutText, "got HELLO+one\ngot HELLO\ngot HELLO+two\n", "every answer once")
         let events = client.stderrText.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
