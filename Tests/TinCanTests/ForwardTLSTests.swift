@@ -122,7 +122,7 @@ final class ForwardTLSTests: XCTestCase {
         defer { server.stop() }
         let (both, port) = try relay(["-k", "--tls", "--forward", "localhost:\(upstreamPort)", "--forward-tls", "--forward-ca", certs.path("ca.pem")])
         defer { both.stop() }
-        let r = try Tool.run(["tls", "--insecure", "127.0.0.1", String(port)], input: "both ends\n")
+        let r = try Tool.run(["tls", "--half-close", "--insecure", "127.0.0.1", String(port)], input: "both ends\n")
         XCTAssertEqual(r.status, 0, r.err + both.stderrText)
         XCTAssertEqual(r.out, "sdne htob\n")
 

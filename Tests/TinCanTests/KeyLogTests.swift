@@ -29,7 +29,7 @@ final class KeyLogTests: XCTestCase {
             ], program: "/usr/bin/openssl")
         defer { server.stop() }
         waitForListener(port: port)
-        let r = try Tool.run(["tls", "--keylog", ours, "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "hello\n")
+        let r = try Tool.run(["tls", "--half-close", "--keylog", ours, "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "hello\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "olleh\n")
         let logged = secrets(ours)
@@ -43,7 +43,7 @@ final class KeyLogTests: XCTestCase {
 
         // SSLKEYLOGFILE, as curl reads it: a second session appended to the same file.
         let again = try Tool.run(
-            ["tls", "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "again\n",
+            ["tls", "--half-close", "--ca", certs.path("ca.pem"), "localhost", String(port)], input: "again\n",
             environment: ProcessInfo.processInfo.environment.merging(["SSLKEYLOGFILE": ours]) { $1 })
         XCTAssertEqual(again.status, 0, again.err)
         XCTAssertEqual(secrets(ours).count, logged.count * 2, "appended, not replaced")

@@ -7,13 +7,14 @@ import XCTest
 final class ProxyCommandTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
-    /// A target that answers "echo: LINE\n" to each line, for any number of connections.
+    /// A target that answers "echo: LINE\n" to a connection's first line and closes it (so the
+    /// client, holding its end through a proxy, ends at once), for any number of connections.
     private func echoTarget() throws -> PythonPeer {
         try PythonPeer(
             PythonPeers.listenPrelude + """
                 import threading
                 def serve(c):
-                    for line in c.makefile('rb'): c.sendall(b'echo: ' + line)
+                    c.sendall(b'echo: ' + c.makefile('rb').readline())
                     c.close()
                 while True:
                     c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
@@ -241,7 +242,7 @@ final class ProxyCommandTests: XCTestCase {
         defer { socks.stop() }
         // socks5:// resolves localhost here; SNI and verification are the target's name.
         var r = try run(
-            ["tls", "--ca", certs.path("ca.pem"), "--proxy", "socks5://127.0.0.1:\(socks.port)", "-w", "10s", "localhost", String(port)],
+            ["tls", "--half-close", "--ca", certs.path("ca.pem"), "--proxy", "socks5://127.0.0.1:\(socks.port)", "-w", "10s", "localhost", String(port)],
             input: "over tls through socks\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.err.contains("certificate verified for localhost"), r.err)

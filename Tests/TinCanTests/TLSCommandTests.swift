@@ -108,7 +108,7 @@ final class TLSCommandTests: XCTestCase {
     func testVerifiedSessionSummaryAndData() throws {
         let (s, port) = try server(extra: ["-alpn", "http/1.1"])
         defer { s.stop() }
-        let r = try Tool.run(["tls", "--ca", certs.path("ca.pem"), "--alpn", "h2,http/1.1", "localhost", String(port)], input: "hello\n")
+        let r = try Tool.run(["tls", "--half-close", "--ca", certs.path("ca.pem"), "--alpn", "h2,http/1.1", "localhost", String(port)], input: "hello\n")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "olleh\n")
         XCTAssertTrue(r.err.contains("tincan: TLSv1.3, "), r.err)
@@ -151,13 +151,13 @@ final class TLSCommandTests: XCTestCase {
     func testInsecureAndPins() throws {
         let (s, port) = try server("self")
         defer { s.stop() }
-        let insecure = try Tool.run(["tls", "--insecure", "localhost", String(port)], input: "abc\n")
+        let insecure = try Tool.run(["tls", "--half-close", "--insecure", "localhost", String(port)], input: "abc\n")
         XCTAssertEqual(insecure.status, 0, insecure.err)
         XCTAssertEqual(insecure.out, "cba\n")
         XCTAssertTrue(insecure.err.contains("certificate NOT verified (--insecure)"), insecure.err)
         let pinLine = insecure.err.split(separator: "\n").first { $0.contains("  pin     sha256//") }
         let pin = String(try XCTUnwrap(pinLine).split(separator: " ").last!)
-        let pinned = try Tool.run(["tls", "--insecure", "--pin", pin, "localhost", String(port)], input: "x\n")
+        let pinned = try Tool.run(["tls", "--half-close", "--insecure", "--pin", pin, "localhost", String(port)], input: "x\n")
         XCTAssertEqual(pinned.status, 0, pinned.err)
         let wrong = try Tool.run(["tls", "--insecure", "--pin", "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "localhost", String(port)], input: "")
         XCTAssertEqual(wrong.status, 4)
@@ -189,7 +189,7 @@ final class TLSCommandTests: XCTestCase {
         defer { listener.stop() }
         waitForListener(port: port)
         for word in ["first", "second"] {
-            let r = try Tool.run(["tls", "--insecure", "127.0.0.1", String(port)], input: "\(word)\n")
+            let r = try Tool.run(["tls", "--half-close", "--insecure", "127.0.0.1", String(port)], input: "\(word)\n")
             XCTAssertEqual(r.status, 0, r.err)
             XCTAssertEqual(r.out, word.uppercased() + "\n")
         }
@@ -197,7 +197,7 @@ final class TLSCommandTests: XCTestCase {
         let port2 = freePort()
         let single = try Tool(["listen", "--tls", "--exec", "/bin/cat", "127.0.0.1", String(port2)])
         waitForListener(port: port2)
-        let r = try Tool.run(["tls", "--insecure", "127.0.0.1", String(port2)], input: "echo over tls\n")
+        let r = try Tool.run(["tls", "--half-close", "--insecure", "127.0.0.1", String(port2)], input: "echo over tls\n")
         XCTAssertEqual(r.out, "echo over tls\n", r.err)
         XCTAssertEqual(single.wait(), 0, single.stderrText)
     }
