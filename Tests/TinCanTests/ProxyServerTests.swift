@@ -377,6 +377,45 @@ final class ProxyServerTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("socks5 UDP ASSOCIATE from 127.0.0.1:"), listener.stderrText)
         waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == afterFirst }
     }
+
+    func testIdleTimeoutEndsAnAssociationWhoseDatagramsStopped() throws {
+        let echo = try PythonPeer(
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
+            while True:
+                d, a = s.recvfrom(65536); s.sendto(d, a)
+            """)
+        defer { echo.stop() }
+        let (listener, port) = try proxy(["-v", "--idle-timeout", "1s"])
+        defer { listener.stop() }
+        // Datagrams every 200 ms for 2 s keep it (each is answered, across twice the limit);
+        // then silence ends it: the TCP connection closes, and -v says why.
+        let script = """
+            import socket, sys, time
+            port, echo = int(sys.argv[1]), int(sys.argv[2])
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
+            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(10)
+            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
+            r = b''
+            while len(r) < 10: r += c.recv(10 - len(r))
+            relay = (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
+            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
+            answered = 0
+            for i in range(10):
+                u.sendto(header + b'%d' % i, relay)
+                answered += u.recvfrom(65536)[0][10:] == b'%d' % i
+                time.sleep(0.2)
+            print(answered, flush=True)
+            print(repr(c.recv(10)), flush=True)
+            """
+        let r = try Tool.run(["python3", "-c", script, String(port), String(echo.port)], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "10\nb''\n", "every datagram answered, then the connection closed by the proxy")
+        waitUntil("-v says why") { listener.stderrText.contains("UDP association closed (no datagram either way for 1s, --idle-timeout)") }
+        XCTAssertTrue(listener.stderrText.contains("UDP association idle for 1s (--idle-timeout); closed it"), listener.stderrText)
+    }
 }
 
 /// Reply codes a proxy client can only get from a real network: in a private namespace,

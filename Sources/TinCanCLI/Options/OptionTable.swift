@@ -21,7 +21,7 @@ public enum OptionTable {
         OptionSpec(
             .idleTimeout, value: .duration, valueName: "DURATION", default: "none (listen -u -k: 60s)",
             help:
-                "Close the connection when no data has moved either way for this long (exit code 3). With listen -k, each connection on its own (TCP; the place it held under --max-conns is freed), -v naming it."
+                "Close the connection when no data has moved either way for this long (exit code 3). With listen -k, each connection on its own (TCP; the place it held under --max-conns is freed; a SOCKS5 UDP association counts its datagrams), -v naming it."
         ),
         OptionSpec(
             .keepalive, value: .keepalive, valueName: "IDLE[,INTERVAL[,COUNT]]", default: "30s,5s,3 when given alone", valueIsOptional: true,
@@ -469,7 +469,7 @@ public enum OptionTable {
                 OptionSpec(
                     .socks5,
                     help:
-                        "Be a SOCKS proxy: each client's SOCKS5 CONNECT (RFC 1928; IPv4, IPv6 or a name this side resolves, with Happy Eyeballs) or SOCKS4/4a CONNECT becomes its upstream, relayed as --forward relays (splice, ends and resets passed on, --proxy chains, -s, --connect-timeout). Replies say why a connect failed (refused 0x05, network or host unreachable 0x03/0x04, timed out 0x06, BIND 0x07, unknown address type 0x08). UDP ASSOCIATE (RFC 1928 section 7) relays datagrams from the client's address (fragments dropped) and their answers, for as long as its TCP connection lasts. With --tls, SOCKS inside TLS. Never open by accident: without --proxy-auth, --proxy-auth-file, --allow or --require-client-cert it listens on loopback only, and any other address needs --open. A client has --handshake-timeout for its whole request; none costs a thread while it waits."
+                        "Be a SOCKS proxy: each client's SOCKS5 CONNECT (RFC 1928; IPv4, IPv6 or a name this side resolves, with Happy Eyeballs) or SOCKS4/4a CONNECT becomes its upstream, relayed as --forward relays (splice, ends and resets passed on, --proxy chains, -s, --connect-timeout). Replies say why a connect failed (refused 0x05, network or host unreachable 0x03/0x04, timed out 0x06, BIND 0x07, unknown address type 0x08). UDP ASSOCIATE (RFC 1928 section 7) relays datagrams from the client's address (fragments dropped) and their answers, for as long as its TCP connection lasts (or until --idle-timeout passes with no datagram either way). With --tls, SOCKS inside TLS. Never open by accident: without --proxy-auth, --proxy-auth-file, --allow or --require-client-cert it listens on loopback only, and any other address needs --open. A client has --handshake-timeout for its whole request; none costs a thread while it waits."
                 ),
                 OptionSpec(
                     .httpProxy,

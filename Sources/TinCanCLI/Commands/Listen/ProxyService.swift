@@ -258,7 +258,7 @@ extension Forwarder {
         do throws(UDPSocketError) {
             let (association, bound) = try UDPAssociation.open(
                 control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request,
-                rules: service?.destinations ?? DestinationRules.none
+                rules: service?.destinations ?? DestinationRules.none, idle: idle.map { ($0.limit, $0.limitText) }
             ) { [self] summary, out, back in
                 Console.note("\(client.peer): \(summary)", level: 1)
                 client.log?.emit(

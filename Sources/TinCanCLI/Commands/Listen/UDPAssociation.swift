@@ -8,8 +8,9 @@ import SocketCore
 /// sender. Fragments, datagrams from elsewhere before the client's port is known, and datagrams
 /// the destination rules refuse (a name is then resolved here, and its address checked) are
 /// dropped and counted. The association lives as long as its TCP connection: the client's
-/// close (or reset) ends it. `--idle-timeout` does not cut it (it measures the TCP connection,
-/// which is quiet while datagrams flow); `--keepalive` notices a client that vanished.
+/// close (or reset) ends it, and so does `--idle-timeout` when no datagram has passed either
+/// way for that long (the TCP connection is quiet while datagrams flow, so it is the datagrams
+/// that count); `--keepalive` notices a client that vanished.
 final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     // @unchecked Sendable: the mutable fields below are touched on `queue` only.
     private let control: AsyncSocket
@@ -27,12 +28,18 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     private var over = false
     private let ended: @Sendable (_ summary: String, _ out: Int, _ back: Int) -> Void
     private var retained: UDPAssociation?
+    /// --idle-timeout: the limit as the user wrote it, when one is set.
+    private let idleText: String
+    private var quiet: QuietDeadline?
+    private var idleTimer: DispatchSourceTimer?
 
     private init(
         control: AsyncSocket, queue: DispatchQueue, peer: String, clientIP: SocketAddress, clientPort: UInt16?, rules: DestinationRules,
-        ended: @escaping @Sendable (String, Int, Int) -> Void
+        idle: (limit: Duration, text: String)?, ended: @escaping @Sendable (String, Int, Int) -> Void
     ) {
         self.rules = rules
+        idleText = idle?.text ?? ""
+        quiet = idle.map { QuietDeadline(limit: $0.limit, now: .now) }
         self.control = control
         self.queue = queue
         self.peer = peer
@@ -43,16 +50,16 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     }
 
     /// Opens the association for a client connected on `control`, which came from `client` to
-    /// `local`, and asked to send from `request`'s address; `answer` writes the SOCKS reply.
+    /// `local`, and asked to send from `request`'s address; `idle` is --idle-timeout's limit.
     /// Returns the bound UDP address, or throws why none could be opened.
     static func open(
         control: AsyncSocket, queue: DispatchQueue, peer: String, client: SocketAddress, local: SocketAddress, request: ProxyRequest,
-        rules: DestinationRules, ended: @escaping @Sendable (String, Int, Int) -> Void
+        rules: DestinationRules, idle: (limit: Duration, text: String)?, ended: @escaping @Sendable (String, Int, Int) -> Void
     ) throws(UDPSocketError) -> (UDPAssociation, SocketAddress) {
         // The port the client named, when it named its own address (zeros: not known yet).
         var port: UInt16? = request.port == 0 ? nil : request.port
         if case .address(let named) = request.target, !named.isUnspecified, named.host != client.host { port = nil }
-        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, ended: ended)
+        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, idle: idle, ended: ended)
         association.udp.setDelegate(association, delegateQueue: queue)
         do throws(UDPSocketError) {
             try association.udp.bind(to: local.withPort(0))
@@ -70,12 +77,17 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     }
 
     /// Watches the TCP connection: its end (or anything it sends, which has no meaning here) ends
-    /// the association.
+    /// the association; and, with --idle-timeout, the datagrams' silence.
     func start() {
+        queue.async { [self] in watchQuiet() }
+        watchConnection()
+    }
+
+    private func watchConnection() {
         control.readData(maxLength: 4096, timeout: nil) { [self] result in
             queue.async { [self] in
                 switch result {
-                case .success: start()
+                case .success: watchConnection()
                 case .failure(.closedByPeer), .failure(.readStreamClosed): end("the client closed its TCP connection")
                 case .failure(let error): end("the TCP connection ended: \(error)")
                 }
@@ -83,9 +95,27 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         }
     }
 
+    /// Sets the timer for when the datagrams will have been quiet for the limit; when it fires
+    /// early (datagrams passed meanwhile), it is set again for the new time.
+    private func watchQuiet() {
+        guard let quiet, !over else { return }
+        if quiet.isOver(at: .now) {
+            Refusals.note(.idle, "\(peer): UDP association idle for \(idleText) (--idle-timeout); closed it")
+            return end("no datagram either way for \(idleText), --idle-timeout")
+        }
+        let timer = idleTimer ?? DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + max(quiet.due - .now, .zero).dispatchInterval)
+        if idleTimer == nil {
+            timer.setEventHandler { [weak self] in self?.watchQuiet() }
+            timer.resume()
+            idleTimer = timer
+        }
+    }
+
     private func end(_ reason: String) {
         guard !over else { return }
         over = true
+        idleTimer?.cancel()
         udp.setDelegate(nil, delegateQueue: nil)
         udp.close()
         control.disconnect()
@@ -97,6 +127,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     func udpSocket(_ sock: AsyncUDPSocket, didReceive datagram: Datagram, filterContext: (any Sendable)?) {
         guard !over else { return }
+        quiet?.moved(at: .now)
         let source = datagram.source
         if source.host == clientIP.host && (clientPort == nil || clientPort == source.port) {
             if clientPort == nil { clientPort = source.port }
