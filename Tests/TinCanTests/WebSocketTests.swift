@@ -188,7 +188,7 @@ final class WebSocketTests: XCTestCase {
     func testTheHubTakesWebSocketClientsAsLinesAndSendsStdinToEach() throws {
         let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "127.0.0.1", String($0)] }
         defer { hub.stop() }
-        let first = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        let first = try Tool(["ws", "--half-close", "ws://127.0.0.1:\(port)/"])
         defer { first.stop() }
         let second = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
         defer { second.stop() }
