@@ -68,6 +68,37 @@ final class WebSocketCodecTests: XCTestCase {
         XCTAssertEqual(decode(WebSocketFrame.encode(.close, payload)).0, [.close(code: 1001, reason: String(repeating: "é", count: 61))])
     }
 
+    /// A client's bulk: frames of 64 KiB masked into one reused buffer, fed to a server's decoder
+    /// in reads of 64 KiB that never line up with them (what is read is compacted every 256 KiB).
+    func testLargeMaskedFramesThroughAReusedBufferAndReadsThatCutThem() {
+        var frame: [UInt8] = []
+        var wire: [UInt8] = []
+        var sent: [[UInt8]] = []
+        var firstCapacity = 0
+        for index in 0..<20 {
+            let payload = (0..<65536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+            payload.withUnsafeBytes { WebSocketFrame.encode(.binary, $0, mask: 0x3D21_FA37 &+ UInt32(index), into: &frame) }
+            let key = withUnsafeBytes(of: (0x3D21_FA37 &+ UInt32(index)).littleEndian) { Array($0) }
+            XCTAssertEqual(frame, WebSocketFrame.encode(.binary, payload, mask: key), "the reused buffer holds what encode makes")
+            wire += frame
+            sent.append(payload)
+            if index == 0 { firstCapacity = frame.capacity }
+        }
+        XCTAssertEqual(frame.capacity, firstCapacity, "one buffer, grown once")
+        var decoder = WebSocketDecoder(role: .server)
+        var received: [[UInt8]] = []
+        var offset = 0
+        while offset < wire.count {
+            let end = min(offset + 65536, wire.count)
+            let step = wire[offset..<end].withUnsafeBytes { decoder.feed($0) }
+            XCTAssertNil(step.failure)
+            for case .message(false, let payload) in step.events { received.append(payload) }
+            offset = end
+        }
+        XCTAssertEqual(received.count, sent.count)
+        XCTAssertTrue(received == sent, "every message whole and in order")
+    }
+
     func testEveryBreachIsRefusedWithItsCloseCode() {
         let cases: [(String, [UInt8], WebSocketDecoder.Role, UInt16)] = [
             ("reserved bits", [0xC1, 0x00], .client, 1002),

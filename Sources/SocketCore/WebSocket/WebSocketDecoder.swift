@@ -46,8 +46,11 @@ public struct WebSocketDecoder: Sendable {
     /// The largest message accepted, in bytes.
     public let maxMessage: Int
 
-    private var buffer: [UInt8] = []
-    private var start = 0
+    /// A frame header that came in pieces (at most 14 bytes, no payload).
+    private var header: [UInt8] = []
+    /// A frame whose header is read and whose payload is still arriving: its bytes go straight
+    /// into the payload, the one copy a frame's bytes get here.
+    private var pending: Pending?
     /// The message under way (its opcode's text flag, whether it is compressed, and its bytes
     /// so far), between fragments.
     private var message: (text: Bool, compressed: Bool, bytes: [UInt8])?
@@ -55,6 +58,15 @@ public struct WebSocketDecoder: Sendable {
     public var allowsCompression = false
     private var utf8 = UTF8Validator()
     private var failed: Failure?
+
+    private struct Pending {
+        let opcode: WebSocketOpcode
+        let fin: Bool
+        let compressed: Bool
+        let key: UInt32?
+        let length: Int
+        var payload: [UInt8]
+    }
 
     /// A decoder for `role`, refusing messages over `maxMessage` bytes (default 16 MiB).
     public init(role: Role, maxMessage: Int = 16 << 20) {
@@ -65,75 +77,121 @@ public struct WebSocketDecoder: Sendable {
     /// Feeds `bytes`: the events they complete, in order, and the failure that stopped the
     /// reading, if one did (nothing after it is read, now or later).
     public mutating func feed(_ bytes: some Collection<UInt8>) -> (events: [Event], failure: Failure?) {
-        feed(UnsafeRawBufferPointer?.none, orElse: Array(bytes))
+        Array(bytes).withUnsafeBytes { feed($0) }
     }
 
-    /// ``feed(_:)`` for raw bytes (a read's buffer): appended without a generic walk.
+    /// ``feed(_:)`` for raw bytes (a read's buffer): frames are read where they lie, and each
+    /// payload byte is copied once, into its message.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> (events: [Event], failure: Failure?) {
-        feed(bytes, orElse: [])
-    }
-
-    private mutating func feed(_ raw: UnsafeRawBufferPointer?, orElse array: [UInt8]) -> (events: [Event], failure: Failure?) {
         if let failed { return ([], failed) }
-        if let raw { buffer.append(contentsOf: raw) } else { buffer += array }
         var events: [Event] = []
+        var input = bytes
         while true {
-            switch next() {
-            case .none: break
-            case .event(let event)?:
-                events.append(event)
-                continue
-            case .nothing?: continue
+            let step: Step?
+            if pending != nil {
+                step = fillPending(from: &input)
+            } else if !header.isEmpty || input.count < 2 {
+                // A header in pieces is gathered, exactly, before anything is read past it.
+                step = gatherHeader(from: &input)
+            } else {
+                step = frame(in: &input)
+            }
+            switch step {
+            case .event(let event)?: events.append(event)
+            case .nothing?: break
             case .failure(let failure)?:
                 failed = failure
-                buffer = []
-                start = 0
+                header = []
+                pending = nil
                 return (events, failure)
+            case nil:
+                return (events, nil)  // all of `bytes` is taken: wait for more
             }
-            break
         }
-        if start > 0 && (start == buffer.count || start >= 64 * 1024) {
-            buffer.removeFirst(start)
-            start = 0
-        }
-        return (events, nil)
     }
 
     private enum Step {
         case event(Event)
-        /// A fragment taken: nothing to tell yet.
+        /// A frame (or a fragment) taken: nothing to tell yet.
         case nothing
         case failure(Failure)
     }
 
     private static func fail(_ code: UInt16, _ reason: String) -> Step { .failure(Failure(code: code, reason: reason)) }
 
-    /// The next frame, if it is all here (nil: wait for more).
-    private mutating func next() -> Step? {
-        let available = buffer.count - start
-        guard available >= 2 else { return nil }
-        let b0 = buffer[start]
-        let b1 = buffer[start + 1]
+    /// Moves what the pending payload lacks from `input`; the frame, once whole.
+    private mutating func fillPending(from input: inout UnsafeRawBufferPointer) -> Step? {
+        let take = min(pending!.length - pending!.payload.count, input.count)
+        pending!.payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<take]))
+        input = UnsafeRawBufferPointer(rebasing: input[take...])
+        guard pending!.payload.count == pending!.length else { return nil }
+        return finish()
+    }
+
+    /// Takes bytes of a header that came in pieces, no more than it needs; then reads it.
+    private mutating func gatherHeader(from input: inout UnsafeRawBufferPointer) -> Step? {
+        while true {
+            let wanted = header.count < 2 ? 2 : Self.headerLength(header[1])
+            // Refused as soon as its first two bytes are in, as a header that came whole is.
+            if header.count >= 2, let refusal = refusal(header[0], header[1]) { return refusal }
+            if header.count == wanted { break }
+            guard !input.isEmpty else { return nil }
+            let take = min(wanted - header.count, input.count)
+            header.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[..<take]))
+            input = UnsafeRawBufferPointer(rebasing: input[take...])
+        }
+        let whole = header
+        header = []
+        return whole.withUnsafeBytes { raw -> Step? in
+            var region = raw
+            return frame(in: &region)
+        }
+    }
+
+    /// What a header's first two bytes break, if anything: the opcode, the reserved bits, the
+    /// mask for this end's role.
+    private func refusal(_ b0: UInt8, _ b1: UInt8) -> Step? {
         guard let opcode = WebSocketOpcode(rawValue: b0 & 0x0F) else { return Self.fail(1002, "a frame with the unknown opcode \(b0 & 0x0F)") }
         let compressed = b0 & 0x40 != 0
         guard b0 & 0x30 == 0, !compressed || allowsCompression else { return Self.fail(1002, "a frame with reserved bits set, and no extension agreed") }
         guard !compressed || opcode == .text || opcode == .binary else {
             return Self.fail(1002, "RSV1 on a \(opcode.isControl ? "control" : "continuation") frame (only a message's first frame may say it is compressed)")
         }
-        let fin = b0 & 0x80 != 0
-        let masked = b1 & 0x80 != 0
-        switch (role, masked) {
+        switch (role, b1 & 0x80 != 0) {
         case (.server, false): return Self.fail(1002, "an unmasked frame from a client")
         case (.client, true): return Self.fail(1002, "a masked frame from a server")
-        default: break
+        default: return nil
         }
+    }
+
+    /// The header's length from its second byte: 2, the extended length, the mask.
+    private static func headerLength(_ b1: UInt8) -> Int {
+        let short = b1 & 0x7F
+        return 2 + (short == 126 ? 2 : short == 127 ? 8 : 0) + (b1 & 0x80 != 0 ? 4 : 0)
+    }
+
+    /// Reads the frame at the start of `region` (at least 2 bytes): whole, it is taken; its
+    /// header alone, the payload that is there begins ``pending``; less than a header, it is
+    /// kept in ``header``. `region` is left after what was used.
+    private mutating func frame(in region: inout UnsafeRawBufferPointer) -> Step? {
+        let b0 = region[0]
+        let b1 = region[1]
+        if let refusal = refusal(b0, b1) { return refusal }
+        let opcode = WebSocketOpcode(rawValue: b0 & 0x0F)!
+        let compressed = b0 & 0x40 != 0
+        let fin = b0 & 0x80 != 0
+        let masked = b1 & 0x80 != 0
         let short = Int(b1 & 0x7F)
         let lengthBytes = short == 126 ? 2 : short == 127 ? 8 : 0
-        let headerLength = 2 + lengthBytes + (masked ? 4 : 0)
-        guard available >= headerLength else { return nil }
+        let headerLength = Self.headerLength(b1)
+        guard region.count >= headerLength else {
+            header.append(contentsOf: region)
+            region = UnsafeRawBufferPointer(rebasing: region[region.count...])
+            return nil
+        }
         var length = UInt64(short)
         if lengthBytes > 0 {
-            length = buffer[(start + 2)..<(start + 2 + lengthBytes)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            length = region[2..<(2 + lengthBytes)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             if length >> 63 != 0 { return Self.fail(1002, "a frame length with its most significant bit set") }
         }
         if opcode.isControl {
@@ -150,15 +208,25 @@ public struct WebSocketDecoder: Sendable {
                 return Self.fail(1009, "a message over the \(maxMessage) bytes accepted (--max-message)")
             }
         }
-        let total = headerLength + Int(length)
-        guard available >= total else { return nil }
-        var payload = Array(buffer[(start + headerLength)..<(start + total)])
-        if masked {
-            let key = Array(buffer[(start + headerLength - 4)..<(start + headerLength)])
-            payload.withUnsafeMutableBytes { WebSocketFrame.applyMask(key, to: $0) }
-        }
-        start += total
-        return take(opcode, payload, fin: fin, compressed: compressed)
+        let key = masked ? region.loadUnaligned(fromByteOffset: headerLength - 4, as: UInt32.self) : nil
+        let available = min(region.count - headerLength, Int(length))
+        var payload: [UInt8] = []
+        // Room for the payload, but not on the header's word alone beyond 256 KiB: a peer
+        // announcing large frames it never sends must not cost their size.
+        payload.reserveCapacity(min(Int(length), available + 256 * 1024))
+        payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: region[headerLength..<(headerLength + available)]))
+        region = UnsafeRawBufferPointer(rebasing: region[(headerLength + available)...])
+        pending = Pending(opcode: opcode, fin: fin, compressed: compressed, key: key, length: Int(length), payload: payload)
+        guard available == Int(length) else { return .nothing }
+        return finish()
+    }
+
+    /// The pending frame is whole: unmasked, and taken.
+    private mutating func finish() -> Step {
+        var frame = pending!
+        pending = nil
+        if let key = frame.key { frame.payload.withUnsafeMutableBytes { WebSocketFrame.applyMask(key, to: $0) } }
+        return take(frame.opcode, frame.payload, fin: frame.fin, compressed: frame.compressed)
     }
 
     private mutating func take(_ opcode: WebSocketOpcode, _ payload: [UInt8], fin: Bool, compressed: Bool) -> Step {
@@ -166,6 +234,16 @@ public struct WebSocketDecoder: Sendable {
         case .ping: return .event(.ping(payload))
         case .pong: return .event(.pong(payload))
         case .close: return Self.close(payload)
+        case .text where fin, .binary where fin:
+            // A message in one frame (the usual case): its payload is the message, not copied.
+            let text = opcode == .text
+            if compressed { return .event(.compressedMessage(text: text, payload)) }
+            if text {
+                utf8 = UTF8Validator()
+                guard utf8.feed(payload) else { return Self.fail(1007, "a text message that is not UTF-8") }
+                guard utf8.isComplete else { return Self.fail(1007, "a text message that ends inside a UTF-8 character") }
+            }
+            return .event(.message(text: text, payload))
         case .text, .binary:
             message = (opcode == .text, compressed, [])
             utf8 = UTF8Validator()

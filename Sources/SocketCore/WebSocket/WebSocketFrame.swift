@@ -40,29 +40,53 @@ public enum WebSocketFrame {
     ) -> [UInt8] {
         precondition(mask == nil || mask!.count == 4, "a mask is 4 bytes")
         var out: [UInt8] = []
+        encode(
+            opcode, payload, fin: fin, mask: mask.map { UInt32($0[0]) | UInt32($0[1]) << 8 | UInt32($0[2]) << 16 | UInt32($0[3]) << 24 },
+            compressed: compressed, into: &out)
+        return out
+    }
+
+    /// ``encode(_:_:fin:mask:compressed:)`` into `out`, which is emptied first and keeps its
+    /// storage: a sender that reuses one buffer allocates nothing per frame. The mask is its 4
+    /// bytes with the first in the low 8 bits.
+    public static func encode(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, fin: Bool = true, mask: UInt32?, compressed: Bool = false,
+        into out: inout [UInt8]
+    ) {
+        out.removeAll(keepingCapacity: true)
         out.reserveCapacity(payload.count + 14)
         out.append((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | opcode.rawValue)
         let maskBit: UInt8 = mask == nil ? 0 : 0x80
         switch payload.count {
         case 0...125: out.append(maskBit | UInt8(payload.count))
-        case 126...0xFFFF: out += [maskBit | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        case 126...0xFFFF:
+            out.append(maskBit | 126)
+            out.append(UInt8(payload.count >> 8))
+            out.append(UInt8(payload.count & 0xFF))
         default:
             out.append(maskBit | 127)
             for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: UInt64(payload.count) >> UInt64(shift))) }
         }
-        guard let mask else { return out + payload }
-        out += mask
+        guard let mask else {
+            out.append(contentsOf: payload)
+            return
+        }
+        for shift in stride(from: 0, through: 24, by: 8) { out.append(UInt8(truncatingIfNeeded: mask >> UInt32(shift))) }
         let start = out.count
-        out += payload
+        out.append(contentsOf: payload)
         out.withUnsafeMutableBytes { WebSocketFrame.applyMask(mask, to: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
-        return out
     }
 
     /// XORs `bytes` with the 4-byte `mask` in place, the mask's first byte on the first byte:
     /// eight bytes at a time, then the tail (masking and unmasking are the same).
     public static func applyMask(_ mask: [UInt8], to bytes: UnsafeMutableRawBufferPointer) {
+        applyMask(UInt32(mask[0]) | UInt32(mask[1]) << 8 | UInt32(mask[2]) << 16 | UInt32(mask[3]) << 24, to: bytes)
+    }
+
+    /// ``applyMask(_:to:)`` with the mask as it lies in memory on a little-endian machine: its
+    /// first byte in the low 8 bits (no array for a frame's key).
+    public static func applyMask(_ key32: UInt32, to bytes: UnsafeMutableRawBufferPointer) {
         guard bytes.count > 0 else { return }
-        let key32 = UInt32(mask[0]) | UInt32(mask[1]) << 8 | UInt32(mask[2]) << 16 | UInt32(mask[3]) << 24
         let key64 = UInt64(key32) | UInt64(key32) << 32
         let words = bytes.count / 8
         for index in 0..<words {
@@ -70,7 +94,7 @@ public enum WebSocketFrame {
             let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             bytes.storeBytes(of: word ^ key64, toByteOffset: offset, as: UInt64.self)
         }
-        for index in (words * 8)..<bytes.count { bytes[index] ^= mask[index & 3] }
+        for index in (words * 8)..<bytes.count { bytes[index] ^= UInt8(truncatingIfNeeded: key32 >> (UInt32(index & 3) * 8)) }
     }
 
     /// A close frame's payload: the status code, then the reason, cut at a character boundary

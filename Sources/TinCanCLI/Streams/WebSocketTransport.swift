@@ -42,6 +42,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private struct Writing {
         var closeSent = false
         var closeSentAt: ContinuousClock.Instant?
+        /// Each frame is made here, then sent: one buffer for the session, not one per frame.
+        var frame: [UInt8] = []
     }
     private let writing = Mutex(Writing())
 
@@ -221,6 +223,9 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private func deliver(text: Bool, _ payload: [UInt8]) throws(TransportError) {
         if settings.echo {
             try sendFrame(text ? .text : .binary, payload)
+        } else if settings.framing == .binary && output.isEmpty {
+            output = payload  // taken as it is: rendering a binary message is the message
+            outputOffset = 0
         } else {
             settings.framing.render(text: text, payload, into: &output)
         }
@@ -237,11 +242,17 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             switch settings.binaryCut {
             case nil: try sendFrame(.binary, bytes)
             case .every(let size):
-                var rest = bytes[...]
+                // Whole chunks go straight from stdin's buffer; only a remainder waits in `partial`.
+                var rest = bytes
                 while !rest.isEmpty {
+                    if partial.isEmpty && rest.count >= size {
+                        try sendFrame(.binary, UnsafeRawBufferPointer(rebasing: rest[..<size]))
+                        rest = UnsafeRawBufferPointer(rebasing: rest[size...])
+                        continue
+                    }
                     let take = min(size - partial.count, rest.count)
-                    partial += rest.prefix(take)
-                    rest = rest.dropFirst(take)
+                    partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
+                    rest = UnsafeRawBufferPointer(rebasing: rest[take...])
                     if partial.count == size {
                         try sendFrame(.binary, partial)
                         partial.removeAll(keepingCapacity: true)
@@ -328,22 +339,23 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     }
 
     private func sendFrame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, evenAfterClose: Bool = false) throws(TransportError) {
-        var mask: [UInt8]?
+        var mask: UInt32?
         if isClient {
             var key: UInt32 = 0
             arc4random_buf(&key, 4)
-            mask = withUnsafeBytes(of: key) { Array($0) }
+            mask = key
         }
         let failure = writing.withLock { state -> TransportError? in
             if state.closeSent && !evenAfterClose && !opcode.isControl { return nil }
             // Compressed under the lock: the deflater's context follows the order sent.
-            let frame =
-                if let deflater, !opcode.isControl {
-                    deflater.compress(payload).withUnsafeBytes { WebSocketFrame.encode(opcode, $0, mask: mask, compressed: true) }
-                } else {
-                    WebSocketFrame.encode(opcode, payload, mask: mask)
-                }
-            let sent = frame.withUnsafeBytes { raw in Result { () throws(TransportError) in try inner.send(raw) } }
+            if let deflater, !opcode.isControl {
+                deflater.compress(payload).withUnsafeBytes { WebSocketFrame.encode(opcode, $0, mask: mask, compressed: true, into: &state.frame) }
+            } else {
+                WebSocketFrame.encode(opcode, payload, mask: mask, into: &state.frame)
+            }
+            // A frame that was large gives its storage back once sent.
+            defer { if state.frame.capacity > 1 << 20 { state.frame = [] } }
+            let sent = state.frame.withUnsafeBytes { raw in Result { () throws(TransportError) in try inner.send(raw) } }
             if case .failure(let error) = sent { return error }
             return nil
         }
