@@ -46,9 +46,9 @@ public enum WebSocketFrame {
         return out
     }
 
-    /// ``encode(_:_:fin:mask:compressed:)`` into `out`, which is emptied first and keeps its
-    /// storage: a sender that reuses one buffer allocates nothing per frame. The mask is its 4
-    /// bytes with the first in the low 8 bits.
+    /// A frame as `encode(_:_:fin:mask:compressed:)` makes it, made into `out`, which is
+    /// emptied first and keeps its storage: a sender that reuses one buffer allocates nothing
+    /// per frame. The mask is its 4 bytes with the first in the low 8 bits.
     public static func encode(
         _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, fin: Bool = true, mask: UInt32?, compressed: Bool = false,
         into out: inout [UInt8]
