@@ -74,6 +74,11 @@ final class WebSocketHandshakeTests: XCTestCase {
         var client = WebSocketClientHandshake(request, key: key)
         let sent = String(decoding: client.request, as: UTF8.self)
         XCTAssertTrue(sent.hasPrefix("GET /chat?x=1 HTTP/1.1\r\nHost: [::1]:8080\r\n"), sent)
+        // The scheme's own port is left out of Host.
+        let plain = WebSocketClientHandshake(.init(host: "::1", port: 80, path: ""), key: key).request
+        XCTAssertTrue(String(decoding: plain, as: UTF8.self).hasPrefix("GET / HTTP/1.1\r\nHost: [::1]\r\n"))
+        let secure = WebSocketClientHandshake(.init(host: "example.test", port: 443, secure: true), key: key).request
+        XCTAssertTrue(String(decoding: secure, as: UTF8.self).hasPrefix("GET / HTTP/1.1\r\nHost: example.test\r\n"))
         XCTAssertTrue(sent.contains("Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"), sent)
         XCTAssertTrue(sent.contains("Sec-WebSocket-Protocol: chat, superchat\r\n"), sent)
         let response = Array(

@@ -75,10 +75,11 @@ public struct WebSocketClientHandshake: Sendable {
         self.key = key
         offered = request.protocols
         offersCompression = request.offersCompression
-        let bracketed = request.host.contains(":") ? "[\(request.host)]" : request.host
         let defaultPort: UInt16 = request.secure ? 443 : 80
+        // IPv6 in brackets; the port only when it is not the scheme's.
+        let host = Endpoint(host: request.host, port: request.port == defaultPort ? nil : request.port)
         var head = "GET \(request.path.isEmpty ? "/" : request.path) HTTP/1.1\r\n"
-        head += "Host: \(bracketed)\(request.port == defaultPort ? "" : ":\(request.port)")\r\n"
+        head += "Host: \(host)\r\n"
         head += "Upgrade: websocket\r\nConnection: Upgrade\r\n"
         head += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         if let origin = request.origin { head += "Origin: \(origin)\r\n" }
