@@ -185,6 +185,31 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(refused.status, 4, refused.err)
     }
 
+    /// --idle-timeout for WebSocket clients of the hub, which reach it through a socket pair (no
+    /// TCP_INFO): a client whose messages keep coming stays past the limit; one gone quiet is
+    /// cut, and -v names it.
+    func testIdleTimeoutCutsAQuietWebSocketClientOfTheHub() throws {
+        let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "--idle-timeout", "1s", "127.0.0.1", String($0)] }
+        defer { hub.stop() }
+        let busy = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { busy.stop() }
+        let quiet = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { quiet.stop() }
+        waitUntil("both clients open") { hub.stderrText.components(separatedBy: "WebSocket open").count == 3 }
+        quiet.send("once\n")
+        // The busy client speaks every 200 ms for 2.4 s: twice the limit, never quiet for it.
+        for index in 0..<12 {
+            busy.send("line \(index)\n")
+            usleep(200_000)
+        }
+        waitUntil("the quiet client is cut") { hub.stderrText.contains("idle for 1s (--idle-timeout); closed it") }
+        XCTAssertNotEqual(quiet.wait(), 0, "cut, not closed with a handshake: \(quiet.stderrText)")
+        XCTAssertEqual(hub.stderrText.components(separatedBy: "(--idle-timeout); closed it").count - 1, 1, hub.stderrText)
+        XCTAssertTrue(busy.process.isRunning, "the busy client stays")
+        waitUntil("every line of the busy client") { hub.stdoutText.contains("line 11\n") }
+        XCTAssertTrue(hub.stdoutText.contains("once\n"))
+    }
+
     func testTheHubTakesWebSocketClientsAsLinesAndSendsStdinToEach() throws {
         let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "127.0.0.1", String($0)] }
         defer { hub.stop() }

@@ -7,9 +7,13 @@ import SocketCore
 /// newline, or a binary message as it is), each chunk the mode writes as a message. The
 /// mode's end of stream sends our close; the peer's close (or its failure) is the mode's end of
 /// stream. Bounded: one buffer each way, and a blocked writer holds its reader.
+///
+/// `--idle-timeout` is kept here, not by the listener's ``IdleWatch`` (a socket pair has no
+/// TCP_INFO to read): when no message has moved either way for the limit, the connection is
+/// cut and the mode sees its end, said at -v as for any idle client.
 enum WebSocketShim {
     /// Starts carrying `transport` to and from the returned descriptor, the mode's end.
-    static func start(_ transport: WebSocketTransport, peer: String) throws(CommandError) -> SourcelessDescriptor {
+    static func start(_ transport: WebSocketTransport, peer: String, idle: IdleWatch? = nil) throws(CommandError) -> SourcelessDescriptor {
         let ours: SourcelessDescriptor
         let theirs: SourcelessDescriptor
         do throws(SystemError) { (ours, theirs) = try SourcelessDescriptor.pair() } catch {
@@ -18,6 +22,7 @@ enum WebSocketShim {
         }
         let local = ours.fd
         let ends = Locked(0)
+        let quiet = idle.map { Locked(QuietDeadline(limit: $0.limit, now: .now)) }
         let finish: @Sendable () -> Void = {
             guard
                 ends.withLock({ count -> Bool in
@@ -31,11 +36,11 @@ enum WebSocketShim {
         do throws(SystemError) {
             try Syscall.startThread {
                 defer { finish() }
-                inbound(transport, to: local, peer: peer)
+                inbound(transport, to: local, peer: peer, quiet: quiet, idleText: idle?.limitText ?? "")
             }
             try Syscall.startThread {
                 defer { finish() }
-                outbound(from: local, to: transport)
+                outbound(from: local, to: transport, quiet: quiet)
             }
         } catch {
             [ours.fd, theirs.fd].forEach(Syscall.close)
@@ -46,12 +51,28 @@ enum WebSocketShim {
     }
 
     /// The peer's messages to the mode, then its end of stream.
-    private static func inbound(_ transport: WebSocketTransport, to local: Int32, peer: String) {
+    private static func inbound(_ transport: WebSocketTransport, to local: Int32, peer: String, quiet: Locked<QuietDeadline>?, idleText: String) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let n: Int
-            do throws(TransportError) { n = try transport.receive(into: buffer) } catch {
+            var n: Int
+            do throws(TransportError) {
+                if let quiet {
+                    // Waits no longer than the quiet limit allows, then looks at both ways.
+                    let due = quiet.withLock { $0.due }
+                    guard let got = try transport.receive(into: buffer, timeout: max(due - .now, .milliseconds(1))) else {
+                        guard quiet.withLock({ $0.isOver(at: .now) }) else { continue }
+                        Refusals.note(.idle, "\(peer): idle for \(idleText) (--idle-timeout); closed it")
+                        transport.abort()
+                        try? Syscall.shutdown(local, .both)
+                        return
+                    }
+                    n = got
+                    quiet.withLock { $0.moved(at: .now) }
+                } else {
+                    n = try transport.receive(into: buffer)
+                }
+            } catch {
                 Console.note("\(peer): \(error.reason)", level: 1)
                 try? Syscall.shutdown(local, .both)
                 return
@@ -70,7 +91,7 @@ enum WebSocketShim {
     }
 
     /// The mode's bytes to the peer as messages, then our close.
-    private static func outbound(from local: Int32, to transport: WebSocketTransport) {
+    private static func outbound(from local: Int32, to transport: WebSocketTransport, quiet: Locked<QuietDeadline>?) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { buffer.deallocate() }
         while true {
@@ -87,6 +108,7 @@ enum WebSocketShim {
                 try? Syscall.shutdown(local, .read)
                 return
             }
+            quiet?.withLock { $0.moved(at: .now) }
         }
     }
 }

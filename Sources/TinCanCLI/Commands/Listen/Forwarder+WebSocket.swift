@@ -13,7 +13,8 @@ extension Forwarder {
             try Syscall.startThread { [self] in
                 let transport = HandOver.transport(connection)
                 do throws(CommandError) {
-                    let end = try WebSocketShim.start(try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer), peer: peer)
+                    let end = try WebSocketShim.start(
+                        try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer), peer: peer, idle: idle)
                     var standIn = client
                     standIn.descriptor = end
                     reachUpstream(standIn, secured: nil, quick: quick)

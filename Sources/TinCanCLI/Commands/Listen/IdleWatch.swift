@@ -6,7 +6,8 @@ import Synchronization
 /// watched TCP connection's TCP_INFO (how long since data last arrived and last left, whoever
 /// moves it: a relay, a program, the hub) and closes one quiet for the limit: shut down both
 /// ways, then the mode's own step (end the program, cancel the relay, drop the client), and -v
-/// names it. Unix connections have no TCP_INFO and are not watched.
+/// names it. Unix connections have no TCP_INFO and are not watched; a WebSocket client, which
+/// reaches the mode through a socket pair, has its limit kept by ``WebSocketShim``.
 final class IdleWatch: @unchecked Sendable {
     // @unchecked Sendable: `entries`, `nextToken` and `timer` are touched only on `queue`.
     private struct Entry {

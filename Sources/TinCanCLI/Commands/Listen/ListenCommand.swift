@@ -200,7 +200,8 @@ struct ListenCommand {
         // The hub, the broker and programs take each WebSocket client as a stream; one client
         // and --echo speak messages themselves.
         let step = ConnectionStep(
-            context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout, webSocket: keepOpen && webSocket?.settings.echo == false ? webSocket : nil)
+            context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout, webSocket: keepOpen && webSocket?.settings.echo == false ? webSocket : nil,
+            idle: idle)
         if stdioSocket { return try serveStdin(mode: mode, step: step, gate: gate) }
         gate.onConnection = { socket in step.handle(socket) }
 

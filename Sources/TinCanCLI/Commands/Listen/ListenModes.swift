@@ -34,6 +34,8 @@ struct ConnectionStep: Sendable {
     let handshakeTimeout: Duration
     /// --ws, for a mode that takes each client as a stream (the hub, the broker, a program).
     var webSocket: WebSocketServing?
+    /// --idle-timeout, which the WebSocket stand-in keeps for its client.
+    var idle: IdleWatch?
 
     func handle(_ socket: AsyncSocket) {
         let peer = socket.clientAddress?.description ?? socket.connectedPath ?? "a Unix peer"
@@ -57,10 +59,10 @@ struct ConnectionStep: Sendable {
             return mode.admitted(socket, peer: peer, secured: .failure(error))
         }
         do throws(SystemError) {
-            try Syscall.startThread { [mode, handshakeTimeout] in
+            try Syscall.startThread { [mode, handshakeTimeout, idle] in
                 let transport = HandOver.transport(connection)
                 do throws(CommandError) {
-                    let end = try WebSocketShim.start(try webSocket.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer)
+                    let end = try WebSocketShim.start(try webSocket.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer, idle: idle)
                     let standIn: AsyncSocket
                     do throws(AsyncSocketError) { standIn = try AsyncSocket.adopting(connected: end.fd) } catch {
                         Syscall.close(end.fd)
