@@ -80,6 +80,6 @@ final class ConnectExecTests: XCTestCase {
     func testExecIsRefusedWithTheScriptingOptions() throws {
         let r = try Tool.run(["connect", "--exec", "/bin/cat", "--send", "x", "127.0.0.1", "9"])
         XCTAssertEqual(r.status, 2)
-        XCTAssertTrue(r.err.contains("--send talks over stdin/stdout: not with --exec or --sh-exec"), r.err)
+        XCTAssertTrue(r.err.contains("--send talks over stdin/stdout: not with --exec"), r.err)
     }
 }

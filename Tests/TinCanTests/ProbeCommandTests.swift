@@ -71,7 +71,7 @@ final class ProbeCommandTests: XCTestCase {
             (["connect", "--expect", "([", "127.0.0.1", "9"], "tincan: connect: --expect '([': missing ']' for the '[' here (at offset 1)"),
             (["connect", "--expect", "(a)\\1", "127.0.0.1", "9"], "tincan: connect: --expect '(a)\\1': backreferences are not supported"),
             (["connect", "--send", "\\q", "127.0.0.1", "9"], "tincan: connect: --send: unknown escape '\\q'"),
-            (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send and --expect talk to one connection: not with -k, --exec or --sh-exec"),
+            (["listen", "-k", "--send", "hi", "9"], "tincan: listen: --send talks to one connection: not with -k"),
             (["udp-send", "--send", "a", "-m", "b", "127.0.0.1", "9"], "tincan: udp-send: --send and --expect replace stdin: not with --message"),
             (["connect", "-z", "127.0.0.1", "80-20"], "tincan: connect: bad port range '80-20': it runs backwards; write 20-80"),
             (

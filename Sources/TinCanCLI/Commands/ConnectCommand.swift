@@ -45,9 +45,6 @@ struct ConnectCommand {
             }
         } else if let fd = inherited {
             guard positionals.isEmpty else { throw UsageError("--fd \(fd) is the connection: give no HOST PORT", command: name) }
-            for option in [Option.unix, .proxy, .proxyAddress, .source, .interface, .retry, .connectTimeout] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for a connection tincan makes: not with --fd", command: name)
-            }
             guard Syscall.inheritedKind(fd) == .connectedStream else {
                 throw UsageError("descriptor \(fd) is not a connected stream socket (is it open in tincan, and connected?)", command: name)
             }
@@ -60,7 +57,6 @@ struct ConnectCommand {
             target = .tcp(host: host, port: port)
         }
         webSocket = try url.map { (url) throws(UsageError) in (try url.request(args), try WebSocketSettings(args)) }
-        if args.has(.parallel) { throw UsageError("--parallel needs -z", command: name) }
         let targetHost: String? = if case .tcp(let host, _) = target { host } else { nil }
         // A connection handed over needs no proxy (ALL_PROXY is not for it).
         (proxies, proxyNote) = inherited != nil ? (nil, nil) : try ProxyChoice.choose(args, host: targetHost, environment: Syscall.environment)
@@ -78,13 +74,6 @@ struct ConnectCommand {
         retry = try RetryPolicy.parse(args, option: .retry)
         reconnect = try RetryPolicy.parse(args, option: .reconnect)
         program = try ProgramSession.parse(args)
-        if reconnect != nil, let other = [Option.exec, .shExec, .raw, .fd, .showCert].first(where: args.has) {
-            throw UsageError("--reconnect relays stdin over connections it makes: not with --\(other.rawValue)", command: name)
-        }
-
-        if program != nil, let other = [Option.send, .expect, .showCert].first(where: args.has) {
-            throw UsageError("--\(other.rawValue) talks over stdin/stdout: not with --exec or --sh-exec", command: name)
-        }
         if let device = args.value(.interface), Interfaces.index(of: device) == nil {
             throw UsageError("no network interface named '\(device)'", command: name)
         }
@@ -100,14 +89,10 @@ struct ConnectCommand {
             case .unix: host = args.value(.servername) ?? url?.host ?? "localhost"
             }
             tls = try TLSOptions.client(args, host: host)
-            if args.has(.xmpphost) && args.value(.starttls) != StartTLSDialogue.Kind.xmpp.rawValue {
-                throw UsageError("--xmpphost is for --starttls xmpp", command: name)
-            }
         } else {
-            for option in [
-                Option.servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .xmpphost, .keylog, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves,
-            ] where args.has(option) {
-                throw UsageError("--\(option.rawValue) needs --tls", command: name)
+            // connect's rules ask --tls for these; ws's TLS comes with a wss:// URL.
+            if let option = OptionTable.tlsClientOnly.first(where: args.has) {
+                throw UsageError("--\(option.rawValue) is for TLS: give a wss:// URL", command: name)
             }
             if args.has(.halfClose) && proxies == nil && url == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
             tls = nil

@@ -10,8 +10,7 @@ enum ProgramSession {
         let name = args.command.name
         if args.has(.exec) || args.has(.shExec) { Syscall.restoreChildSignal() }  // its exit status counts
         switch (args.value(.exec), args.value(.shExec)) {
-        case (.some, .some): throw UsageError("--exec and --sh-exec exclude each other", command: name)
-        case (let line?, nil):
+        case (let line?, _):  // with --sh-exec too is refused by the table's rules
             let words = line.split(separator: " ").map(String.init)
             guard let first = words.first, Syscall.isExecutable(first) else {
                 throw UsageError("--exec: '\(words.first ?? line)' is not an executable program (give a path, or a name in PATH)", command: name)

@@ -68,12 +68,7 @@ struct RetryPolicy: Sendable, Equatable {
     /// `--retry` (or `--forward-retry`) with `--retry-delay`, nil without the first.
     static func parse(_ args: ParsedArguments, option: Option) throws(UsageError) -> RetryPolicy? {
         let name = args.command.name
-        guard let text = args.value(option) else {
-            if args.has(.retryDelay) && !args.has(.retry) && !args.has(.forwardRetry) && !args.has(.reconnect) {
-                throw UsageError("--retry-delay needs --retry (or --forward-retry, --reconnect)", command: name)
-            }
-            return nil
-        }
+        guard let text = args.value(option) else { return nil }
         let retries: Int?
         if text == "forever" {
             retries = nil

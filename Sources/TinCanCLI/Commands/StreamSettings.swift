@@ -57,23 +57,10 @@ struct StreamSettings {
         verbosity = args.count(.verbose)
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
-        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: args.command.name) }
-        if args.has(.preferIPv4) && args.has(.preferIPv6) {
-            throw UsageError("--prefer-ipv4 and --prefer-ipv6 exclude each other", command: args.command.name)
-        }
         preferIPv4 = args.has(.preferIPv4)
         attemptDelay = args.duration(.attemptDelay) ?? .milliseconds(250)
         guard StreamSettings.attemptDelays.contains(attemptDelay) else {
             throw UsageError("--attempt-delay \(args.value(.attemptDelay) ?? ""): give 100ms to 2s (RFC 8305 asks at least 100 ms)", command: args.command.name)
-        }
-        // WebSocket cuts binary messages with --chunk and --whole too.
-        let datagramOnly: [Option] =
-            args.command.name == "ws" || args.has(.ws) ? [.lines, .stripNewline, .format, .maxSize] : [.lines, .stripNewline, .chunk, .whole, .format, .maxSize]
-        if let option = datagramOnly.first(where: args.has) {
-            throw UsageError("--\(option.rawValue) is for datagrams: add -u", command: args.command.name)
-        }
-        if args.has(.json), let text = [Option.hex, .progress, .forceProgress].first(where: args.has) {
-            throw UsageError("--\(text.rawValue) writes text on stderr: not with --json, which keeps stderr to JSON lines", command: args.command.name)
         }
         connectTimeout = args.duration(.connectTimeout) ?? args.duration(.wait)
         marking = try TrafficMarking.parse(args)
@@ -81,10 +68,6 @@ struct StreamSettings {
         idleTimeout = args.duration(.idleTimeout)
         sendTimeout = args.duration(.sendTimeout) ?? StreamSettings.sendTimeoutDefault
         handshakeTimeout = args.duration(.handshakeTimeout) ?? StreamSettings.handshakeTimeoutDefault
-        if !liveness.isEmpty, args.has(.unix) || args.has(.udp) {
-            throw UsageError(
-                "--\(args.has(.keepalive) ? "keepalive" : "user-timeout") is for TCP connections: not with \(args.has(.unix) ? "--unix" : "-u")", command: args.command.name)
-        }
         pty = try PtySettings.parse(args)
         raw = try RawSettings.parse(args)
         var relay = Relay.Options()
@@ -103,9 +86,6 @@ struct StreamSettings {
         if verbosity >= 2 { relay.trace = { Console.note($0) } }
         if args.has(.forceProgress) || (args.has(.progress) && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
-        if args.has(.udp), let option = [Option.output, .hexDump].first(where: args.has) {
-            throw UsageError("--\(option.rawValue) captures streams: not with -u", command: args.command.name)
-        }
         capture = try Capture.parse(args)
     }
 

@@ -90,7 +90,6 @@ enum TLSOptions {
             settings.certificateFile = cert
         }
         if let key = args.value(keyOption) {
-            guard settings.certificateFile != nil else { throw UsageError("--\(keyOption.rawValue) needs --\(certOption.rawValue)", command: name) }
             guard Syscall.fileKind(key) == .file else { throw UsageError("--\(keyOption.rawValue) \(key): no such file", command: name) }
             settings.keyFile = key
         }

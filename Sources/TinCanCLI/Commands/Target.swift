@@ -97,13 +97,10 @@ enum Target {
         return .unix(try unixPath(path, command: args.command.name))
     }
 
-    /// `--unix PATH` for a datagram command: its address, checked, with none of `ipOnly` (the
-    /// options that only make sense for IP) given beside it; nil without --unix.
-    static func unixDatagram(_ args: ParsedArguments, ipOnly: [Option]) throws(UsageError) -> SocketAddress? {
+    /// `--unix PATH` for a datagram command: its address, checked (the table's rules keep the
+    /// options that only make sense for IP away from it); nil without --unix.
+    static func unixDatagram(_ args: ParsedArguments) throws(UsageError) -> SocketAddress? {
         guard let target = try unix(args), case .unix(let path) = target else { return nil }
-        if let option = ipOnly.first(where: args.has) {
-            throw UsageError("--\(option.rawValue) is for IP: not with --unix", command: args.command.name)
-        }
         do { return try SocketAddress(unixPath: path) } catch { throw UsageError("bad Unix socket path: \(error.reason)", command: args.command.name) }
     }
 

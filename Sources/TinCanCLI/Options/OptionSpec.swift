@@ -86,6 +86,9 @@ public struct CommandSpec: Sendable {
     /// The options `--help` shows, under their groups (the most used); `--help-all` and the
     /// man page show every one.
     public let brief: Set<Option>
+    /// Which options go together (requires, excludes, the options of each mode): the parser
+    /// checks them once every argument is read.
+    public let rules: [OptionRule]
     /// What the command does with its parsed arguments (the table row names it, as socat's
     /// address table names each address's open function).
     let run: @Sendable (ParsedArguments) throws -> Void

@@ -92,6 +92,7 @@ extension OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .broadcast, .ttl, .interface, .source, .message, .lines, .chunk, .whole, .count, .interval, .waitReply, .format, .send,
             .expect,
         ],
+        rules: udpSendRules,
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
@@ -122,6 +123,7 @@ extension OptionTable {
         ],
         exitCodes: [.success, .failure, .usage, .timeout],
         brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .count, .timeout, .echo, .format, .maxSize],
+        rules: udpRecvRules,
         run: { try UDPReceiveCommand($0).run() })
 
     public static let joinGroup = CommandSpec(
@@ -154,5 +156,6 @@ extension OptionTable {
         ],
         exitCodes: [.success, .failure, .usage, .timeout],
         brief: [.help, .helpAll, .verbose, .interface, .source, .count, .timeout, .echo, .format],
+        rules: [],
         run: { try JoinGroupCommand($0).run() })
 }

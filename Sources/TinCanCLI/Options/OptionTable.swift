@@ -337,10 +337,8 @@ public enum OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure,
             .starttls, .send, .expect, .json, .timing,
         ],
+        rules: connectRules,
         run: { args in
-            if args.has(.udp) || args.has(.zeroIo), let option = [Option.retry, .retryDelay, .reconnect].first(where: args.has) {
-                throw UsageError("--\(option.rawValue) retries a stream connection: not with \(args.has(.udp) ? "-u" : "-z")", command: "connect")
-            }
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
             case (true, false): try UDPConnectCommand(args).run()
@@ -564,6 +562,7 @@ public enum OptionTable {
             .shExec,
             .tls, .cert, .key, .send, .expect, .json,
         ],
+        rules: listenRules,
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
@@ -597,6 +596,7 @@ public enum OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect,
             .json, .timing,
         ],
+        rules: tlsRules,
         run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.

@@ -156,6 +156,8 @@ public enum Parser {
                 result.positionals.append(argument)
             }
         }
+        // Help is given whatever else the line holds.
+        if !result.has(.help) && !result.has(.helpAll) { try OptionRule.check(spec.rules, result) }
         return result
     }
 

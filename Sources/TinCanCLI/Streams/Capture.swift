@@ -27,15 +27,7 @@ final class Capture: Sendable {
     /// capture. The shared file is opened here, so a path that cannot be written fails at once.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> Capture? {
         let name = args.command.name
-        if args.has(.output) && args.has(.hexDump) {
-            throw UsageError("--output and --hex-dump write one capture: give one", command: name)
-        }
-        guard let pattern = args.value(.output) ?? args.value(.hexDump) else {
-            for option in [Option.appendOutput, .captureBestEffort] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for a capture: give -o FILE or --hex-dump FILE", command: name)
-            }
-            return nil
-        }
+        guard let pattern = args.value(.output) ?? args.value(.hexDump) else { return nil }
         do throws(SystemError) {
             return try Capture(pattern: pattern, format: args.has(.hexDump) ? .hex : .raw, append: args.has(.appendOutput), bestEffort: args.has(.captureBestEffort))
         } catch {

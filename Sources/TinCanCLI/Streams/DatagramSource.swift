@@ -14,18 +14,9 @@ struct DatagramSource {
     let mode: Mode
     let input: Int32
 
-    /// How stdin is cut, from --lines (the default), --strip-newline, --chunk and --whole,
-    /// checked: udp-send, connect -u and listen -u. `also` lists options that replace stdin
-    /// (udp-send's --message), which exclude the framing ones.
-    static func framing(_ args: ParsedArguments, also: [Option] = []) throws(UsageError) -> Mode {
-        let name = args.command.name
-        if args.has(.stripNewline), let other = ([Option.chunk, .whole] + also).first(where: args.has) {
-            throw UsageError("--strip-newline is for lines of stdin: not with --\(other.rawValue)", command: name)
-        }
-        let modes = ([Option.lines, .chunk, .whole] + also).filter { args.has($0) }
-        if modes.count > 1 {
-            throw UsageError("--\(modes[0].rawValue) and --\(modes[1].rawValue) exclude each other", command: name)
-        }
+    /// How stdin is cut, from --lines (the default), --strip-newline, --chunk and --whole
+    /// (which exclude one another by the table's rules): udp-send, connect -u and listen -u.
+    static func framing(_ args: ParsedArguments) -> Mode {
         if let size = args.integer(.chunk) { return .chunks(size) }
         return args.has(.whole) ? .whole : .lines(strip: args.has(.stripNewline))
     }

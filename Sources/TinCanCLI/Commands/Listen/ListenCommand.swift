@@ -43,7 +43,7 @@ struct ListenCommand {
         stdioSocket = args.has(.stdioSocket)
         let inherited = positionals.isEmpty && !args.has(.unix) && !stdioSocket ? try SocketActivation.inherited() : nil
         if stdioSocket {
-            guard positionals.isEmpty, !args.has(.unix) else { throw UsageError("--stdio-socket serves the connection on stdin: give no PORT or --unix", command: name) }
+            guard positionals.isEmpty else { throw UsageError("--stdio-socket serves the connection on stdin: give no PORT or --unix", command: name) }
             activation = nil
             target = .tcp(host: "", port: 0)
             address = nil
@@ -71,29 +71,14 @@ struct ListenCommand {
         // A proxy serves many clients, unless it is handed one (--stdio-socket).
         keepOpen = args.has(.keepOpen) || broker != .none || ((args.has(.socks5) || args.has(.httpProxy)) && !stdioSocket)
         maxConnections = args.integer(.maxConns) ?? 1000
-        if args.has(.tls) {
-            tls = try TLSOptions.server(args)
-        } else {
-            for option in [Option.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves]
-                + (args.has(.forwardTls) ? [] : [Option.keylog])
-                + (args.has(.socks5) || args.has(.httpProxy) || args.has(.acceptProxyProtocol) || args.has(.ws) ? [] : [Option.handshakeTimeout])
-            where args.has(option) {
-                throw UsageError("--\(option.rawValue) needs --tls", command: name)
-            }
-            tls = nil
-        }
+        tls = args.has(.tls) ? try TLSOptions.server(args) : nil
         if let forward = args.value(.forward) {
-            guard !args.has(.forwardUnix) else { throw UsageError("--forward and --forward-unix name one upstream: give one", command: name) }
             let (host, port) = try Target.hostAndPort([forward], command: name)
             upstream = .tcp(host: host, port: port)
         } else if let path = args.value(.forwardUnix) {
             upstream = .unix(try Target.unixPath(path, command: name))
         } else {
             upstream = nil
-            for option in [Option.connectTimeout, .source, .proxy, .proxyUser, .proxyProtocol] where args.has(option) && !args.has(.socks5) && !args.has(.httpProxy) {
-                throw UsageError("--\(option.rawValue) is for the upstream of --forward, --socks5 or --http-proxy", command: name)
-            }
-            if args.has(.forwardTls) { throw UsageError("--forward-tls is for the upstream of --forward", command: name) }
         }
         service = try ProxyService.parse(args, address: address, target: target, filter: filter, settings: settings)
         if let activation, service?.loopbackOnly == true {
@@ -105,26 +90,13 @@ struct ListenCommand {
                     command: name)
             }
         }
-        let forwardOptions: [Option] = [.forwardServername, .forwardCa, .forwardInsecure, .forwardPin, .forwardAlpn, .forwardCert, .forwardKey]
         switch upstream {
         case .tcp(let host, _)? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: host)
         case .unix? where args.has(.forwardTls): forwardTLS = try TLSOptions.forwardClient(args, host: "localhost")
-        default:
-            forwardTLS = nil
-            for option in forwardOptions where args.has(option) { throw UsageError("--\(option.rawValue) needs --forward-tls", command: name) }
+        default: forwardTLS = nil
         }
         proxyHeader = args.value(.proxyProtocol).flatMap(ProxyProtocolHeader.Version.init(rawValue:))
         proxyHeaderIn = ProxyHeaderStep(args, timeout: settings.handshakeTimeout)
-        if broker != .none {
-            let what = broker == .chat ? "--chat" : "--broker"
-            if upstream != nil { throw UsageError("\(what) joins clients to one another: not with --forward", command: name) }
-            if program != nil { throw UsageError("\(what) joins clients to one another: not with --exec or --sh-exec", command: name) }
-        }
-        if upstream != nil {
-            if program != nil { throw UsageError("--forward relays each client: not with --exec or --sh-exec", command: name) }
-            if !settings.script.isEmpty { throw UsageError("--send and --expect talk over stdin/stdout: not with --forward", command: name) }
-            if case .unix = upstream, args.has(.proxy) { throw UsageError("a proxy reaches a host and port: not with --forward-unix", command: name) }
-        }
         // The upstream's proxies: --proxy only (a listener does not follow ALL_PROXY).
         let proxies =
             upstream == nil && service == nil
@@ -133,36 +105,18 @@ struct ListenCommand {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
         let retry = try RetryPolicy.parse(args, option: .forwardRetry)
-        if retry != nil && upstream == nil { throw UsageError("--forward-retry retries the upstream of --forward", command: name) }
         dial = UpstreamDial.Options(
             source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
             marking: settings.marking, retry: retry)
-        if !settings.script.isEmpty && (keepOpen || program != nil) {
-            throw UsageError("--send and --expect talk to one connection: not with -k, --exec or --sh-exec", command: name)
-        }
-        if stdioSocket {
-            if keepOpen { throw UsageError("--stdio-socket serves one connection: not with -k, --broker or --chat", command: name) }
-            if program == nil && upstream == nil && service == nil {
-                throw UsageError("--stdio-socket: stdin and stdout are the connection; give --forward, --exec or --sh-exec for it", command: name)
-            }
-        }
         var webSocket = try WebSocketServing.parse(args)
         // websockify's way: bytes both ways, the upstream's as binary messages.
         if upstream != nil { webSocket?.settings.framing = .binary }
         self.webSocket = webSocket
-        if let webSocket {
-            let other: String? = service != nil ? "--socks5 or --http-proxy" : stdioSocket ? "--stdio-socket" : nil
-            if let other { throw UsageError("--ws with \(other) is not built yet", command: name) }
-            if webSocket.settings.echo && (program != nil || broker != .none || upstream != nil) {
-                throw UsageError("--echo answers each client itself: not with --exec, --sh-exec, --broker, --chat or --forward", command: name)
-            }
+        if webSocket != nil {
             // A WebSocket has no half-close: our close is held as TLS holds close_notify.
             settings.relay.ending.hold = StreamSettings.hold(args)
         }
         self.settings = settings
-        if args.has(.sendTimeout) && (!keepOpen || program != nil || upstream != nil || service != nil) {
-            throw UsageError("--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)", command: name)
-        }
     }
 
     func run() throws {

@@ -30,23 +30,7 @@ struct ProxyService: Sendable {
         -> ProxyService?
     {
         let name = args.command.name
-        guard args.has(.socks5) || args.has(.httpProxy) else {
-            for option in [Option.proxyAuth, .proxyAuthFile, .open, .allowDest, .denyDest] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for a proxy server: add --socks5 or --http-proxy", command: name)
-            }
-            return nil
-        }
-        let what = args.has(.socks5) ? "--socks5" : "--http-proxy"
-        let conflicts: [(Option, String)] = [
-            (.forward, "\(what) takes each client's upstream from its request: not with --forward"),
-            (.forwardUnix, "\(what) takes each client's upstream from its request: not with --forward-unix"),
-            (.exec, "\(what) relays each client to its target: not with --exec"), (.shExec, "\(what) relays each client to its target: not with --sh-exec"),
-            (.broker, "\(what) relays each client to its target: not with --broker"), (.chat, "\(what) relays each client to its target: not with --chat"),
-            (.udp, "\(what) serves TCP: not with -u"),
-            (.send, "--send and --expect talk over stdin/stdout: not with \(what)"), (.expect, "--send and --expect talk over stdin/stdout: not with \(what)"),
-            (.sendTimeout, "--send-timeout is for the hub of -k, --broker and --chat: not with \(what)"),
-        ]
-        for (option, line) in conflicts where args.has(option) { throw UsageError(line, command: name) }
+        guard args.has(.socks5) || args.has(.httpProxy) else { return nil }
         var credentials: [ProxyCredentials] = []
         for value in args.values(.proxyAuth) {
             guard let colon = value.firstIndex(of: ":") else {

@@ -4,11 +4,6 @@ import SocketCore
 /// `tincan listen -u [ADDR] PORT | --unix PATH`: the two-way UDP listener, as `nc -u -l`, with
 /// `-k` for many peers and `--exec`/`--sh-exec` for a program per peer (see ``UDPListener``).
 struct UDPListenCommand {
-    /// What listen takes with -u; anything else is for TCP.
-    static let options: Set<Option> = [
-        .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec,
-        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
-    ]
     /// How long a quiet peer stays under -k when --idle-timeout does not say.
     static let defaultIdle: Duration = .seconds(60)
 
@@ -34,10 +29,7 @@ struct UDPListenCommand {
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
-        if let option = Option.allCases.first(where: { args.has($0) && !UDPListenCommand.options.contains($0) }) {
-            throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
-        }
-        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
+        unix = try Target.unixDatagram(args)
         inherited = args.positionals.isEmpty && unix == nil ? try SocketActivation.inherited()?.datagram(command: "listen -u") : nil
         if unix != nil || inherited != nil {
             (address, port) = (nil, 0)
@@ -49,19 +41,12 @@ struct UDPListenCommand {
         }
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
-        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
-        framing = try DatagramSource.framing(args)
+        framing = DatagramSource.framing(args)
         printer = DatagramPrinter(args)
         do { filter = try PeerFilter(allow: args.list(.allow), deny: args.list(.deny)) } catch { throw UsageError("\(error)", command: name) }
         let program = try ProgramSession.parse(args)
         let keepOpen = args.has(.keepOpen)
-        if program != nil && !keepOpen {
-            throw UsageError("--exec and --sh-exec with -u run a program per peer: add -k", command: name)
-        }
         mode = program.map { .programs($0) } ?? (keepOpen ? .hub : .onePeer)
-        if program != nil, let option = [Option.lines, .stripNewline, .chunk, .whole, .format].first(where: args.has) {
-            throw UsageError("--\(option.rawValue) is for stdin and stdout: each peer's program has its own", command: name)
-        }
         idle = args.duration(.idleTimeout) ?? (keepOpen ? UDPListenCommand.defaultIdle : nil)
         idleText = args.value(.idleTimeout) ?? (keepOpen ? "60s" : nil)
         quitAfterEOF = args.duration(.quitAfterEof)

@@ -32,9 +32,6 @@ struct PortScan {
     init(_ args: ParsedArguments, settings: StreamSettings) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        for option in [Option.tls, .unix, .send, .expect] where args.has(option) {
-            throw UsageError("-z only connects: it does not take --\(option.rawValue)", command: name)
-        }
         switch positionals.count {
         case 0:
             throw UsageError("-z needs HOST and PORTS (e.g. 22,80,8000-8100)", command: name)

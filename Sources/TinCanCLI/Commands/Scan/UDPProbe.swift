@@ -23,9 +23,6 @@ struct UDPProbe {
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
-        for option in [Option.tls, .unix, .expect, .proxy, .proxyAddress, .exec, .shExec] where args.has(option) {
-            throw UsageError("-z -u sends one datagram per port: it does not take --\(option.rawValue)", command: name)
-        }
         let positionals = args.positionals
         switch positionals.count {
         case 0:
@@ -48,7 +45,6 @@ struct UDPProbe {
         timeout = args.duration(.wait) ?? UDPProbe.defaultWait
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
-        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
         verbosity = args.count(.verbose)
         trafficClass = try TrafficMarking.parse(args)?.trafficClass
     }

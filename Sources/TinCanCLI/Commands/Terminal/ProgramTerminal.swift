@@ -51,16 +51,7 @@ struct PtySettings: Sendable {
     /// The settings the options give, nil without --pty.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> PtySettings? {
         let name = args.command.name
-        guard args.has(.pty) else {
-            if let option = [Option.ptyTerm, .ptySize].first(where: args.has) {
-                throw UsageError("--\(option.rawValue) sets the terminal of --pty: add --pty", command: name)
-            }
-            return nil
-        }
-        guard args.has(.exec) || args.has(.shExec) else {
-            throw UsageError("--pty runs the program of --exec or --sh-exec on a terminal: give the program (e.g. --exec '/bin/bash -i')", command: name)
-        }
-        if args.has(.udp) { throw UsageError("--pty is for stream connections: not with -u", command: name) }
+        guard args.has(.pty) else { return nil }
         let term = args.value(.ptyTerm) ?? Syscall.environment("TERM").flatMap { $0.isEmpty || $0 == "dumb" ? nil : $0 } ?? defaultTerm
         guard !term.isEmpty, term.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.+".contains($0)) }) else {
             throw UsageError("--pty-term '\(term)': give a terminal type such as xterm-256color or vt100", command: name)

@@ -11,18 +11,7 @@ struct RawSettings: Sendable {
     /// The settings the options give, nil without --raw.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> RawSettings? {
         let name = args.command.name
-        guard args.has(.raw) else {
-            if let option = [Option.escape, .noWindowSize].first(where: args.has) {
-                throw UsageError("--\(option.rawValue) is for --raw sessions: add --raw", command: name)
-            }
-            return nil
-        }
-        if let option = [Option.exec, .shExec].first(where: args.has) {
-            throw UsageError("--raw gives this terminal to the remote program: not with --\(option.rawValue), which gives the connection to a local one", command: name)
-        }
-        if let option = [Option.udp, .zeroIo, .crlf, .hex].first(where: args.has) {
-            throw UsageError("--raw passes keystrokes as they are over a stream: not with --\(option.rawValue)", command: name)
-        }
+        guard args.has(.raw) else { return nil }
         return RawSettings(escape: try escapeCharacter(args.value(.escape) ?? "~", command: name), sendsWindowSize: !args.has(.noWindowSize))
     }
 

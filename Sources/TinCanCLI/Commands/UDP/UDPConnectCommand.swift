@@ -7,12 +7,6 @@ import SocketCore
 /// either way (exit code 3), or a signal. A closed port (ICMP port unreachable) ends it with
 /// exit code 1.
 struct UDPConnectCommand {
-    /// What connect takes with -u.
-    static let options: Set<Option> = [
-        .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
-        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
-    ]
-
     let host: String
     let port: UInt16
     let unix: SocketAddress?
@@ -32,10 +26,7 @@ struct UDPConnectCommand {
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
-        if let option = Option.allCases.first(where: { args.has($0) && !UDPConnectCommand.options.contains($0) }) {
-            throw UsageError("--\(option.rawValue) is for TCP: not with -u", command: name)
-        }
-        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6, .source, .interface])
+        unix = try Target.unixDatagram(args)
         if let unix {
             (host, port) = (unix.host, 0)
         } else {
@@ -43,8 +34,7 @@ struct UDPConnectCommand {
         }
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
-        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
-        framing = try DatagramSource.framing(args)
+        framing = DatagramSource.framing(args)
         printer = DatagramPrinter(args)
         maxSize = args.integer(.maxSize) ?? 65535
         quitAfterEOF = args.duration(.quitAfterEof)

@@ -15,7 +15,7 @@ struct UDPReceiveCommand {
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
         let positionals = args.positionals
-        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6])
+        unix = try Target.unixDatagram(args)
         inherited = positionals.isEmpty && unix == nil ? try SocketActivation.inherited()?.datagram(command: name) : nil
         if unix != nil || inherited != nil {
             (address, port) = (nil, 0)
@@ -24,7 +24,6 @@ struct UDPReceiveCommand {
         }
         ipv4Only = args.has(.ipv4)
         ipv6Only = args.has(.ipv6)
-        if ipv4Only && ipv6Only { throw UsageError("-4 and -6 exclude each other", command: name) }
         if let address, let literal = try? SocketAddress(ip: address, port: 0), literal.isMulticast {
             throw UsageError("\(address) is a multicast group: use 'tincan join-group \(address) \(port)'", command: name)
         }

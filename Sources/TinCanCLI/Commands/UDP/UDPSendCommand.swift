@@ -25,14 +25,13 @@ struct UDPSendCommand {
         self.args = args
         let name = args.command.name
         let positionals = args.positionals
-        unix = try Target.unixDatagram(args, ipOnly: [.ipv4, .ipv6, .broadcast, .ttl, .interface, .source])
+        unix = try Target.unixDatagram(args)
         if let unix {
             (host, port) = (unix.host, 0)
         } else {
             (host, port) = try Target.hostAndPort(positionals, command: name, udp: true)
         }
-        if args.has(.ipv4) && args.has(.ipv6) { throw UsageError("-4 and -6 exclude each other", command: name) }
-        let framing = try DatagramSource.framing(args, also: [.message])
+        let framing = DatagramSource.framing(args)
         let messages = args.values(.message)
         if !messages.isEmpty {
             var decoded: [[UInt8]] = []
@@ -54,9 +53,6 @@ struct UDPSendCommand {
             }
         }
         script = try Script(args)
-        if !script.isEmpty, let other = [Option.message, .lines, .chunk, .whole].first(where: args.has) {
-            throw UsageError("--send and --expect replace stdin: not with --\(other.rawValue)", command: name)
-        }
         count = args.integer(.count) ?? 1
         interval = args.duration(.interval)
         waitReply = args.duration(.waitReply)

@@ -15,12 +15,7 @@ struct WebSocketServing: Sendable {
     /// nil without --ws; the options that need it refused without it.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> WebSocketServing? {
         let name = args.command.name
-        guard args.has(.ws) else {
-            for option in [Option.binary, .jsonl, .noDeflate, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .echo, .allowOrigin, .protocol] where args.has(option) {
-                throw UsageError("--\(option.rawValue) is for WebSocket: add --ws", command: name)
-            }
-            return nil
-        }
+        guard args.has(.ws) else { return nil }
         let path = args.value(.ws).flatMap { $0.isEmpty ? nil : $0 }
         if let path, !path.hasPrefix("/") { throw UsageError("bad --ws '\(path)': a path starts with '/', as /chat", command: name) }
         let origins = args.value(.allowOrigin).map { $0.split(separator: ",").map { String($0.trimmingPrefix(" ")) }.filter { !$0.isEmpty } }

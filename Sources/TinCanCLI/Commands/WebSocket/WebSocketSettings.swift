@@ -53,20 +53,14 @@ struct WebSocketSettings: Sendable {
     init() {}
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        if args.has(.binary) && args.has(.jsonl) { throw UsageError("--binary and --jsonl are two ways to frame messages: give one", command: args.command.name) }
         if args.has(.binary) { framing = .binary }
         if args.has(.jsonl) { framing = .jsonl }
         if let size = args.integer(.chunk) { binaryCut = .every(size) }
         if args.has(.whole) { binaryCut = .whole }
-        if binaryCut != nil && framing != .binary { throw UsageError("--chunk and --whole cut stdin into binary messages: add --binary", command: args.command.name) }
-        if args.has(.chunk) && args.has(.whole) { throw UsageError("--chunk and --whole exclude each other", command: args.command.name) }
         if let size = args.integer(.maxMessage) { maxMessage = size }
         closeTimeout = args.duration(.closeTimeout) ?? WebSocketSettings.closeTimeoutDefault
         pingInterval = args.duration(.pingInterval)
         pingTimeout = args.duration(.pingTimeout)
-        if pingTimeout != nil && pingInterval == nil {
-            throw UsageError("--ping-timeout counts from a ping: give --ping-interval too", command: args.command.name)
-        }
         echo = args.has(.echo)
         compress = !args.has(.noDeflate)
     }
