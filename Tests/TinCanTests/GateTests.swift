@@ -21,7 +21,7 @@ final class GateTests: XCTestCase {
 
     func testReadingTheHandlerDoesNotGrowIt() throws {
         guard case .run(let parsed) = try Parser.parse(["listen", "-k", "1"]) else { return XCTFail("not a run") }
-        let gate = Gate(settings: try StreamSettings(parsed), filter: try PeerFilter(allow: [], deny: []), limit: 10)
+        let gate = Gate(settings: try StreamSettings(parsed), filter: PeerFilter(allow: [], deny: []), limit: 10)
         let calls = Locked(0)
         gate.onConnection = { _ in calls.withLock { $0 += 1 } }
         let socket = AsyncSocket()

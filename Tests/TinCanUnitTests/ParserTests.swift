@@ -32,6 +32,31 @@ final class ParserTests: XCTestCase {
         XCTAssertEqual(q.duration(.connectTimeout), .seconds(60))
     }
 
+    /// Every value is decoded by its kind when the line is parsed; commands read the decoded value.
+    func testValuesAreDecodedWhenParsed() throws {
+        let p = try parse("connect --retry forever --retry-delay 200ms,5s --tls --attempt-delay 150ms h 80")
+        guard case .retries(nil)? = p.decoded(.retry) else { return XCTFail("\(String(describing: p.decoded(.retry)))") }
+        guard case .delays(.milliseconds(200), .seconds(5))? = p.decoded(.retryDelay) else { return XCTFail("delays") }
+        XCTAssertEqual(p.duration(.attemptDelay), .milliseconds(150))
+        let listen = try parse("listen --forward [::1]:http --allow 10.0.0.0/8,::1 --allow 192.0.2.0/24 9")
+        guard case .endpoint("::1", 80)? = listen.decoded(.forward) else { return XCTFail("\(String(describing: listen.decoded(.forward)))") }
+        XCTAssertEqual(listen.cidrs(.allow).map(\.description), ["10.0.0.0/8", "::1/128", "192.0.2.0/24"])
+        guard case .windowSize(let size)? = try parse("listen --pty --pty-size 132x43 --exec /bin/sh 9").decoded(.ptySize) else { return XCTFail("size") }
+        XCTAssertEqual([size.columns, size.rows], [132, 43])
+        guard case .escape(0x1d)? = try parse("connect --raw --escape ^] h 1").decoded(.escape) else { return XCTFail("escape") }
+        for (line, says) in [
+            ("connect --retry 0 h 1", "bad --retry '0': give a number of retries (1 or more) or 'forever'"),
+            ("connect --reconnect x h 1", "bad --reconnect 'x': give a number of reconnects (1 or more) or 'forever'"),
+            ("connect --retry 1 --retry-delay 2s,1s h 1", "bad --retry-delay '2s,1s': give MIN or MIN,MAX"),
+            ("connect --attempt-delay 50ms h 1", "--attempt-delay 50ms: give 100ms to 2s"),
+            ("listen --pty --pty-size 80 --exec /bin/sh 9", "--pty-size '80': give COLUMNSxROWS"),
+            ("listen --forward host 9", "missing PORT after 'host'"),
+            ("listen --allow 10.0.0.0/33 9", "--allow: "),
+        ] {
+            XCTAssertTrue(error(line).contains(says), "\(line): \(error(line))")
+        }
+    }
+
     /// An optional value is taken only after '=': `--keepalive host 80` keeps host as HOST.
     func testAnOptionalValueIsTakenOnlyAfterEquals() throws {
         let bare = try parse("connect --keepalive host 80")

@@ -29,7 +29,7 @@ final class RetryPolicyTests: XCTestCase {
     func testParsing() throws {
         func parse(_ line: String) throws -> RetryPolicy? {
             guard case .run(let parsed) = try Parser.parse(line.split(separator: " ").map(String.init)) else { throw UsageError("not a run") }
-            return try RetryPolicy.parse(parsed, option: .retry)
+            return RetryPolicy.parse(parsed, option: .retry)
         }
         XCTAssertEqual(try parse("connect --retry 3 h 1"), RetryPolicy(retries: 3, minimum: .seconds(1), maximum: .seconds(30)))
         XCTAssertEqual(try parse("connect --retry forever --retry-delay 200ms h 1"), RetryPolicy(retries: nil, minimum: .milliseconds(200), maximum: .seconds(30)))

@@ -119,7 +119,7 @@ final class TerminalFramingTests: XCTestCase {
             ("connect --escape ! h 1", "add --raw"), ("connect --raw --exec /bin/cat h 1", "not with --exec"),
             ("connect --raw --escape ab h 1", "one printable character"), ("connect --raw --crlf h 1", "not with --crlf"),
         ] {
-            XCTAssertTrue(usageError(line) { try RawSettings.parse($0) }?.contains(says) ?? false, "\(line): \(usageError(line) { try RawSettings.parse($0) } ?? "accepted")")
+            XCTAssertTrue(usageError(line) { RawSettings.parse($0) }?.contains(says) ?? false, "\(line): \(usageError(line) { RawSettings.parse($0) } ?? "accepted")")
         }
     }
 }

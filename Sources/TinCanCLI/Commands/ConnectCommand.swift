@@ -71,8 +71,8 @@ struct ConnectCommand {
         // --reconnect: the peer's end ends a session, and another connection takes up stdin.
         settings.relay.ending.reconnect = args.has(.reconnect)
         self.settings = settings
-        retry = try RetryPolicy.parse(args, option: .retry)
-        reconnect = try RetryPolicy.parse(args, option: .reconnect)
+        retry = RetryPolicy.parse(args, option: .retry)
+        reconnect = RetryPolicy.parse(args, option: .reconnect)
         program = try ProgramSession.parse(args)
         if let device = args.value(.interface), Interfaces.index(of: device) == nil {
             throw UsageError("no network interface named '\(device)'", command: name)

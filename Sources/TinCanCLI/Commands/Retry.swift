@@ -65,30 +65,13 @@ struct RetryPolicy: Sendable, Equatable {
         return try policy.run(what, dial)
     }
 
-    /// `--retry` (or `--forward-retry`) with `--retry-delay`, nil without the first.
-    static func parse(_ args: ParsedArguments, option: Option) throws(UsageError) -> RetryPolicy? {
-        let name = args.command.name
-        guard let text = args.value(option) else { return nil }
-        let retries: Int?
-        if text == "forever" {
-            retries = nil
-        } else if let count = Int(text), count >= 1, count <= 1_000_000 {
-            retries = count
-        } else {
-            throw UsageError("bad --\(option.rawValue) '\(text)': give a number of \(option == .reconnect ? "reconnects" : "retries") (1 or more) or 'forever'", command: name)
+    /// `--retry` (or `--forward-retry`, `--reconnect`) with `--retry-delay`, nil without the
+    /// first (both decoded and checked by the parser).
+    static func parse(_ args: ParsedArguments, option: Option) -> RetryPolicy? {
+        guard case .retries(let retries)? = args.decoded(option) else { return nil }
+        guard case .delays(let minimum, let maximum)? = args.decoded(.retryDelay) else {
+            return RetryPolicy(retries: retries, minimum: defaultMinimum, maximum: defaultMaximum)
         }
-        var minimum = defaultMinimum
-        var maximum = defaultMaximum
-        if let delays = args.value(.retryDelay) {
-            let parts = delays.split(separator: ",", omittingEmptySubsequences: false)
-            guard (1...2).contains(parts.count), let low = try? Parser.duration(String(parts[0])), low > .zero,
-                let high = parts.count == 2 ? try? Parser.duration(String(parts[1])) : max(low, defaultMaximum), high >= low
-            else {
-                throw UsageError("bad --retry-delay '\(delays)': give MIN or MIN,MAX, durations with MIN > 0 and MAX >= MIN (e.g. 500ms,10s)", command: name)
-            }
-            minimum = low
-            maximum = high
-        }
-        return RetryPolicy(retries: retries, minimum: minimum, maximum: maximum)
+        return RetryPolicy(retries: retries, minimum: minimum, maximum: maximum ?? max(minimum, defaultMaximum))
     }
 }

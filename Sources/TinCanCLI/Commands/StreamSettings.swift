@@ -59,9 +59,6 @@ struct StreamSettings {
         ipv6Only = args.has(.ipv6)
         preferIPv4 = args.has(.preferIPv4)
         attemptDelay = args.duration(.attemptDelay) ?? .milliseconds(250)
-        guard StreamSettings.attemptDelays.contains(attemptDelay) else {
-            throw UsageError("--attempt-delay \(args.value(.attemptDelay) ?? ""): give 100ms to 2s (RFC 8305 asks at least 100 ms)", command: args.command.name)
-        }
         connectTimeout = args.duration(.connectTimeout) ?? args.duration(.wait)
         marking = try TrafficMarking.parse(args)
         liveness = Liveness(args)
@@ -69,7 +66,7 @@ struct StreamSettings {
         sendTimeout = args.duration(.sendTimeout) ?? StreamSettings.sendTimeoutDefault
         handshakeTimeout = args.duration(.handshakeTimeout) ?? StreamSettings.handshakeTimeoutDefault
         pty = try PtySettings.parse(args)
-        raw = try RawSettings.parse(args)
+        raw = RawSettings.parse(args)
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has(.noShutdown)
         relay.ending.quitAfterEOF = args.duration(.quitAfterEof)

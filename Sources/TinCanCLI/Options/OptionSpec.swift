@@ -20,6 +20,18 @@ public enum ValueKind: Sendable, Equatable {
     case choice([String])
     /// TCP keepalive's `IDLE[,INTERVAL[,COUNT]]`: two durations and a probe count.
     case keepalive
+    /// A duration in a range; `hint` says which, when one falls outside.
+    case durationIn(ClosedRange<Duration>, hint: String)
+    /// `N|forever`: how many retries (`noun` names them in errors).
+    case retries(noun: String)
+    /// `MIN[,MAX]`: two durations, the second no shorter.
+    case delays
+    /// A terminal's `COLUMNSxROWS`.
+    case windowSize
+    /// A terminal's escape: one printable character, `^X`, or `none`.
+    case escapeCharacter
+    /// `HOST:PORT` or `[IPv6]:PORT`, the port a number or a service name.
+    case hostAndPort
 }
 
 /// One option in the table. Help, man pages and completions are generated from these.

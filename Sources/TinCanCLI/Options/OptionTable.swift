@@ -166,7 +166,7 @@ public enum OptionTable {
                 .ptyTerm, value: .text, valueName: "TERM", default: "$TERM, else xterm-256color",
                 help: "With --pty: the TERM the program gets."),
             OptionSpec(
-                .ptySize, value: .text, valueName: "COLSxROWS", default: "80x24",
+                .ptySize, value: .windowSize, valueName: "COLSxROWS", default: "80x24",
                 help: "With --pty: the terminal's window size until the client sends its own."),
         ]
     }
@@ -179,7 +179,7 @@ public enum OptionTable {
                 "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). To a `tincan --pty` peer the window size is sent at the start and at each resize (telnet NAWS framing), unless --no-window-size."
         ),
         OptionSpec(
-            .escape, value: .text, valueName: "CHAR|none", default: "~",
+            .escape, value: .escapeCharacter, valueName: "CHAR|none", default: "~",
             help: "With --raw: the escape character; CHAR then . after a newline quits, CHAR twice sends it once. A control character as ^X (e.g. ^]); none for no escape."),
         OptionSpec(.noWindowSize, help: "With --raw: send nothing but keystrokes (no window size framing), for a peer other than `tincan --pty`."),
     ]
@@ -203,16 +203,16 @@ public enum OptionTable {
         OptionSpec(.preferIPv4, help: "Try a host's IPv4 addresses first (Happy Eyeballs still races the other family)."),
         OptionSpec(.preferIPv6, help: "Try a host's IPv6 addresses first: the default, as RFC 8305 asks."),
         OptionSpec(
-            .attemptDelay, value: .duration, valueName: "DURATION", default: "250ms",
+            .attemptDelay, value: .durationIn(StreamSettings.attemptDelays, hint: "give 100ms to 2s (RFC 8305 asks at least 100 ms)"), valueName: "DURATION", default: "250ms",
             help: "How long a connection attempt runs before the next address is tried alongside it (Happy Eyeballs' connection attempt delay, 100ms to 2s)."),
         OptionSpec(
-            .retry, value: .text, valueName: "N|forever",
+            .retry, value: .retries(noun: "retries"), valueName: "N|forever",
             help:
                 "When the connection cannot be made for want of a peer (refused, unreachable, timed out, or a proxy that could not reach the target), try again, up to N more times or forever, after --retry-delay (socat's retry and forever). Other failures (a certificate, credentials, a usage error) end the run at once. Only the dial is retried: a session that ended is not re-opened. -v says each retry and its delay (a retry event with --json); SIGINT during a delay ends the run."
         ),
         retryDelay,
         OptionSpec(
-            .reconnect, value: .text, valueName: "N|forever",
+            .reconnect, value: .retries(noun: "reconnects"), valueName: "N|forever",
             help:
                 "When the peer ends or resets the session while stdin is still open, connect again (up to N times, or forever) after --retry-delay, run --send/--expect again, and go on sending stdin to the new connection. Nothing is resent: stdin's bytes wait in tincan until a connection takes them, and a session that may have lost bytes sent to it ends the run (exit 1) instead: a clean end whose bytes were not all acknowledged, or a reset after any byte of stdin went to that connection (a reset drops what the peer's program had not read; a reset of a connection that carried none, its --send script aside, is reconnected). A redial that fails is tried again as --retry says (without it, once). Not with --exec, --raw, --fd, -u or -z. -v says each reconnect and its delay (a reconnect event with --json)."
         ),
@@ -224,7 +224,7 @@ public enum OptionTable {
     ]
 
     static let retryDelay = OptionSpec(
-        .retryDelay, value: .text, valueName: "MIN[,MAX]", default: "1s,30s",
+        .retryDelay, value: .delays, valueName: "MIN[,MAX]", default: "1s,30s",
         help:
             "The delay before each retry: MIN, doubled each time up to MAX, half of it fixed and half random (jitter), so clients started together spread out.")
 
@@ -417,7 +417,7 @@ public enum OptionTable {
                 "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
             + programs(each: "for each connection") + [
                 OptionSpec(
-                    .forward, value: .address, valueName: "HOST:PORT",
+                    .forward, value: .hostAndPort, valueName: "HOST:PORT",
                     help:
                         "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself, and a reset on either side passed on as a reset (RST, never a FIN or close_notify), so a cut download is never taken for a whole one. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."
                 ),
@@ -459,7 +459,7 @@ public enum OptionTable {
                     .source, short: "s", value: .address, valueName: "ADDR[:PORT]",
                     help: "With --forward, --socks5 or --http-proxy: dial the upstream from this local address and/or port."),
                 OptionSpec(
-                    .forwardRetry, value: .text, valueName: "N|forever",
+                    .forwardRetry, value: .retries(noun: "retries"), valueName: "N|forever",
                     help:
                         "With --forward: when a client's upstream cannot be reached (refused, unreachable, timed out), dial it again, up to N more times or forever, after --retry-delay, before giving up on the client (who waits, on a thread of its own). -v says each retry."
                 ),

@@ -15,7 +15,7 @@ public enum Invocation: Sendable {
 public struct ParsedArguments: Sendable {
     public let command: CommandSpec
     var flags: [Option: Int] = [:]
-    var values: [Option: [String]] = [:]
+    var values: [Option: [GivenValue]] = [:]
     public internal(set) var positionals: [String] = []
     /// Every value option in the order given (for options whose relative order matters, such as
     /// --send and --expect).
@@ -27,20 +27,28 @@ public struct ParsedArguments: Sendable {
     public func has(_ option: Option) -> Bool { flags[option, default: 0] > 0 || values[option] != nil }
     /// How often a flag was given (`-vv` is 2).
     public func count(_ option: Option) -> Int { flags[option, default: 0] }
-    /// The value of an option (the last one given).
-    public func value(_ option: Option) -> String? { values[option]?.last }
+    /// The value of an option as given (the last one given).
+    public func value(_ option: Option) -> String? { values[option]?.last?.text }
     /// Every value of a repeatable option, as given.
-    public func values(_ option: Option) -> [String] { values[option] ?? [] }
+    public func values(_ option: Option) -> [String] { values[option]?.map(\.text) ?? [] }
     /// Every value of a repeatable option, comma lists split.
     public func list(_ option: Option) -> [String] {
-        (values[option] ?? []).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
+        values(option).flatMap { $0.split(separator: ",").map { String($0).trimmed } }.filter { !$0.isEmpty }
     }
-    /// A duration option's value (checked when parsed).
-    public func duration(_ option: Option) -> Duration? { value(option).flatMap { try? Parser.duration($0) } }
-    /// `--keepalive`'s settings, if it was given (checked when parsed).
-    public func keepalive(_ option: Option) -> Keepalive? { value(option).flatMap { try? Parser.keepalive($0) } }
-    /// An integer option's value (checked when parsed).
-    public func integer(_ option: Option) -> Int? { value(option).flatMap(Parser.wholeNumber) }
+    /// The decoded value (the last one given).
+    public func decoded(_ option: Option) -> OptionValue? { values[option]?.last?.value }
+    /// A duration option's value.
+    public func duration(_ option: Option) -> Duration? { if case .duration(let d)? = decoded(option) { d } else { nil } }
+    /// `--keepalive`'s settings, if it was given.
+    public func keepalive(_ option: Option) -> Keepalive? { if case .keepalive(let k)? = decoded(option) { k } else { nil } }
+    /// An integer option's value.
+    public func integer(_ option: Option) -> Int? { if case .integer(let n)? = decoded(option) { n } else { nil } }
+    /// Every CIDR block of a CIDR-list option, from every time it was given.
+    public func cidrs(_ option: Option) -> [CIDR] {
+        var blocks: [CIDR] = []
+        for given in values[option] ?? [] { if case .cidrs(let more) = given.value { blocks += more } }
+        return blocks
+    }
 }
 
 /// The hand-rolled parser: GNU/POSIX conventions (`-abc` bundles, `-w5`, `--timeout 5`,
@@ -84,14 +92,16 @@ public enum Parser {
         func record(_ option: OptionSpec, _ value: String?) throws(UsageError) {
             if let kind = option.value {
                 if option.valueIsOptional && value == nil {
-                    result.values[option.name] = [""]  // given without a value: the defaults
+                    // Given without a value: the defaults.
+                    let defaults: OptionValue = kind == .keepalive ? .keepalive(Keepalive()) : .text
+                    result.values[option.name] = [GivenValue(text: "", value: defaults)]
                     return
                 }
                 guard let value else { throw fail("option --\(option.long) needs a value (\(option.valueName))") }
-                try check(value, kind, for: option, in: spec)
+                let given = GivenValue(text: value, value: try decode(value, kind, for: option, in: spec))
                 result.sequence.append((option.name, value))
                 // A value given twice: the last one wins, as with GNU tools.
-                if option.repeatable { result.values[option.name, default: []].append(value) } else { result.values[option.name] = [value] }
+                if option.repeatable { result.values[option.name, default: []].append(given) } else { result.values[option.name] = [given] }
             } else {
                 result.flags[option.name, default: 0] += 1
             }
@@ -162,37 +172,6 @@ public enum Parser {
     }
 
     // MARK: Values
-
-    static func check(_ value: String, _ kind: ValueKind, for option: OptionSpec, in spec: CommandSpec) throws(UsageError) {
-        let name = "--\(option.long)"
-        switch kind {
-        case .duration:
-            do { _ = try duration(value) } catch {
-                throw UsageError("invalid duration '\(value)' for \(name): \(error.message)", command: spec.name)
-            }
-        case .integer(let range):
-            guard let n = wholeNumber(value), range.contains(n) else {
-                throw UsageError("\(name) needs a whole number from \(range.lowerBound) to \(range.upperBound), not '\(value)'", command: spec.name)
-            }
-        case .cidrList:
-            for item in value.split(separator: ",") {
-                do { _ = try CIDR(parsing: String(item).trimmed) } catch {
-                    throw UsageError("\(name): \(error.description)", command: spec.name)
-                }
-            }
-        case .choice(let words):
-            guard words.contains(value) else {
-                let hint = closest(to: value, among: words).map { "; did you mean '\($0)'?" } ?? ""
-                throw UsageError("\(name) must be one of \(words.joined(by: ", ")), not '\(value)'\(hint)", command: spec.name)
-            }
-        case .text, .path, .interface, .address, .command:
-            guard !value.isEmpty else { throw UsageError("\(name) needs a non-empty value", command: spec.name) }
-        case .keepalive:
-            do { _ = try keepalive(value) } catch {
-                throw UsageError("\(name)=\(value): \(error.message)", command: spec.name)
-            }
-        }
-    }
 
     /// TCP keepalive's settings from `IDLE[,INTERVAL[,COUNT]]` (empty: all defaults): the idle
     /// time before the first probe, the time between probes (whole seconds, 1 s to 9 h), and how

@@ -7,15 +7,6 @@ struct PeerFilter: Sendable {
     let allow: [CIDR]
     let deny: [CIDR]
 
-    init(allow: [String], deny: [String]) throws(AddressError) {
-        var a: [CIDR] = []
-        var d: [CIDR] = []
-        for text in allow { a.append(try CIDR(parsing: text)) }
-        for text in deny { d.append(try CIDR(parsing: text)) }
-        self.allow = a
-        self.deny = d
-    }
-
     /// Why `peer` is refused, or `nil` if it may connect. Unix peers have no address to check.
     func refusal(for peer: SocketAddress?) -> String? {
         guard let peer, !peer.isUnix else { return nil }

@@ -62,18 +62,13 @@ struct ListenCommand {
             target = .tcp(host: host ?? "", port: port)
         }
         program = try ProgramSession.parse(args)
-        do {
-            filter = try PeerFilter(allow: args.list(.allow), deny: args.list(.deny))
-        } catch {
-            throw UsageError("\(error)", command: name)
-        }
+        filter = PeerFilter(allow: args.cidrs(.allow), deny: args.cidrs(.deny))
         broker = args.has(.chat) ? .chat : args.has(.broker) ? .broker : .none
         // A proxy serves many clients, unless it is handed one (--stdio-socket).
         keepOpen = args.has(.keepOpen) || broker != .none || ((args.has(.socks5) || args.has(.httpProxy)) && !stdioSocket)
         maxConnections = args.integer(.maxConns) ?? 1000
         tls = args.has(.tls) ? try TLSOptions.server(args) : nil
-        if let forward = args.value(.forward) {
-            let (host, port) = try Target.hostAndPort([forward], command: name)
+        if case .endpoint(let host, let port)? = args.decoded(.forward) {
             upstream = .tcp(host: host, port: port)
         } else if let path = args.value(.forwardUnix) {
             upstream = .unix(try Target.unixPath(path, command: name))
@@ -104,7 +99,7 @@ struct ListenCommand {
         if let source = args.value(.source) {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
-        let retry = try RetryPolicy.parse(args, option: .forwardRetry)
+        let retry = RetryPolicy.parse(args, option: .forwardRetry)
         dial = UpstreamDial.Options(
             source: args.value(.source), device: nil, timeout: args.duration(.connectTimeout), proxies: proxies,
             marking: settings.marking, retry: retry)

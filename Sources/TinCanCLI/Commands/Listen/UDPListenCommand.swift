@@ -43,7 +43,7 @@ struct UDPListenCommand {
         ipv6Only = args.has(.ipv6)
         framing = DatagramSource.framing(args)
         printer = DatagramPrinter(args)
-        do { filter = try PeerFilter(allow: args.list(.allow), deny: args.list(.deny)) } catch { throw UsageError("\(error)", command: name) }
+        filter = PeerFilter(allow: args.cidrs(.allow), deny: args.cidrs(.deny))
         let program = try ProgramSession.parse(args)
         let keepOpen = args.has(.keepOpen)
         mode = program.map { .programs($0) } ?? (keepOpen ? .hub : .onePeer)

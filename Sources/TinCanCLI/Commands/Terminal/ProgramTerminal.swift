@@ -57,13 +57,7 @@ struct PtySettings: Sendable {
             throw UsageError("--pty-term '\(term)': give a terminal type such as xterm-256color or vt100", command: name)
         }
         var size = defaultSize
-        if let text = args.value(.ptySize) {
-            let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-            guard parts.count == 2, let columns = UInt16(parts[0]), let rows = UInt16(parts[1]), columns > 0, rows > 0 else {
-                throw UsageError("--pty-size '\(text)': give COLUMNSxROWS, e.g. 80x24 or 200x50", command: name)
-            }
-            size = WindowSize(columns: columns, rows: rows)
-        }
+        if case .windowSize(let given)? = args.decoded(.ptySize) { size = given }
         return PtySettings(term: term, size: size)
     }
 }

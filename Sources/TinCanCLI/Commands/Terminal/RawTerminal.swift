@@ -9,19 +9,10 @@ struct RawSettings: Sendable {
     let sendsWindowSize: Bool
 
     /// The settings the options give, nil without --raw.
-    static func parse(_ args: ParsedArguments) throws(UsageError) -> RawSettings? {
-        let name = args.command.name
+    static func parse(_ args: ParsedArguments) -> RawSettings? {
         guard args.has(.raw) else { return nil }
-        return RawSettings(escape: try escapeCharacter(args.value(.escape) ?? "~", command: name), sendsWindowSize: !args.has(.noWindowSize))
-    }
-
-    /// `~`, `^]` (a control character) or `none`.
-    static func escapeCharacter(_ text: String, command: String) throws(UsageError) -> UInt8? {
-        if text == "none" { return nil }
-        let bytes = Array(text.utf8)
-        if bytes.count == 1, bytes[0] >= 32, bytes[0] < 127 { return bytes[0] }
-        if bytes.count == 2, bytes[0] == UInt8(ascii: "^"), (64...95).contains(bytes[1] & 0xdf) { return (bytes[1] & 0xdf) - 64 }
-        throw UsageError("--escape '\(text)': give one printable character (e.g. ~), a control character as ^X (e.g. ^]), or none", command: command)
+        let escape: UInt8? = if case .escape(let character)? = args.decoded(.escape) { character } else { UInt8(ascii: "~") }
+        return RawSettings(escape: escape, sendsWindowSize: !args.has(.noWindowSize))
     }
 }
 
