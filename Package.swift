@@ -27,9 +27,17 @@ let package = Package(
         // zlib's raw deflate for WebSocket permessage-deflate, opened with dlopen(3) when first
         // offered; its few declarations are its own, so building needs no zlib headers.
         .target(name: "CZlib"),
+        // The system layer: the only code that calls the OS (Syscall, which only this package
+        // sees), and the values it speaks in (SocketAddress, Endpoint, SystemError...), which
+        // SocketCore re-exports.
+        .target(
+            name: "TinCanSystem",
+            dependencies: ["CSystem"],
+            swiftSettings: strict
+        ),
         .target(
             name: "SocketCore",
-            dependencies: ["CSystem", "COpenSSL", "CZlib"],
+            dependencies: ["TinCanSystem", "CSystem", "COpenSSL", "CZlib"],
             exclude: ["README.md"],
             swiftSettings: strict
         ),
@@ -37,7 +45,7 @@ let package = Package(
         // (the parser, the generators) are unit-tested; `tincan` is only its entry point.
         .target(
             name: "TinCanCLI",
-            dependencies: ["SocketCore"],
+            dependencies: ["SocketCore", "TinCanSystem"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -63,7 +71,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SocketCoreTests",
-            dependencies: ["SocketCore", "COpenSSL", "TestSupport"],
+            dependencies: ["SocketCore", "TinCanSystem", "COpenSSL", "TestSupport"],
             swiftSettings: strict
         ),
         // The CLI's pure parts: the option parser, the end-of-stream machine, the --expect
@@ -76,7 +84,7 @@ let package = Package(
         // End-to-end: runs the built `tincan` binary (the dependency makes sure it is built).
         .testTarget(
             name: "TinCanTests",
-            dependencies: ["TinCanCLI", "tincan", "SocketCore", "TestSupport"],
+            dependencies: ["TinCanCLI", "tincan", "SocketCore", "TinCanSystem", "TestSupport"],
             swiftSettings: strict
         ),
     ]

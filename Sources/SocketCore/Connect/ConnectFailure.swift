@@ -63,10 +63,3 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
     }
 }
 
-extension String {
-    /// "Connection refused" -> "connection refused", for reasons placed mid-sentence.
-    var lowercasedFirst: String {
-        guard let first else { return self }
-        return first.lowercased() + String(dropFirst())  // String + String: no generic append at run time
-    }
-}

@@ -9,12 +9,12 @@ public protocol HostResolving: Sendable {
         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void)
 }
 
-/// getaddrinfo through ``Resolver``, off the caller's queue.
+/// getaddrinfo through `Resolver` (TinCanSystem), off the caller's queue.
 public struct SystemResolver: HostResolving {
     /// The system's resolver.
     public init() {}
 
-    /// Answers a literal address at once, else runs getaddrinfo off `queue` (``Resolver``); answers on `queue`.
+    /// Answers a literal address at once, else runs getaddrinfo off `queue` (`Resolver`); answers on `queue`.
     public func resolve(
         host: String, port: UInt16, family: SocketAddress.Family, queue: DispatchQueue,
         completion: @escaping @Sendable (Result<[SocketAddress], ResolveError>) -> Void

@@ -186,10 +186,4 @@ extension Duration {
         let ms = milliseconds
         return ms < 10 ? String(Double(Int(ms * 10)) / 10) : String(Int(ms))
     }
-
-    /// This duration in (fractional) milliseconds.
-    public var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
-    }
 }

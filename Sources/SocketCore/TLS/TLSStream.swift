@@ -5,7 +5,7 @@
 /// OpenSSL must not use one session from two threads at once, so every call into it runs
 /// under a lock, and a thread that has to wait for the socket waits outside it (poll(2)).
 /// Records are written by OpenSSL's socket BIO with write(2): ignore SIGPIPE in the process
-/// (``Syscall/ignoreBrokenPipe()``) so that a peer that left is an error, not a signal.
+/// (`Syscall.ignoreBrokenPipe()`, or `signal(SIGPIPE, SIG_IGN)` outside this package) so that a peer that left is an error, not a signal.
 ///
 /// ```swift
 /// _ = try await socket.secure(TLSSettings(peerName: "example.org"))

@@ -32,7 +32,7 @@ public struct TrafficClass: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the kernel's value `kept` honours this one: equal, or on TCP (`stream`) equal in
     /// the DSCP bits, since TCP keeps the ECN bits for itself.
-    func isHonoured(by kept: UInt8, stream: Bool) -> Bool {
+    package func isHonoured(by kept: UInt8, stream: Bool) -> Bool {
         stream ? kept & 0xfc == byte & 0xfc : kept == byte
     }
 }

@@ -10,7 +10,7 @@ extension Syscall {
     /// ```swift
     /// try Syscall.startThread { copy(from: input, to: socket) }
     /// ```
-    public static func startThread(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
+    package static func startThread(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
         final class Box {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -36,5 +36,5 @@ extension Syscall {
     }
 
     /// The processors online (sysconf), at least 1.
-    public static func processorCount() -> Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+    package static func processorCount() -> Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 }

@@ -18,7 +18,7 @@ public struct WindowSize: Equatable, Sendable {
 extension Syscall {
     /// A new pseudo-terminal: its master (close-on-exec) and the path of its slave, for
     /// ``spawn(_:terminal:environment:)``.
-    public static func openPseudoTerminal() throws(SystemError) -> (master: Int32, slave: String) {
+    package static func openPseudoTerminal() throws(SystemError) -> (master: Int32, slave: String) {
         var master: Int32 = -1
         var name = [CChar](repeating: 0, count: 128)
         let code = csystem_open_pty(&master, &name, UInt(name.count))
@@ -29,12 +29,12 @@ extension Syscall {
 
     /// Sets the window size of the terminal `fd` (a pseudo-terminal's master sets its slave's);
     /// the program in its foreground gets SIGWINCH when it changes.
-    public static func setWindowSize(_ fd: Int32, _ size: WindowSize) throws(SystemError) {
+    package static func setWindowSize(_ fd: Int32, _ size: WindowSize) throws(SystemError) {
         guard csystem_set_window_size(fd, size.columns, size.rows) == 0 else { throw SystemError(errno: errno, call: "ioctl", context: "TIOCSWINSZ") }
     }
 
     /// The window size of the terminal `fd`, or nil if it is not a terminal or has none set.
-    public static func windowSize(_ fd: Int32) -> WindowSize? {
+    package static func windowSize(_ fd: Int32) -> WindowSize? {
         var columns: UInt16 = 0
         var rows: UInt16 = 0
         guard csystem_window_size(fd, &columns, &rows) == 0, columns > 0, rows > 0 else { return nil }
@@ -42,27 +42,27 @@ extension Syscall {
     }
 
     /// The modes of the terminal `fd` (to restore later), or nil if it is not a terminal.
-    public static func terminalModes(_ fd: Int32) -> termios? {
+    package static func terminalModes(_ fd: Int32) -> termios? {
         var modes = termios()
         return tcgetattr(fd, &modes) == 0 ? modes : nil
     }
 
     /// Sets the modes of the terminal `fd` (after output already written has gone out).
-    public static func setTerminalModes(_ fd: Int32, _ modes: termios) throws(SystemError) {
+    package static func setTerminalModes(_ fd: Int32, _ modes: termios) throws(SystemError) {
         var modes = modes
         try retrying("tcsetattr") { tcsetattr(fd, TCSADRAIN, &modes) }
     }
 
     /// `modes` made raw, as cfmakeraw(3) does: no echo, no line editing, no signals from keys
     /// (Ctrl-C is a byte), no output processing; reads return each byte as it comes.
-    public static func rawModes(_ modes: termios) -> termios {
+    package static func rawModes(_ modes: termios) -> termios {
         var raw = modes
         cfmakeraw(&raw)
         return raw
     }
 
     /// Sends `signal` to process group `group`.
-    public static func signalGroup(_ group: pid_t, _ signal: Int32) {
+    package static func signalGroup(_ group: pid_t, _ signal: Int32) {
         _ = kill(-group, signal)
     }
 }

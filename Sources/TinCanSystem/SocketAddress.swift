@@ -15,7 +15,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         case ipv4, ipv6, unix
     }
 
-    enum Storage: Sendable, Hashable {
+    package enum Storage: Sendable, Hashable {
         /// Address and port in host byte order.
         case ipv4(address: UInt32, port: UInt16)
         /// The 16 address bytes as two big-endian halves, port in host order.
@@ -24,9 +24,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         case unix(path: [UInt8])
     }
 
-    let storage: Storage
+    package let storage: Storage
 
-    init(storage: Storage) { self.storage = storage }
+    package init(storage: Storage) { self.storage = storage }
 
     /// The maximum length of a Unix socket path in bytes (`sun_path` less its terminating NUL).
     public static let maximumUnixPathLength = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1

@@ -3,14 +3,14 @@ import Glibc
 extension Syscall {
     /// Opens `path` for writing a capture: created with mode 0600 (what a session carried may be
     /// secret), emptied first unless `append`, close-on-exec.
-    public static func openForWriting(_ path: String, append: Bool) throws(SystemError) -> Int32 {
+    package static func openForWriting(_ path: String, append: Bool) throws(SystemError) -> Int32 {
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
         return try retrying("open", path) { open(path, flags, 0o600) }
     }
 
     /// The wall clock, UTC, as `2026-12-05T21:30:00.123456Z`: for records people read beside
     /// other logs.
-    public static func utcTimestamp() -> String {
+    package static func utcTimestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec

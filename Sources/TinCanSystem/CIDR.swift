@@ -6,8 +6,8 @@
 /// ```
 public struct CIDR: Sendable, Hashable, CustomStringConvertible {
     /// The network's first address, as 16 bytes' worth (IPv4 in the low 32 bits of `low`).
-    let high: UInt64
-    let low: UInt64
+    package let high: UInt64
+    package let low: UInt64
     /// Whether the block is IPv4 (else IPv6).
     public let isIPv4: Bool
     /// How many leading bits are fixed.

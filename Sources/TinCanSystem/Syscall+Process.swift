@@ -3,12 +3,12 @@ import Glibc
 
 extension Syscall {
     /// A close-on-exec duplicate of `fd` (the same open socket or file).
-    public static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
+    package static func duplicate(_ fd: Int32) throws(SystemError) -> Int32 {
         try retrying("fcntl", "F_DUPFD_CLOEXEC") { fcntl(fd, F_DUPFD_CLOEXEC, 0) }
     }
 
     /// Creates or replaces the file at `path` with `bytes` (mode 0644 less the umask).
-    public static func writeFile(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
+    package static func writeFile(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
         let fd = try retrying("open", path) { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         defer { close(fd) }
         try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try writeAll(fd, raw, isSocket: false) } }.get()
@@ -16,7 +16,7 @@ extension Syscall {
 
     /// The contents of a small file (at most `limit` bytes; more is an EFBIG error) and its
     /// permission bits, read through one descriptor so both describe the same file.
-    public static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> (contents: [UInt8], permissions: UInt32) {
+    package static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> (contents: [UInt8], permissions: UInt32) {
         let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(fd) }
         var info = stat()
@@ -34,12 +34,12 @@ extension Syscall {
     }
 
     /// True if `fd` is an open descriptor.
-    public static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+    package static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 
     /// Opens /dev/null as descriptor `fd` (which must be closed), readable only or writable
     /// only. A program started with stdout closed keeps fd 1 taken this way, so no socket lands
     /// on it; opened read-only, every write to it fails (EBADF) and is reported, not silent.
-    public static func occupy(_ fd: Int32, writable: Bool) throws(SystemError) {
+    package static func occupy(_ fd: Int32, writable: Bool) throws(SystemError) {
         let null = try retrying("open", "/dev/null") { open("/dev/null", writable ? O_WRONLY : O_RDONLY) }
         guard null != fd else { return }
         defer { close(null) }
@@ -47,23 +47,23 @@ extension Syscall {
     }
 
     /// The environment variable `name`, if set.
-    public static func environment(_ name: String) -> String? {
+    package static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
     /// Removes `name` from the environment, so programs started later do not inherit it.
-    public static func removeEnvironment(_ name: String) { unsetenv(name) }
+    package static func removeEnvironment(_ name: String) { unsetenv(name) }
 
     /// This process's id.
-    public static func processID() -> Int32 { getpid() }
+    package static func processID() -> Int32 { getpid() }
 
     /// True if `fd` is a terminal.
-    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+    package static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
     /// Waits until `fd` is readable (`forWriting` false) or writable, at most `timeout`
     /// milliseconds (-1: no limit). Returns false on timeout.
     @discardableResult
-    public static func wait(for fd: Int32, forWriting: Bool, timeoutMilliseconds: Int32 = -1) throws(SystemError) -> Bool {
+    package static func wait(for fd: Int32, forWriting: Bool, timeoutMilliseconds: Int32 = -1) throws(SystemError) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(forWriting ? POLLOUT : POLLIN), revents: 0)
         return try retrying("poll") { poll(&entry, 1, timeoutMilliseconds) } > 0
     }
@@ -71,7 +71,7 @@ extension Syscall {
     /// Waits until any of `fds` is writable or has an error pending (a non-blocking connect
     /// that finished), at most `timeoutMilliseconds` (-1: no limit). Returns those that are;
     /// empty on timeout. With no descriptors it only sleeps.
-    public static func waitForWritable(_ fds: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Int32] {
+    package static func waitForWritable(_ fds: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Int32] {
         var entries = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
         let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
         guard ready > 0 else { return [] }
@@ -80,7 +80,7 @@ extension Syscall {
 
     /// Waits until any of `fds` is readable (or has an error or hang-up pending), at most
     /// `timeoutMilliseconds` (-1: no limit). Returns those that are; empty on timeout.
-    public static func waitForReadable(_ fds: [Int32], timeoutMilliseconds: Int32 = -1) throws(SystemError) -> [Int32] {
+    package static func waitForReadable(_ fds: [Int32], timeoutMilliseconds: Int32 = -1) throws(SystemError) -> [Int32] {
         var entries = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
         guard ready > 0 else { return [] }
@@ -89,7 +89,7 @@ extension Syscall {
 
     /// Reads into `buffer`, waiting when `fd` is non-blocking and nothing is ready: bytes read,
     /// 0 at end of file.
-    public static func readWaiting(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+    package static func readWaiting(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
         while true {
             if let n = try read(fd, into: buffer) { return n }
             try wait(for: fd, forWriting: false)
@@ -99,7 +99,7 @@ extension Syscall {
     /// Writes all of `buffer` to `fd` (a file, pipe or socket), waiting when it would block.
     /// Sockets are written with `MSG_NOSIGNAL`; on other descriptors EPIPE is returned as an
     /// error too, as long as SIGPIPE is ignored (see ``ignoreBrokenPipe()``).
-    public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, isSocket: Bool) throws(SystemError) {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, isSocket: Bool) throws(SystemError) {
         var offset = 0
         while offset < buffer.count {
             let rest = UnsafeRawBufferPointer(rebasing: buffer[offset...])
@@ -111,7 +111,7 @@ extension Syscall {
     /// Raises this process's soft limit on open descriptors to its hard limit (a server of many
     /// connections needs several per connection); the limit now in force.
     @discardableResult
-    public static func raiseDescriptorLimit() -> Int {
+    package static func raiseDescriptorLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
         if limit.rlim_cur < limit.rlim_max {
@@ -123,25 +123,25 @@ extension Syscall {
     }
 
     /// The process's open-file limit (RLIMIT_NOFILE's soft limit), nil if unknown.
-    public static func descriptorLimit() -> Int? {
+    package static func descriptorLimit() -> Int? {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
         return Int(clamping: limit.rlim_cur)
     }
 
     /// Ignores SIGPIPE for the whole process, so a closed pipe or socket is an EPIPE error.
-    public static func ignoreBrokenPipe() {
+    package static func ignoreBrokenPipe() {
         _ = signal(SIGPIPE, SIG_IGN)
     }
 
     /// Ignores `number` from now on (its default action would end the process).
-    public static func ignore(_ number: Int32) {
+    package static func ignore(_ number: Int32) {
         _ = signal(number, SIG_IGN)
     }
 
     /// SIGCHLD back to its default: a parent that ignored it passes that on through exec, and
     /// then children are reaped by the kernel and their exit status is lost to waitpid(2).
-    public static func restoreChildSignal() {
+    package static func restoreChildSignal() {
         _ = signal(SIGCHLD, SIG_DFL)
     }
 
@@ -149,14 +149,14 @@ extension Syscall {
     /// Catches `numbers`, each arrival becoming one byte (the signal's number) on a pipe, whose
     /// read end this returns (non-blocking; the same on every call). The handlers are in place
     /// when it returns, so no signal sent after is lost; read them with ``takeSignal(from:)``.
-    public static func signalPipe(_ numbers: [Int32]) throws(SystemError) -> Int32 {
+    package static func signalPipe(_ numbers: [Int32]) throws(SystemError) -> Int32 {
         let fd = numbers.withUnsafeBufferPointer { csystem_signal_pipe($0.baseAddress, Int32($0.count)) }
         guard fd >= 0 else { throw SystemError(errno: errno, call: "sigaction") }
         return fd
     }
 
     /// The number of a signal caught by ``signalPipe(_:)``, or nil if none is waiting.
-    public static func takeSignal(from fd: Int32) -> Int32? {
+    package static func takeSignal(from fd: Int32) -> Int32? {
         var byte: UInt8 = 0
         while true {
             let n = Glibc.read(fd, &byte, 1)
@@ -169,13 +169,13 @@ extension Syscall {
     /// From now on signal `number` ends the process at once with exit status 128 + `number`, as
     /// a shell reports it, running no cleanup (`_exit`, which is safe in a signal handler). Needs
     /// no thread, unlike a dispatch signal source.
-    public static func exitOnSignal(_ number: Int32) {
+    package static func exitOnSignal(_ number: Int32) {
         _ = signal(number) { _exit(128 + $0) }
     }
 
     /// Starts `arguments[0]` (looked up in PATH when it has no slash) with `arguments`, its stdin
     /// and stdout on `input`/`output` and stderr inherited. No shell is involved.
-    public static func spawn(_ arguments: [String], input: Int32, output: Int32) throws(SystemError) -> pid_t {
+    package static func spawn(_ arguments: [String], input: Int32, output: Int32) throws(SystemError) -> pid_t {
         try spawn(arguments, setsid: false, environment: nil) { actions in
             posix_spawn_file_actions_adddup2(&actions, input, 0)
             posix_spawn_file_actions_adddup2(&actions, output, 1)
@@ -186,7 +186,7 @@ extension Syscall {
     /// slave is `terminal` (``openPseudoTerminal()``): in a new session whose controlling
     /// terminal it is, with stdin, stdout and stderr on it, and `environment` set over this
     /// process's own (e.g. `TERM`).
-    public static func spawn(_ arguments: [String], terminal: String, environment: [String: String]) throws(SystemError) -> pid_t {
+    package static func spawn(_ arguments: [String], terminal: String, environment: [String: String]) throws(SystemError) -> pid_t {
         var merged: [String: String] = [:]
         var cursor = environ
         while let entry = cursor.pointee {
@@ -241,7 +241,7 @@ extension Syscall {
 
     /// Waits for child `pid` (or any child, -1) to end: its pid and exit status (128+signal if
     /// killed). `nil` when there is no child to wait for.
-    public static func waitForChild(_ pid: pid_t = -1) -> (pid: pid_t, status: Int32)? {
+    package static func waitForChild(_ pid: pid_t = -1) -> (pid: pid_t, status: Int32)? {
         var status: Int32 = 0
         while true {
             let result = waitpid(pid, &status, 0)
@@ -253,7 +253,7 @@ extension Syscall {
 
     /// Child `pid`'s exit status (128+signal if killed) if it has ended, reaping it; `nil` while
     /// it runs (or when it is not a child: nothing to reap). Never waits.
-    public static func exitStatus(ofChild pid: pid_t) -> Int32? {
+    package static func exitStatus(ofChild pid: pid_t) -> Int32? {
         var status: Int32 = 0
         while true {
             let result = waitpid(pid, &status, WNOHANG)
@@ -270,12 +270,12 @@ extension Syscall {
     }
 
     /// Sends SIGTERM to `pid` (a child that ignored the end of its input).
-    public static func terminate(_ pid: pid_t) {
+    package static func terminate(_ pid: pid_t) {
         _ = kill(pid, SIGTERM)
     }
 
     /// True if `name` is an executable file, directly or found in PATH.
-    public static func isExecutable(_ name: String) -> Bool {
+    package static func isExecutable(_ name: String) -> Bool {
         if name.contains("/") { return access(name, X_OK) == 0 }
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
         return path.split(separator: ":").contains { access("\($0)/\(name)", X_OK) == 0 }
@@ -284,7 +284,7 @@ extension Syscall {
 
 extension Syscall {
     /// Sleeps for `duration` (nanosleep, resumed after signals), e.g. to pace datagrams.
-    public static func sleep(for duration: Duration) {
+    package static func sleep(for duration: Duration) {
         let (seconds, attoseconds) = duration.components
         guard seconds > 0 || attoseconds > 0 else { return }
         var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))

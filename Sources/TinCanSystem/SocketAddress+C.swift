@@ -16,7 +16,7 @@ extension SocketAddress {
     }
 
     /// Writes the C form into `storage` and returns its length.
-    func fill(_ storage: inout sockaddr_storage) -> socklen_t {
+    package func fill(_ storage: inout sockaddr_storage) -> socklen_t {
         withUnsafeMutableBytes(of: &storage) { raw in
             switch self.storage {
             case .ipv4(let address, let port):
@@ -112,13 +112,13 @@ extension SocketAddress {
 
     // MARK: Numeric text
 
-    static func parseIPv4(_ text: String) -> UInt32? {
+    package static func parseIPv4(_ text: String) -> UInt32? {
         var address = in_addr()
         guard inet_pton(AF_INET, text, &address) == 1 else { return nil }
         return UInt32(bigEndian: address.s_addr)
     }
 
-    static func parseIPv6(_ text: String) -> (UInt64, UInt64)? {
+    package static func parseIPv6(_ text: String) -> (UInt64, UInt64)? {
         var address = in6_addr()
         guard inet_pton(AF_INET6, text, &address) == 1 else { return nil }
         return withUnsafeBytes(of: address) { a in
@@ -129,11 +129,11 @@ extension SocketAddress {
         }
     }
 
-    static func formatIPv4(_ address: UInt32) -> String {
+    package static func formatIPv4(_ address: UInt32) -> String {
         "\(address >> 24).\((address >> 16) & 0xFF).\((address >> 8) & 0xFF).\(address & 0xFF)"
     }
 
-    static func formatIPv6(high: UInt64, low: UInt64) -> String {
+    package static func formatIPv6(high: UInt64, low: UInt64) -> String {
         var address = in6_addr()
         withUnsafeMutableBytes(of: &address) { a in
             a.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
@@ -150,7 +150,7 @@ extension SocketAddress {
 
     /// The interface index of a scope (`"eth0"` or `"2"`); an unknown name is an error, since
     /// `if_nametoindex` returns 0 and a zero scope would silently mean "any".
-    static func scopeID(named scope: String, in input: String) throws(AddressError) -> UInt32 {
+    package static func scopeID(named scope: String, in input: String) throws(AddressError) -> UInt32 {
         if let number = UInt32(scope) { return number }
         let index = if_nametoindex(scope)
         guard index != 0 else {
@@ -159,7 +159,7 @@ extension SocketAddress {
         return index
     }
 
-    static func scopeName(_ index: UInt32) -> String {
+    package static func scopeName(_ index: UInt32) -> String {
         var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
         return name.withUnsafeMutableBufferPointer { buffer in
             if_indextoname(index, buffer.baseAddress) != nil ? String(cString: buffer.baseAddress!) : String(index)

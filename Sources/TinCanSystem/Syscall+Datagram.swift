@@ -5,7 +5,7 @@ import Glibc
 extension Syscall {
     /// sendto(2) with `MSG_NOSIGNAL`: bytes sent, or `nil` when it would block. `destination`
     /// nil sends to the connected peer.
-    public static func send(
+    package static func send(
         _ fd: Int32, from buffer: UnsafeRawBufferPointer, to destination: SocketAddress?
     ) throws(SystemError) -> Int? {
         guard let destination else { return try send(fd, from: buffer) }
@@ -21,7 +21,7 @@ extension Syscall {
     /// out from the address its request was sent to rather than the routing choice. Bytes sent,
     /// or `nil` when it would block. A `source` that is not a local address fails (EINVAL,
     /// EADDRNOTAVAIL or ENETUNREACH).
-    public static func send(
+    package static func send(
         _ fd: Int32, from buffer: UnsafeRawBufferPointer, to destination: SocketAddress?, source: SocketAddress
     ) throws(SystemError) -> Int? {
         let sourceBytes = source.sockaddrBytes
@@ -42,13 +42,13 @@ extension Syscall {
 
     /// Binds a Unix socket to an abstract name the kernel picks (Linux autobind), so datagrams
     /// sent from it can be answered; no file is made.
-    public static func bindUnixAutomatically(_ fd: Int32) throws(SystemError) {
+    package static func bindUnixAutomatically(_ fd: Int32) throws(SystemError) {
         try retrying("bind", "an automatic Unix address") { csystem_bind_unix_automatic(fd) }
     }
 
     /// recvmmsg(2) into `slots` without blocking: how many datagrams arrived, or `nil` when
     /// none was waiting.
-    static func receiveDatagrams(
+    package static func receiveDatagrams(
         _ fd: Int32, into slots: UnsafeMutablePointer<csystem_datagram>, count: Int
     ) throws(SystemError) -> Int? {
         try retryingUnlessWouldBlock("recvmmsg") { csystem_receive_datagrams(fd, slots, UInt32(count)) }.map(Int.init)
@@ -57,7 +57,7 @@ extension Syscall {
     /// Asks the kernel for a receive buffer of `bytes`: `SO_RCVBUFFORCE` (past `rmem_max`, needs
     /// CAP_NET_ADMIN) first, then `SO_RCVBUF`. Returns the size the kernel granted.
     @discardableResult
-    public static func setReceiveBufferSize(_ fd: Int32, _ bytes: Int) -> Int {
+    package static func setReceiveBufferSize(_ fd: Int32, _ bytes: Int) -> Int {
         let value = Int32(clamping: bytes)
         if (try? setOption(fd, SOL_SOCKET, SO_RCVBUFFORCE, value, name: "SO_RCVBUFFORCE")) == nil {
             try? setOption(fd, SOL_SOCKET, SO_RCVBUF, value, name: "SO_RCVBUF")
@@ -67,18 +67,18 @@ extension Syscall {
     }
 
     /// `SO_BROADCAST`: allow sending to broadcast addresses.
-    public static func setBroadcast(_ fd: Int32, _ on: Bool) throws(SystemError) {
+    package static func setBroadcast(_ fd: Int32, _ on: Bool) throws(SystemError) {
         try setFlag(fd, SOL_SOCKET, SO_BROADCAST, on, name: "SO_BROADCAST")
     }
 
     /// `SO_REUSEPORT`: several sockets may bind the same address and port.
-    public static func setReusePort(_ fd: Int32, _ on: Bool) throws(SystemError) {
+    package static func setReusePort(_ fd: Int32, _ on: Bool) throws(SystemError) {
         try setFlag(fd, SOL_SOCKET, SO_REUSEPORT, on, name: "SO_REUSEPORT")
     }
 
     /// Joins or leaves `group` on interface `index` (0: the kernel's choice), optionally only
     /// for datagrams from `source` (source-specific multicast).
-    public static func multicastMembership(
+    package static func multicastMembership(
         _ fd: Int32, join: Bool, group: SocketAddress, interface index: UInt32, source: SocketAddress?
     ) throws(SystemError) {
         let what = (join ? "join " : "leave ") + group.host + (source.map { " from \($0.host)" } ?? "")
@@ -101,14 +101,14 @@ extension Syscall {
     }
 
     /// The interface outgoing multicast leaves by.
-    public static func setMulticastInterface(_ fd: Int32, ipv6: Bool, index: UInt32) throws(SystemError) {
+    package static func setMulticastInterface(_ fd: Int32, ipv6: Bool, index: UInt32) throws(SystemError) {
         try retrying(ipv6 ? "IPV6_MULTICAST_IF" : "IP_MULTICAST_IF", "interface \(index)") {
             csystem_set_multicast_interface(fd, ipv6 ? 1 : 0, index)
         }
     }
 
     /// Multicast TTL (IPv4) or hop limit (IPv6), 0-255.
-    public static func setMulticastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
+    package static func setMulticastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
         if ipv6 {
             try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(ttl), name: "IPV6_MULTICAST_HOPS")
         } else {
@@ -117,7 +117,7 @@ extension Syscall {
     }
 
     /// Unicast TTL (IPv4) or hop limit (IPv6), 1-255.
-    public static func setUnicastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
+    package static func setUnicastTTL(_ fd: Int32, ipv6: Bool, _ ttl: Int) throws(SystemError) {
         if ipv6 {
             try setOption(fd, Int32(IPPROTO_IPV6), IPV6_UNICAST_HOPS, Int32(ttl), name: "IPV6_UNICAST_HOPS")
         } else {
@@ -126,7 +126,7 @@ extension Syscall {
     }
 
     /// Whether this host's own multicast comes back to its receivers (the kernel's default: on).
-    public static func setMulticastLoopback(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
+    package static func setMulticastLoopback(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
         if ipv6 {
             try setFlag(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_LOOP, on, name: "IPV6_MULTICAST_LOOP")
         } else {
@@ -135,18 +135,18 @@ extension Syscall {
     }
 
     /// Ask for each datagram's destination address and interface.
-    public static func enablePacketInfo(_ fd: Int32, ipv6: Bool) throws(SystemError) {
+    package static func enablePacketInfo(_ fd: Int32, ipv6: Bool) throws(SystemError) {
         try retrying(ipv6 ? "IPV6_RECVPKTINFO" : "IP_PKTINFO") { csystem_enable_packet_info(fd, ipv6 ? 1 : 0) }
     }
 
     /// Ask for the kernel's count of datagrams it dropped on this socket (SO_RXQ_OVFL), carried
     /// with each datagram received.
-    public static func enableDropCount(_ fd: Int32) throws(SystemError) {
+    package static func enableDropCount(_ fd: Int32) throws(SystemError) {
         try retrying("SO_RXQ_OVFL") { csystem_enable_drop_count(fd) }
     }
 
     /// Receive only the groups this socket joined (`on` false), not all joined on the host.
-    public static func setMulticastAll(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
+    package static func setMulticastAll(_ fd: Int32, ipv6: Bool, _ on: Bool) throws(SystemError) {
         try retrying(ipv6 ? "IPV6_MULTICAST_ALL" : "IP_MULTICAST_ALL") { csystem_set_multicast_all(fd, ipv6 ? 1 : 0, on ? 1 : 0) }
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 
 extension Syscall {
     /// The socket type, spelled once for the three that SocketCore uses.
-    public enum SocketType: Sendable {
+    package enum SocketType: Sendable {
         /// A byte stream (TCP, SOCK_STREAM).
         case stream
         /// Datagrams (UDP, SOCK_DGRAM).
@@ -21,7 +21,7 @@ extension Syscall {
 
     /// socketpair(2) of Unix sockets of `type`, close-on-exec, non-blocking when asked. With
     /// `.seqPacket`, each write is read as one record: a program's writes keep their boundaries.
-    public static func socketPair(_ type: SocketType, nonBlocking: Bool) throws(SystemError) -> (Int32, Int32) {
+    package static func socketPair(_ type: SocketType, nonBlocking: Bool) throws(SystemError) -> (Int32, Int32) {
         var fds: (Int32, Int32) = (-1, -1)
         let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         try withUnsafeMutableBytes(of: &fds) { raw throws(SystemError) in
@@ -31,7 +31,7 @@ extension Syscall {
         return fds
     }
 
-    static func domain(_ family: SocketAddress.Family) -> Int32 {
+    package static func domain(_ family: SocketAddress.Family) -> Int32 {
         switch family {
         case .ipv4: AF_INET
         case .ipv6: AF_INET6
@@ -40,7 +40,7 @@ extension Syscall {
     }
 
     /// A new non-blocking, close-on-exec socket. If `configure` throws, the socket is closed.
-    public static func socket(
+    package static func socket(
         _ family: SocketAddress.Family, _ type: SocketType,
         configure: (Int32) throws(SystemError) -> Void = { _ throws(SystemError) in }
     ) throws(SystemError) -> Int32 {
@@ -56,21 +56,21 @@ extension Syscall {
     }
 
     /// bind(2) to `address`.
-    public static func bind(_ fd: Int32, to address: SocketAddress) throws(SystemError) {
+    package static func bind(_ fd: Int32, to address: SocketAddress) throws(SystemError) {
         try address.withSockAddr { (sa, length) throws(SystemError) in
             _ = try retrying("bind", address.description) { Glibc.bind(fd, sa, length) }
         }
     }
 
     /// listen(2). The kernel caps `backlog` at `net.core.somaxconn`.
-    public static func listen(_ fd: Int32, backlog: Int32, context: @autoclosure () -> String = "") throws(SystemError) {
+    package static func listen(_ fd: Int32, backlog: Int32, context: @autoclosure () -> String = "") throws(SystemError) {
         try retrying("listen", context()) { Glibc.listen(fd, backlog) }
     }
 
     /// accept4(2): a non-blocking, close-on-exec connection and its peer, or `nil` when none is
     /// waiting. A connection aborted before it was accepted is skipped, as it is not an error of
     /// the listening socket.
-    public static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress?)? {
+    package static func accept(_ fd: Int32) throws(SystemError) -> (fd: Int32, peer: SocketAddress?)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         while true {
@@ -89,7 +89,7 @@ extension Syscall {
 
     /// connect(2) on a non-blocking socket: `true` if connected at once, `false` if in progress
     /// (wait for writability, then read ``pendingError(_:)``).
-    public static func connect(_ fd: Int32, to address: SocketAddress) throws(SystemError) -> Bool {
+    package static func connect(_ fd: Int32, to address: SocketAddress) throws(SystemError) -> Bool {
         try address.withSockAddr { (sa, length) throws(SystemError) -> Bool in
             // EINTR on connect means the attempt goes on asynchronously: do not call it again.
             if Glibc.connect(fd, sa, length) == 0 { return true }
@@ -102,30 +102,30 @@ extension Syscall {
     }
 
     /// The socket's pending error (`SO_ERROR`), 0 if none: the outcome of a non-blocking connect.
-    public static func pendingError(_ fd: Int32) throws(SystemError) -> Int32 {
+    package static func pendingError(_ fd: Int32) throws(SystemError) -> Int32 {
         try getOption(fd, SOL_SOCKET, SO_ERROR, as: Int32.self, name: "SO_ERROR")
     }
 
     /// recv(2): bytes received (0 at end of stream), or `nil` when it would block.
     @inline(__always)
-    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+    package static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
         try retryingUnlessWouldBlock("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
     }
 
     /// recv(2) with `MSG_PEEK`: what is there, left in place (0 at end of stream), or `nil` when
     /// it would block.
-    public static func peek(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+    package static func peek(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
         try retryingUnlessWouldBlock("recv") { Glibc.recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK)) }
     }
 
     /// send(2) with `MSG_NOSIGNAL`, so a closed peer gives `EPIPE`, never `SIGPIPE`.
     @inline(__always)
-    public static func send(_ fd: Int32, from buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
+    package static func send(_ fd: Int32, from buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int? {
         try retryingUnlessWouldBlock("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Which direction(s) ``shutdown(_:_:)`` closes.
-    public enum ShutdownHow: Sendable {
+    package enum ShutdownHow: Sendable {
         /// SHUT_RD, SHUT_WR or SHUT_RDWR.
         case read, write, both
         var raw: Int32 {
@@ -138,7 +138,7 @@ extension Syscall {
     }
 
     /// shutdown(2). `ENOTCONN` (the peer already went away) is not an error here.
-    public static func shutdown(_ fd: Int32, _ how: ShutdownHow) throws(SystemError) {
+    package static func shutdown(_ fd: Int32, _ how: ShutdownHow) throws(SystemError) {
         if Glibc.shutdown(fd, how.raw) == -1, Glibc.errno != ENOTCONN {
             throw SystemError(errno: Glibc.errno, call: "shutdown")
         }
@@ -147,7 +147,7 @@ extension Syscall {
     /// Makes the next close(2) of a TCP socket a reset (SO_LINGER on, 0 s): the peer sees RST
     /// (ECONNRESET), not an end of stream, so a connection that was cut never passes for one
     /// that ended. Nothing for other sockets (a Unix socket has no reset: its peer sees the end).
-    public static func resetOnClose(_ fd: Int32) {
+    package static func resetOnClose(_ fd: Int32) {
         guard localAddress(fd)?.isUnix == false else { return }
         try? setOption(fd, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
     }
@@ -155,14 +155,14 @@ extension Syscall {
     // MARK: Options
 
     /// setsockopt(2) with a value of any fixed-layout type.
-    public static func setOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, _ value: T, name: String) throws(SystemError) {
+    package static func setOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, _ value: T, name: String) throws(SystemError) {
         try withUnsafeBytes(of: value) { (raw) throws(SystemError) in
             _ = try retrying("setsockopt", name) { setsockopt(fd, level, option, raw.baseAddress, socklen_t(raw.count)) }
         }
     }
 
     /// getsockopt(2) for a value of a fixed-layout type.
-    public static func getOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, as: T.Type, name: String) throws(SystemError) -> T {
+    package static func getOption<T: BitwiseCopyable>(_ fd: Int32, _ level: Int32, _ option: Int32, as: T.Type, name: String) throws(SystemError) -> T {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
         defer { buffer.deallocate() }
         buffer.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<T>.size)
@@ -172,19 +172,19 @@ extension Syscall {
     }
 
     /// Sets a boolean (int) socket option.
-    public static func setFlag(_ fd: Int32, _ level: Int32, _ option: Int32, _ on: Bool, name: String) throws(SystemError) {
+    package static func setFlag(_ fd: Int32, _ level: Int32, _ option: Int32, _ on: Bool, name: String) throws(SystemError) {
         try setOption(fd, level, option, Int32(on ? 1 : 0), name: name)
     }
 
     /// `TCP_CORK`: while on, TCP sends only full segments; turning it off sends what is left.
-    public static func setCork(_ fd: Int32, _ on: Bool) throws(SystemError) {
+    package static func setCork(_ fd: Int32, _ on: Bool) throws(SystemError) {
         try setFlag(fd, Int32(IPPROTO_TCP), TCP_CORK, on, name: "TCP_CORK")
     }
 
     /// Waits up to `timeoutMilliseconds` for an error to be pending on `fd` (a connected UDP
     /// socket hears of an ICMP port unreachable this way), then takes it: the errno, or nil if
     /// none came in time.
-    public static func waitForPendingError(_ fd: Int32, timeoutMilliseconds: Int32) throws(SystemError) -> Int32? {
+    package static func waitForPendingError(_ fd: Int32, timeoutMilliseconds: Int32) throws(SystemError) -> Int32? {
         var entry = pollfd(fd: fd, events: 0, revents: 0)  // POLLERR is always reported
         let ready = try retrying("poll") { poll(&entry, 1, timeoutMilliseconds) }
         guard ready > 0 else { return nil }
@@ -193,13 +193,13 @@ extension Syscall {
     }
 
     /// Bytes sent on `fd` that the peer has not acknowledged yet (SIOCOUTQ), or nil.
-    public static func unsentBytes(_ fd: Int32) -> Int? {
+    package static func unsentBytes(_ fd: Int32) -> Int? {
         let n = csystem_unsent_bytes(fd)
         return n < 0 ? nil : Int(n)
     }
 
     /// `SO_BINDTODEVICE`: send and receive only through the named interface.
-    public static func bindToDevice(_ fd: Int32, _ interface: String) throws(SystemError) {
+    package static func bindToDevice(_ fd: Int32, _ interface: String) throws(SystemError) {
         var name = Array(interface.utf8CString)
         try retrying("setsockopt", "SO_BINDTODEVICE \(interface)") {
             setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, &name, socklen_t(name.count))
@@ -209,12 +209,12 @@ extension Syscall {
     // MARK: Names
 
     /// The local address a socket is bound to.
-    public static func localAddress(_ fd: Int32) -> SocketAddress? {
+    package static func localAddress(_ fd: Int32) -> SocketAddress? {
         name(fd) { getsockname($0, $1, $2) }
     }
 
     /// The address of a connected socket's peer.
-    public static func peerAddress(_ fd: Int32) -> SocketAddress? {
+    package static func peerAddress(_ fd: Int32) -> SocketAddress? {
         name(fd) { getpeername($0, $1, $2) }
     }
 
@@ -233,7 +233,7 @@ extension Syscall {
 
 extension Syscall {
     /// What a socket holds for reading, seen with a one-byte `MSG_PEEK` (nothing is consumed).
-    public enum ReadState: Sendable, Equatable {
+    package enum ReadState: Sendable, Equatable {
         /// Bytes are waiting.
         case data
         /// The peer ended its stream (and nothing is left before the end).
@@ -245,7 +245,7 @@ extension Syscall {
     }
 
     /// Peeks at a connected socket without consuming anything.
-    public static func readState(_ fd: Int32) -> ReadState {
+    package static func readState(_ fd: Int32) -> ReadState {
         var byte: UInt8 = 0
         while true {
             let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK))
@@ -260,14 +260,14 @@ extension Syscall {
     }
 
     /// unlink(2) a path; a path that is already gone is not an error.
-    public static func unlink(_ path: String) throws(SystemError) {
+    package static func unlink(_ path: String) throws(SystemError) {
         if Glibc.unlink(path) == -1, Glibc.errno != ENOENT {
             throw SystemError(errno: Glibc.errno, call: "unlink", context: path)
         }
     }
 
     /// What a path names, for checking option values.
-    public enum FileKind: Sendable, Equatable {
+    package enum FileKind: Sendable, Equatable {
         /// Nothing is there.
         case missing
         /// Something other than a directory (a regular file, a device, a FIFO).
@@ -277,14 +277,14 @@ extension Syscall {
     }
 
     /// stat(2) a path, following links.
-    public static func fileKind(_ path: String) -> FileKind {
+    package static func fileKind(_ path: String) -> FileKind {
         var info = stat()
         guard stat(path, &info) == 0 else { return .missing }
         return info.st_mode & S_IFMT == S_IFDIR ? .directory : .file
     }
 
     /// What is at a path: nothing, a socket, or something else.
-    public enum PathKind: Sendable {
+    package enum PathKind: Sendable {
         /// Nothing is there.
         case missing
         /// A socket file.
@@ -294,7 +294,7 @@ extension Syscall {
     }
 
     /// lstat(2) a path and say what kind of file it is.
-    public static func pathKind(_ path: String) -> PathKind {
+    package static func pathKind(_ path: String) -> PathKind {
         var info = stat()
         guard lstat(path, &info) == 0 else { return .missing }
         return info.st_mode & S_IFMT == S_IFSOCK ? .socket : .other
@@ -303,7 +303,7 @@ extension Syscall {
 
 extension Syscall {
     /// What an inherited descriptor is, for a listener handed over by a service manager.
-    public enum InheritedKind: Sendable, Equatable {
+    package enum InheritedKind: Sendable, Equatable {
         /// A stream socket that listens (TCP or Unix).
         case listeningStream
         /// A connected stream socket (TCP or Unix).
@@ -315,7 +315,7 @@ extension Syscall {
     }
 
     /// Whether `fd` is a listening stream socket, a datagram socket or something else.
-    public static func inheritedKind(_ fd: Int32) -> InheritedKind {
+    package static func inheritedKind(_ fd: Int32) -> InheritedKind {
         guard let type = try? getOption(fd, SOL_SOCKET, SO_TYPE, as: Int32.self, name: "SO_TYPE") else { return .other }
         if type == Int32(SOCK_DGRAM.rawValue) { return .datagram }
         guard type == Int32(SOCK_STREAM.rawValue) else { return .other }
@@ -324,24 +324,24 @@ extension Syscall {
     }
 
     /// Marks `fd` close-on-exec (an inherited descriptor is not passed on to programs).
-    public static func setCloseOnExec(_ fd: Int32) throws(SystemError) {
+    package static func setCloseOnExec(_ fd: Int32) throws(SystemError) {
         let flags = try retrying("fcntl", "F_GETFD") { fcntl(fd, F_GETFD) }
         try retrying("fcntl", "F_SETFD") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
     }
 
     /// `TCP_DEFER_ACCEPT`: a listening TCP socket hands a connection to accept(2) only once its
     /// first bytes are in (or, with none, after about `seconds` of SYN-ACK retries).
-    public static func setDeferAccept(_ fd: Int32, seconds: Int32) throws(SystemError) {
+    package static func setDeferAccept(_ fd: Int32, seconds: Int32) throws(SystemError) {
         try setOption(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, seconds, name: "TCP_DEFER_ACCEPT")
     }
 
     /// `SO_REUSEADDR` on: bind a port that still has connections in TIME_WAIT.
-    public static func setReuseAddress(_ fd: Int32) throws(SystemError) {
+    package static func setReuseAddress(_ fd: Int32) throws(SystemError) {
         try setFlag(fd, SOL_SOCKET, SO_REUSEADDR, true, name: "SO_REUSEADDR")
     }
 
     /// `IPV6_V6ONLY`: an IPv6 socket that does not also take IPv4-mapped traffic.
-    public static func setIPv6Only(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
+    package static func setIPv6Only(_ fd: Int32, _ on: Bool = true) throws(SystemError) {
         try setFlag(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, on, name: "IPV6_V6ONLY")
     }
 }

@@ -48,13 +48,13 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The `errno` a C library left after a call made on our descriptor behind our back (OpenSSL's
     /// socket BIO calls read(2) and write(2) itself); nil when it is 0.
-    static func left(by call: String) -> SystemError? {
+    package static func left(by call: String) -> SystemError? {
         let code = Glibc.errno
         return code == 0 ? nil : SystemError(errno: code, call: call)
     }
 
     /// Clears `errno` before such a call, so ``left(by:)`` reports only what the call set.
-    static func clearErrno() { Glibc.errno = 0 }
+    package static func clearErrno() { Glibc.errno = 0 }
 
     /// The C library's text for an errno value.
     public static func describe(errno code: Int32) -> String {
@@ -63,5 +63,21 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         return buffer.withUnsafeMutableBufferPointer { b in
             strerror_r(code, b.baseAddress!, b.count) == 0 ? String(cString: b.baseAddress!) : "errno \(code)"
         }
+    }
+}
+
+extension String {
+    /// "Connection refused" -> "connection refused", for reasons placed mid-sentence.
+    package var lowercasedFirst: String {
+        guard let first else { return self }
+        return first.lowercased() + String(dropFirst())  // String + String: no generic append at run time
+    }
+}
+
+extension Duration {
+    /// This duration in (fractional) milliseconds.
+    public var milliseconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
     }
 }
