@@ -62,4 +62,3 @@ public struct ConnectFailure: Error, Sendable, Equatable, CustomStringConvertibl
         return text
     }
 }
-

@@ -29,16 +29,12 @@ public final class SocketBridge: @unchecked Sendable {
     private let queue: DispatchQueue
     private let sockets: [AsyncSocket]
     private let names: [String]
-    private let holdFirstEnd: Duration?
     private var moved = [0, 0]
-    private var ended = [false, false]
-    /// When the bridge started: the origin of the held end's times (``EndHold``).
+    /// How the bridge ends (the rules it shares with ``StreamRelay``).
+    private var ending: RelayEnding
+    /// When the bridge started: the origin of the ending's times.
     private let started = ContinuousClock.now
-    /// When direction 1 (second → first) last moved bytes, and when direction 0 ended.
-    private var lastBackward: ContinuousClock.Instant?
-    private var firstEnded: ContinuousClock.Instant?
     private var holdTimer: OneShotTimer?
-    private var heldEnd = false
     private var failure: String?
     private var completion: (@Sendable (Report) -> Void)?
     private let onMove: (@Sendable (Bool, Int) -> Void)?
@@ -65,7 +61,7 @@ public final class SocketBridge: @unchecked Sendable {
         self.queue = queue
         sockets = [a, b]
         self.names = [names.0, names.1]
-        self.holdFirstEnd = holdFirstEnd
+        ending = RelayEnding(hold: holdFirstEnd.map(EndHold.init))
         self.onMove = onMove
         self.completion = completion
     }
@@ -106,7 +102,8 @@ public final class SocketBridge: @unchecked Sendable {
                 queue.async { self.wrote(d, count, outcome) }
             }
         case .failure(.readStreamClosed):
-            directionEnded(d)
+            // The socket queues the end after the writes already asked for.
+            perform(ending.inputEnded(d, at: .now - started))
         case .failure(let error):
             fail("reading from \(names[d]) failed: \(error)")
         }
@@ -118,51 +115,35 @@ public final class SocketBridge: @unchecked Sendable {
         case .success:
             moved[d] += count
             onMove?(d == 0, count)
-            if d == 1 { lastBackward = .now }
+            if ending.hold != nil { ending.moved(d, at: .now - started) }
             read(d)
         case .failure(let error):
             fail("writing to \(names[1 - d]) failed: \(error)")
         }
     }
 
-    private func directionEnded(_ d: Int) {
-        ended[d] = true
-        if d == 0, let hold = holdFirstEnd, !ended[1] {
-            heldEnd = true
-            firstEnded = .now
-            watchQuiet(EndHold(hold))
-        } else {
-            sockets[1 - d].shutdownWrite()
+    /// Does what the ending decided.
+    private func perform(_ actions: [RelayEnding.Action]) {
+        for action in actions {
+            switch action {
+            case .passEnd(let d): sockets[1 - d].shutdownWrite()
+            case .wake(let due):
+                holdTimer?.cancel()
+                holdTimer = makeOneShotTimer(queue: queue, after: max(.zero, due - (.now - started))) { [weak self] in
+                    guard let self, self.retained != nil else { return }
+                    self.perform(self.ending.tick(at: .now - self.started))
+                }
+            case .resetBoth: sockets.forEach { $0.reset() }
+            case .finish: finish()
+            }
         }
-        if d == 1, heldEnd { passHeldEnd() }
-        if ended[0] && ended[1] { finish() }
-    }
-
-    /// Passes the held end on once direction 1 has been quiet as long as `hold` says.
-    private func watchQuiet(_ hold: EndHold) {
-        guard let firstEnded else { return }
-        let due = started + hold.due(ended: firstEnded - started, lastMoved: lastBackward.map { $0 - started })
-        let now = ContinuousClock.now
-        guard now < due else { return passHeldEnd() }
-        holdTimer = makeOneShotTimer(queue: queue, after: due - now) { [weak self] in
-            guard let self, self.heldEnd else { return }
-            self.watchQuiet(hold)
-        }
-    }
-
-    private func passHeldEnd() {
-        heldEnd = false
-        holdTimer?.cancel()
-        holdTimer = nil
-        sockets[1].shutdownWrite()
     }
 
     /// A cut at either end cuts both: each side gets a reset (RST, no close_notify), so neither
     /// takes what it received for the whole stream.
     private func fail(_ reason: String) {
         failure = failure ?? reason
-        sockets.forEach { $0.reset() }
-        finish()
+        perform(ending.failed())
     }
 
     private func finish() {

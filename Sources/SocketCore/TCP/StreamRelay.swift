@@ -51,6 +51,9 @@ public final class StreamRelay: @unchecked Sendable {
     fileprivate let started = ContinuousClock.now
     /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
     fileprivate let timesMoves: Bool
+    /// How the relay ends (the rules it shares with ``SocketBridge``).
+    private var ending: RelayEnding
+    private let names: (String, String)
 
     /// A relay between `a` and `b` (connected, non-blocking, never watched by a dispatch source:
     /// see ``SourcelessDescriptor``; the relay owns and closes them),
@@ -77,6 +80,8 @@ public final class StreamRelay: @unchecked Sendable {
         self.completion = completion
         self.onMove = onMove
         timesMoves = holdFirstEnd != nil
+        ending = RelayEnding(hold: holdFirstEnd.map(EndHold.init))
+        self.names = names
         // The handlers find the relay through a box filled below (sources outlive no one: the
         // relay cancels them when it ends).
         let box = WeakRelay()
@@ -88,8 +93,8 @@ public final class StreamRelay: @unchecked Sendable {
             fd: b.fd, queue: queue,
             onReadable: { box.relay?.backward.pump() },
             onWritable: { box.relay?.forward.pump() })
-        forward = Direction(relay: self, from: first, to: second, pipe: forwardPipe, names: names, holdEnd: holdFirstEnd)
-        backward = Direction(relay: self, from: second, to: first, pipe: backwardPipe, names: (names.1, names.0), holdEnd: nil)
+        forward = Direction(relay: self, index: 0, from: first, to: second, pipe: forwardPipe, names: names)
+        backward = Direction(relay: self, index: 1, from: second, to: first, pipe: backwardPipe, names: (names.1, names.0))
         box.relay = self
         retained = self
     }
@@ -117,38 +122,50 @@ public final class StreamRelay: @unchecked Sendable {
         queue.async { [self] in fail(reason) }
     }
 
-    fileprivate func directionEnded() {
-        if forward.finished && backward.finished { return finish() }
-        if backward.finished { forward.releaseHeldEnd() }
+    /// Direction `d` (0: first → second) ended its input and wrote out all it read.
+    fileprivate func inputEnded(_ d: Int) {
+        perform(ending.inputEnded(d, at: .now - started))
     }
 
-    fileprivate var forwardDirection: AnyObject { forward }
-
-    /// When the other way than `direction` last moved bytes, and whether it has ended.
-    fileprivate func other(than direction: AnyObject) -> (lastMoved: ContinuousClock.Instant?, finished: Bool) {
-        let other = direction === forward ? backward! : forward!
-        return (other.lastMoved, other.finished)
+    /// Direction `d` wrote bytes out (timed only when a hold needs the times).
+    fileprivate func moved(_ d: Int) {
+        if timesMoves { ending.moved(d, at: .now - started) }
     }
 
-    fileprivate func after(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
+    /// Does what the ending decided.
+    private func perform(_ actions: [RelayEnding.Action]) {
+        for action in actions {
+            switch action {
+            case .passEnd(let d):
+                let (receiver, name) = d == 0 ? (second.fd, names.1) : (first.fd, names.0)
+                do throws(SystemError) { try Syscall.shutdown(receiver, .write) } catch {
+                    return fail("ending the stream to \(name) failed: \(error.lowercaseReason)")
+                }
+            case .wake(let due):
+                let delay = max(.zero, due - (.now - started))
+                let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+                queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                    guard let self, !self.closed else { return }
+                    self.perform(self.ending.tick(at: .now - self.started))
+                }
+            case .resetBoth:
+                // A cut reaches both sides as a reset, never as an end of stream.
+                Syscall.resetOnClose(first.fd)
+                Syscall.resetOnClose(second.fd)
+            case .finish: finish()
+            }
+        }
     }
 
     fileprivate func fail(_ reason: String) {
         guard !closed else { return }
         failure = failure ?? reason
-        finish()
+        perform(ending.failed())
     }
 
     private func finish() {
         guard !closed else { return }
         closed = true
-        if failure != nil {
-            // A cut reaches both sides as a reset, never as an end of stream.
-            Syscall.resetOnClose(first.fd)
-            Syscall.resetOnClose(second.fd)
-        }
         first.cancel()
         second.cancel()
         forward.closePipe()
@@ -169,63 +186,31 @@ public final class StreamRelay: @unchecked Sendable {
 /// other socket. Confined to the relay's queue (hence @unchecked Sendable).
 private final class Direction: @unchecked Sendable {
     unowned let relay: StreamRelay
+    /// 0: first → second; 1: the other way (``RelayEnding``'s numbering).
+    let index: Int
     let from: IOSources
     let to: IOSources
     let pipe: (read: Int32, write: Int32)
     let names: (String, String)
-    /// How long the end of this direction's input is held back (nil: passed on at once).
-    let holdEnd: Duration?
-    private var holding = false
     /// Bytes in the pipe, not yet written out.
     private var pending = 0
     private var inputEnded = false
-    private(set) var finished = false
+    /// The end of input was told to the relay's ending, which decides when it goes on.
+    private var endTold = false
     private(set) var moved = 0
-    /// When this direction last wrote bytes out, and when its input ended (for the other
-    /// way's held end, ``EndHold``).
-    private(set) var lastMoved: ContinuousClock.Instant?
-    private var endedAt: ContinuousClock.Instant?
     /// Bytes asked for per splice: the pipe's size. A pipe starts at the kernel's 64 KiB and
     /// grows to ``StreamRelay/pipeSize`` the first time one splice fills it (a bulk transfer),
     /// so a short connection does not pay for the fcntl.
     private var chunk = 64 * 1024
     private var grown = false
 
-    init(relay: StreamRelay, from: IOSources, to: IOSources, pipe: (read: Int32, write: Int32), names: (String, String), holdEnd: Duration?) {
+    init(relay: StreamRelay, index: Int, from: IOSources, to: IOSources, pipe: (read: Int32, write: Int32), names: (String, String)) {
         self.relay = relay
-        self.holdEnd = holdEnd
+        self.index = index
         self.from = from
         self.to = to
         self.pipe = pipe
         self.names = names
-    }
-
-    /// The input ended and everything was written: end the stream on the other side.
-    private func passEndOn() {
-        guard !finished else { return }
-        finished = true
-        do throws(SystemError) { try Syscall.shutdown(to.fd, .write) } catch {
-            return relay.fail("ending the stream to \(names.1) failed: \(error.lowercaseReason)")
-        }
-        relay.directionEnded()
-    }
-
-    /// The other way ended: a held end goes on now.
-    func releaseHeldEnd() {
-        if holding { passEndOn() }
-    }
-
-    /// Passes the held end on once the other way has been quiet as long as `hold` says, or
-    /// has ended.
-    private func watchQuiet(_ hold: EndHold) {
-        guard !finished, let endedAt else { return }
-        let other = relay.other(than: self)
-        if other.finished { return passEndOn() }
-        let origin = relay.started
-        let due = origin + hold.due(ended: endedAt - origin, lastMoved: other.lastMoved.map { $0 - origin })
-        let now = ContinuousClock.now
-        guard now < due else { return passEndOn() }
-        relay.after(due - now) { [weak self] in self?.watchQuiet(hold) }
     }
 
     func closePipe() {
@@ -235,7 +220,7 @@ private final class Direction: @unchecked Sendable {
     /// Moves what can move now; arms the one source it waits for. A bounded number of rounds
     /// per call, so one busy direction does not starve the other connections on the queue.
     func pump() {
-        guard !finished else { return }
+        guard !endTold else { return }
         for _ in 0..<16 {
             if pending > 0 {
                 let written: Int?
@@ -252,20 +237,15 @@ private final class Direction: @unchecked Sendable {
                 }
                 pending -= written
                 moved += written
-                if relay.timesMoves { lastMoved = .now }
-                relay.onMove?(self === relay.forwardDirection, written)
+                relay.moved(index)
+                relay.onMove?(index == 0, written)
                 continue
             }
             to.suspendWrite()
             if inputEnded {
                 from.suspendRead()
-                if let holdEnd, !relay.other(than: self).finished {
-                    guard !holding else { return }
-                    holding = true
-                    endedAt = .now
-                    return watchQuiet(EndHold(holdEnd))
-                }
-                return passEndOn()
+                endTold = true
+                return relay.inputEnded(index)
             }
             let read: Int?
             do throws(SystemError) {
