@@ -78,6 +78,17 @@ extension Syscall {
         return entries.filter { $0.revents != 0 }.map(\.fd)
     }
 
+    /// As ``waitForWritable(_:timeoutMilliseconds:)``, and returns early when `wake` becomes
+    /// readable (a pipe another thread writes to): the writable ones, and whether `wake` is.
+    package static func waitForWritable(_ fds: [Int32], orReadable wake: Int32, timeoutMilliseconds: Int32) throws(SystemError) -> (writable: [Int32], woke: Bool) {
+        var entries = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
+        entries.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
+        let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
+        guard ready > 0 else { return ([], false) }
+        let woke = entries.removeLast().revents != 0
+        return (entries.filter { $0.revents != 0 }.map(\.fd), woke)
+    }
+
     /// Waits until any of `fds` is readable (or has an error or hang-up pending), at most
     /// `timeoutMilliseconds` (-1: no limit). Returns those that are; empty on timeout.
     package static func waitForReadable(_ fds: [Int32], timeoutMilliseconds: Int32 = -1) throws(SystemError) -> [Int32] {

@@ -47,6 +47,20 @@ final class HappyEyeballsNamespaceTests: XCTestCase {
     func testBlockingConnectorRacesAndTimesOutTheSameWay() throws {
         try inNetwork { try HappyEyeballsScenarios().blockingConnectorRacesAndTimesOutTheSameWay() }
     }
+
+    /// A resolver of the namespace's own (127.0.0.1:53, named by a resolv.conf bind-mounted
+    /// there) answers A at once and never answers AAAA.
+    func testBlockingConnectorDoesNotWaitForASlowLookup() throws {
+        let resolver = """
+            dir=$(mktemp -d)
+            printf 'nameserver 127.0.0.1\\noptions timeout:30 attempts:1\\n' > "$dir/resolv.conf"
+            mount --bind "$dir/resolv.conf" /etc/resolv.conf
+            rm -rf "$dir"
+            """
+        try Namespace.scenario(self, setup: Namespace.testNetwork() + "\n" + resolver) {
+            try HappyEyeballsScenarios().blockingConnectorDoesNotWaitForASlowLookup()
+        }
+    }
 }
 
 /// The scenarios, run only inside the namespace made by ``HappyEyeballsNamespaceTests``.
@@ -141,6 +155,45 @@ struct HappyEyeballsScenarios {
         XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(390))
         XCTAssertLessThan(elapsed, .seconds(20), "the 400 ms timeout ended it, not the kernel's")
     }
+
+    /// ``BlockingConnector`` looks the two families up at once: the A answer starts an attempt
+    /// while the AAAA lookup still waits (it never gets an answer), as RFC 8305 asks. One after
+    /// the other, the connect would wait for the resolver's 30 s first.
+    func blockingConnectorDoesNotWaitForASlowLookup() throws {
+        let listener = try listen(on: "198.18.0.1")
+        defer { listener.disconnect() }
+        let dns = try PythonPeer(HappyEyeballsScenarios.slowAAAAResolver)
+        defer { dns.stop() }
+        var lookups: [String] = []
+        let start = ContinuousClock.now
+        let (connected, address) = try BlockingConnector().connect(
+            toHost: "slow6.test", port: listener.localPort, timeout: .seconds(20), onLookup: { lookups.append($0.description) })
+        Syscall.close(connected.fd)
+        XCTAssertEqual(address.host, "198.18.0.1")
+        XCTAssertLessThan(ContinuousClock.now - start, .seconds(10), "it waited for the AAAA lookup")
+        XCTAssertTrue(lookups.contains { $0.hasPrefix("A slow6.test: 198.18.0.1") }, "\(lookups)")
+    }
+
+    /// A DNS server on 127.0.0.1:53 (inside the namespace) that answers every A question with
+    /// 198.18.0.1 and never answers AAAA.
+    static let slowAAAAResolver = """
+        import socket, struct
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 53))
+        print(53, flush=True)
+        while True:
+            data, peer = s.recvfrom(512)
+            end = 12
+            while data[end] != 0:
+                end += data[end] + 1
+            qtype = struct.unpack(">H", data[end + 1:end + 3])[0]
+            if qtype != 1:
+                continue
+            question = data[12:end + 5]
+            header = data[:2] + b"\\x81\\x80" + struct.pack(">HHHH", 1, 1, 0, 0)
+            answer = b"\\xc0\\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton("198.18.0.1")
+            s.sendto(header + question + answer, peer)
+        """
 
     /// ``BlockingConnector`` runs the same machine over poll(2): the same trace for a blackholed
     /// IPv6 address (IPv4 starts after the attempt delay and wins), the same timeout story.

@@ -1,13 +1,15 @@
 import Glibc
+import Synchronization
 
 /// Connects on the calling thread: the same ``HappyEyeballs`` machine as
 /// ``AsyncSocket/connect(toHost:port:viaInterface:timeout:)``, with its attempts and timers
 /// driven by poll(2) instead of a dispatch queue, so no thread, queue or timer source is made.
 ///
-/// Lookups also run on the calling thread, one family after the other; a numeric host needs
-/// none. It suits short-lived programs that connect once to a numeric address (a command-line
-/// client, a port check), where starting dispatch costs more than the connect. For names, where
-/// the two lookups should overlap, use ``AsyncSocket``.
+/// A numeric host needs no lookup, so nothing but the calling thread runs. A name's two lookups
+/// (A and AAAA) run at once, each on a short-lived thread of its own (getaddrinfo blocks), their
+/// answers fed to the machine as they come, so an attempt starts as soon as either answers. It
+/// suits programs that connect and then use the descriptor (a command-line client, a relay's
+/// upstream, a port check), where starting dispatch costs more than the connect.
 ///
 /// ```swift
 /// let (descriptor, address) = try BlockingConnector().connect(toHost: "127.0.0.1", port: 8080, timeout: .seconds(5))
@@ -93,6 +95,9 @@ private struct BlockingRun {
     var attemptDeadline: ContinuousClock.Instant?
     var inputs: [HappyEyeballs.Input] = []
     var outcome: Connector.Outcome?
+    /// Where lookups running on their own threads leave their answers (made at the first).
+    var lookups: LookupMailbox?
+    var lookupsInFlight = 0
 
     init(
         host: String, port: UInt16, binding: Connector.Binding, configuration: HappyEyeballs.Configuration,
@@ -130,12 +135,19 @@ private struct BlockingRun {
                 feed(.attemptDelayElapsed)
             } else {
                 let next = earliest(earliest(giveUp, resolutionDeadline), attemptDeadline)
-                guard next != nil || !pending.isEmpty else {
+                guard next != nil || !pending.isEmpty || lookupsInFlight > 0 else {
                     // Nothing in flight and nothing due: the machine cannot move on (it reports
                     // an outcome before this happens; this guards against waiting forever).
                     return .failure(ConnectFailure(target: target))
                 }
-                for done in pending.wait(until: next) {
+                let finished = pending.wait(until: next, wakingOn: lookupsInFlight > 0 ? lookups?.wake : nil)
+                if lookupsInFlight > 0, let lookups {
+                    for answer in lookups.take() {
+                        lookupsInFlight -= 1
+                        answered(answer)
+                    }
+                }
+                for done in finished {
                     switch done.result {
                     case .success(let fd):
                         connected[done.id] = fd
@@ -145,6 +157,38 @@ private struct BlockingRun {
                     }
                 }
             }
+        }
+    }
+
+    /// Starts `family`'s lookup on a thread of its own; false when none can be had (the lookup
+    /// then runs here).
+    private mutating func lookOnAThread(_ family: SocketAddress.Family) -> Bool {
+        if lookups == nil { lookups = try? LookupMailbox() }
+        guard let mailbox = lookups else { return false }
+        let (host, port) = (host, port)
+        do throws(SystemError) {
+            try Syscall.startThread {
+                let asked = ContinuousClock.now
+                let result = Result { () throws(ResolveError) in try Resolver.lookup(host: host, port: port, family: family) }
+                mailbox.post(LookupAnswer(family: family, result: result, elapsed: .now - asked))
+            }
+        } catch {
+            return false
+        }
+        lookupsInFlight += 1
+        return true
+    }
+
+    /// A lookup answered: reported, and fed to the machine (queued while it is busy).
+    private mutating func answered(_ answer: LookupAnswer) {
+        let error: ResolveError? = if case .failure(let e) = answer.result { e } else { nil }
+        let event = LookupEvent(
+            host: host, family: answer.family, addresses: (try? answer.result.get()) ?? [], error: error, elapsed: answer.elapsed)
+        if event.isWorthReporting { onLookup(event) }
+        if inputs.isEmpty {
+            feed(.resolved(answer.family, answer.result))
+        } else {
+            inputs.append(.resolved(answer.family, answer.result))
         }
     }
 
@@ -167,12 +211,10 @@ private struct BlockingRun {
     private mutating func perform(_ action: HappyEyeballs.Action) {
         switch action {
         case .resolve(let family):
+            if Resolver.literal(host: host, port: port, family: family) == nil, lookOnAThread(family) { return }
             let asked = ContinuousClock.now
             let result = Result { () throws(ResolveError) in try Resolver.lookup(host: host, port: port, family: family) }
-            let error: ResolveError? = if case .failure(let e) = result { e } else { nil }
-            let event = LookupEvent(host: host, family: family, addresses: (try? result.get()) ?? [], error: error, elapsed: .now - asked)
-            if event.isWorthReporting { onLookup(event) }
-            inputs.append(.resolved(family, result))
+            answered(LookupAnswer(family: family, result: result, elapsed: .now - asked))
         case .scheduleResolutionDelay(let delay):
             resolutionDeadline = .now + delay
         case .cancelResolutionDelay:
@@ -211,6 +253,46 @@ private struct BlockingRun {
             resolutionDeadline = nil
             attemptDeadline = nil
             outcome = .failure(failure)
+        }
+    }
+}
+
+/// A lookup's answer, from its thread.
+private struct LookupAnswer: Sendable {
+    let family: SocketAddress.Family
+    let result: Result<[SocketAddress], ResolveError>
+    let elapsed: Duration
+}
+
+/// Where lookup threads leave their answers, and a pipe that wakes the connector's poll(2).
+/// Shared with the threads, it lives until the last of them is done: a lookup that answers
+/// after the connect ended writes to a pipe still its own, never to a descriptor reused since.
+private final class LookupMailbox: Sendable {
+    private let answers = Mutex<[LookupAnswer]>([])
+    private let pipe: (read: Int32, write: Int32)
+    /// Readable when an answer waits.
+    var wake: Int32 { pipe.read }
+
+    init() throws(SystemError) { pipe = try Syscall.pipe(nonBlocking: true) }
+
+    deinit {
+        Syscall.close(pipe.read)
+        Syscall.close(pipe.write)
+    }
+
+    func post(_ answer: LookupAnswer) {
+        answers.withLock { $0.append(answer) }
+        var byte: UInt8 = 1
+        _ = withUnsafeBytes(of: &byte) { try? Syscall.write(pipe.write, from: $0) }
+    }
+
+    /// The answers that came, the pipe emptied.
+    func take() -> [LookupAnswer] {
+        var drain = [UInt8](repeating: 0, count: 8)
+        while (drain.withUnsafeMutableBytes { (try? Syscall.read(pipe.read, into: $0)) ?? nil } ?? 0) > 0 {}
+        return answers.withLock { taken in
+            defer { taken.removeAll() }
+            return taken
         }
     }
 }

@@ -80,7 +80,13 @@ public struct PendingConnects {
     /// (its socket closed). Empty when the deadline passed first, or at once when nothing is in
     /// flight and there is no deadline.
     public mutating func wait(until deadline: ContinuousClock.Instant?) -> [Finished] {
-        if entries.isEmpty && deadline == nil { return [] }
+        wait(until: deadline, wakingOn: nil)
+    }
+
+    /// As ``wait(until:)``, returning early (maybe with nothing finished) when `wake` becomes
+    /// readable: a lookup answered on another thread.
+    mutating func wait(until deadline: ContinuousClock.Instant?, wakingOn wake: Int32?) -> [Finished] {
+        if entries.isEmpty && deadline == nil && wake == nil { return [] }
         let milliseconds: Int32 =
             deadline.map { due in
                 let left = (due - .now).milliseconds.rounded(.up)
@@ -88,7 +94,12 @@ public struct PendingConnects {
             } ?? -1
         let ready: Set<Int32>
         do throws(SystemError) {
-            ready = Set(try Syscall.waitForWritable(entries.values.map(\.fd), timeoutMilliseconds: milliseconds))
+            let fds = entries.values.map(\.fd)
+            if let wake {
+                ready = Set(try Syscall.waitForWritable(fds, orReadable: wake, timeoutMilliseconds: milliseconds).writable)
+            } else {
+                ready = Set(try Syscall.waitForWritable(fds, timeoutMilliseconds: milliseconds))
+            }
         } catch {
             // poll itself failed (out of memory): every connect fails with that error.
             return entries.keys.sorted().map { id in
