@@ -155,32 +155,14 @@ struct ConnectCommand {
             }
             return try session(DescriptorTransport(fd: fd), started: started)
         }
-        if proxies == nil, tls == nil, inherited == nil, case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
-            // A numeric address needs no lookup: connect on this thread, start no dispatch
-            // thread before there is a connection to relay (a refused connect exits at once).
+        if tls == nil {
+            // The one dial, on this thread (directly or through proxies, a host or a Unix
+            // socket): no dispatch thread starts before there is a connection to relay.
             let fd = try dialing {
                 () throws(CommandError) in
-                try dialer.connect(
-                    host: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+                try dialer.dial(target, proxies: proxies, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
             }.fd
-            settings.liveness.apply(to: fd)
-            if let program {
-                try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
-                return .finished
-            }
-            return try session(DescriptorTransport(fd: fd), started: started)
-        }
-        if let proxies, tls == nil, case .tcp(let host, let port) = target,
-            Resolver.literal(host: proxies.hops[0].host, port: 0, family: nil) != nil
-        {
-            // A numeric first hop and no TLS: the whole set-up on this thread, as for a direct
-            // numeric connect.
-            let fd = try dialing {
-                () throws(CommandError) in
-                try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
-                    to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
-            }.fd
-            settings.liveness.apply(to: fd)
+            if target.isTCP { settings.liveness.apply(to: fd) }
             if let program {
                 try ProgramSession.run(program, descriptor: fd, settings: settings, peer: target.description)
                 return .finished
@@ -197,13 +179,10 @@ struct ConnectCommand {
             }
             Statistics.connections.add(1, ordering: .relaxed)
         } else {
+            // The same dial; TLS (or STARTTLS first) then runs on a socket that adopts it.
             socket = try dialing {
                 () throws(CommandError) in
-                if let proxies, case .tcp(let host, let port) = target {
-                    return try Tunnel(dialer: dialer, choice: proxies).open(
-                        to: host, port: port, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
-                }
-                return try dialer.open(target, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
+                try dialer.open(target, proxies: proxies, source: args.value(.source), device: args.value(.interface), timeout: settings.connectTimeout)
             }
         }
         if !settings.liveness.isEmpty, target.isTCP { settings.liveness.apply(to: socket.descriptor) }
@@ -261,152 +240,6 @@ struct ConnectCommand {
         }
         if webSocket.settings.echo { return try WebSocketEcho.run(upgraded, peer: target.description) }
         return try Session(settings: settings).run(upgraded, peer: target.description, started: started)
-    }
-}
-
-/// Connects with an AsyncSocket and hands back a descriptor of the connection for the relay.
-struct Dialer {
-    let settings: StreamSettings
-
-    /// A connected socket (its delegate cleared), or the error to report.
-    func open(_ target: Target, source: String?, device: String?, timeout: Duration?) throws(CommandError) -> AsyncSocket {
-        if case .tcp(let host, let port) = target, Resolver.literal(host: host, port: port, family: nil) != nil {
-            // A numeric host needs no lookup: it is dialled on this thread, as a plain connect
-            // is, and the socket adopts the connection, so no dispatch thread starts before
-            // there is one (TLS, STARTTLS and proxy dialogues then run on the socket).
-            let descriptor = try connect(host: host, port: port, source: source, device: device, timeout: timeout)
-            do throws(AsyncSocketError) {
-                let socket = try AsyncSocket.adopting(connected: descriptor.fd, socketQueue: DispatchQueue(label: "tincan.connect"))
-                // The relay takes the descriptor over: a peer's early end of stream must not close it.
-                socket.autoDisconnectOnClosedReadStream = false
-                return socket
-            } catch {
-                Syscall.close(descriptor.fd)
-                throw CommandError("connect to \(target.description) failed: \(error)")
-            }
-        }
-        let watcher = ConnectWatcher(settings: settings)
-        let queue = DispatchQueue(label: "tincan.connect")
-        let socket = AsyncSocket(delegate: watcher, delegateQueue: queue, socketQueue: queue)
-        socket.isIPv4Enabled = !settings.ipv6Only
-        socket.isIPv6Enabled = !settings.ipv4Only
-        socket.isIPv4PreferredOverIPv6 = settings.preferIPv4
-        socket.alternateAddressDelay = settings.attemptDelay
-        socket.boundDevice = device
-        socket.trafficClass = settings.marking?.trafficClass
-        // The relay takes the descriptor over: a peer's early end of stream must not close it.
-        socket.autoDisconnectOnClosedReadStream = false
-        do throws(AsyncSocketError) {
-            switch target {
-            case .tcp(let host, let port):
-                try socket.connect(toHost: host, port: port, viaInterface: source, timeout: timeout)
-            case .unix(let path):
-                try socket.connect(toUnixPath: path, timeout: timeout)
-            }
-        } catch {
-            throw CommandError("connect to \(target.description) failed: \(error)")
-        }
-        watcher.done.wait()
-        if let error = watcher.failure.withLock({ $0 }) { throw failure(error, target: target.description) }
-        let remote = socket.connectedAddress?.description ?? target.description
-        announce(remote: remote, local: socket.connectedAddress == nil ? nil : socket.localAddress?.description)
-        socket.setDelegate(nil, delegateQueue: nil)
-        return socket
-    }
-
-    /// Connects to a numeric `host` on the calling thread (``BlockingConnector``): the
-    /// connection's descriptor, or the error to report, as ``open(_:source:device:timeout:)``;
-    /// only addresses `admits` takes are tried (a proxy server's destination rules), and
-    /// `onFailure` hears the connector's own error first (a proxy server answers with its cause).
-    func connect(
-        host: String, port: UInt16, source: String?, device: String?, timeout: Duration?, admits: (@Sendable (SocketAddress) -> Bool)? = nil,
-        onFailure: (AsyncSocketError) -> Void = { _ in }
-    ) throws(CommandError) -> SourcelessDescriptor {
-        var connector = BlockingConnector(
-            configuration: HappyEyeballs.Configuration(
-                attemptDelay: settings.attemptDelay, preferIPv4: settings.preferIPv4,
-                ipv4Enabled: !settings.ipv6Only, ipv6Enabled: !settings.ipv4Only),
-            interface: source, device: device, trafficClass: settings.marking?.trafficClass)
-        connector.admits = admits
-        let log = EventLog.current.withLock { $0 }
-        do throws(AsyncSocketError) {
-            let (descriptor, address) = try connector.connect(
-                toHost: host, port: port, timeout: timeout,
-                onEvent: { event in
-                    Console.note(event.description, level: 1)
-                    log?.attempt(event)
-                },
-                onLookup: { event in
-                    Console.note(event.description, level: 2)
-                    log?.lookup(event)
-                },
-                onTrafficClassRefused: { settings.marking?.report($0) })
-            announce(remote: address.description, local: Syscall.localAddress(descriptor.fd)?.description)
-            return descriptor
-        } catch {
-            onFailure(error)
-            throw failure(error, target: Target.tcp(host: host, port: port).description)
-        }
-    }
-
-    /// Connects to the Unix socket at `path` on the calling thread, a full backlog waited out
-    /// for at most `timeout` (``BlockingConnector/connect(unixPath:timeout:)``): the
-    /// descriptor, or the error to report.
-    func connect(unixPath path: String, timeout: Duration?) throws(CommandError) -> SourcelessDescriptor {
-        do throws(AsyncSocketError) {
-            let descriptor = try BlockingConnector.connect(unixPath: path, timeout: timeout)
-            announce(remote: path, local: nil)
-            return descriptor
-        } catch {
-            throw failure(error, target: path)
-        }
-    }
-
-    private func failure(_ error: AsyncSocketError, target: String) -> CommandError {
-        switch error {
-        case .connectFailed(let failure): CommandError(failure.description)
-        case .connectTimeout(let failure): CommandError(failure.description, code: .timeout)
-        default: CommandError("connect to \(target) failed: \(error)")
-        }
-    }
-
-    /// Counts the connection (SIGUSR1's statistics) and says it at -v and in --json; the local
-    /// address costs a getsockname, asked only when someone will read it.
-    private func announce(remote: String, local: @autoclosure () -> String?) {
-        Statistics.connections.add(1, ordering: .relaxed)
-        let log = EventLog.current.withLock { $0 }
-        guard Console.verbosity.load(ordering: .relaxed) >= 1 || log != nil else { return }
-        let local = local()
-        Console.note("connected to \(remote)" + (local.map { " from \($0)" } ?? ""), level: 1)
-        log?.connected(local: local, remote: remote)
-    }
-}
-
-/// Hears how a connect went, printing attempts when verbose.
-final class ConnectWatcher: AsyncSocketDelegate, @unchecked Sendable {
-    let settings: StreamSettings
-    let done = DispatchSemaphore(value: 0)
-    let failure = Locked<AsyncSocketError?>(nil)
-
-    init(settings: StreamSettings) { self.settings = settings }
-
-    func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {
-        Console.note(event.description, level: 1)
-        EventLog.current.withLock { $0 }?.attempt(event)
-    }
-
-    func socket(_ sock: AsyncSocket, lookup event: LookupEvent) {
-        Console.note(event.description, level: 2)
-        EventLog.current.withLock { $0 }?.lookup(event)
-    }
-
-    func socket(_ sock: AsyncSocket, didNotApplyTrafficClass refusal: TrafficClassRefusal) { settings.marking?.report(refusal) }
-
-    func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) { done.signal() }
-    func socket(_ sock: AsyncSocket, didConnectToUnixPath path: String) { done.signal() }
-    func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
-        failure.withLock { $0 = error ?? .disconnected }
-        done.signal()
     }
 }
 

@@ -1,10 +1,11 @@
 import SocketCore
 
 /// Dials a forwarding listener's upstream on the calling thread (a worker, never the
-/// listener's): ``BlockingConnector`` (Happy Eyeballs, -s, --connect-timeout; for
-/// --forward-unix its Unix connect, which waits out a full backlog as `connect --unix` does),
-/// then the --proxy chain with ``BlockingProxyChain``. No dispatch source is ever made on the descriptor
-/// before the relay takes it, so the relay's sources are the only ones it ever has.
+/// listener's), through the one dial (``Dialer``, SocketCore's ``Dial``: Happy Eyeballs, -s,
+/// --connect-timeout, --forward-unix's connect that waits out a full backlog, the --proxy
+/// chain). No dispatch source is ever made on the descriptor before the relay takes it, so the
+/// relay's sources are the only ones it ever has. A numeric upstream may instead start on the
+/// accepting thread (``start(_:marking:)``, one address: nothing for Happy Eyeballs to race).
 enum UpstreamDial {
     struct Options: Sendable {
         var source: String?
@@ -31,19 +32,9 @@ enum UpstreamDial {
     ) -> Result<SourcelessDescriptor, Failure> {
         var cause: ProxyConnectError?
         let result = Result { () throws(CommandError) -> SourcelessDescriptor in
-            let dialer = Dialer(settings: settings)
-            switch target {
-            case .tcp(let host, let port):
-                if let proxies = options.proxies {
-                    return try Tunnel(dialer: dialer, choice: proxies).openDescriptor(
-                        to: host, port: port, source: options.source, device: options.device, timeout: options.timeout)
-                }
-                return try dialer.connect(
-                    host: host, port: port, source: options.source, device: options.device, timeout: options.timeout, admits: admits,
-                    onFailure: { error in cause = ProxyConnectError(error) })
-            case .unix(let path):
-                return try dialer.connect(unixPath: path, timeout: options.timeout)
-            }
+            try Dialer(settings: settings).dial(
+                target, proxies: target.isTCP ? options.proxies : nil, source: options.source, device: options.device, timeout: options.timeout,
+                admits: admits, onFailure: { error in if options.proxies == nil { cause = ProxyConnectError(error) } })
         }
         return result.mapError { error in Failure(error: error, cause: cause ?? (error.code == .timeout ? .ttlExpired : .generalFailure)) }
     }

@@ -81,9 +81,8 @@ struct PortScan {
         }
         if let proxies {
             Console.note("proxy: " + proxies.summary, level: 1)
-            let tunnel = Tunnel(dialer: Dialer(settings: settings), choice: proxies)
             try ProxiedScan(
-                host: host, ports: ports, parallel: parallel, timeout: timeout, tunnel: tunnel,
+                host: host, ports: ports, parallel: parallel, timeout: timeout, dialer: Dialer(settings: settings), proxies: proxies,
                 source: source, device: device
             ).run(report)
         } else {

@@ -13,7 +13,8 @@ struct ProxiedScan {
     let ports: [UInt16]
     let parallel: Int
     let timeout: Duration
-    let tunnel: Tunnel
+    let dialer: Dialer
+    let proxies: ProxyChoice
     let source: String?
     let device: String?
 
@@ -54,26 +55,27 @@ struct ProxiedScan {
 
     private func probe(_ port: UInt16) throws(CommandError) -> PortScan.Result {
         let started = ContinuousClock.now
-        let outcome = try tunnel.establish(to: host, port: port, source: source, device: device, timeout: timeout, noteLevel: 2)
+        let target = Target.tcp(host: host, port: port)
+        let outcome = dialer.run(target, proxies: proxies, source: source, device: device, timeout: timeout, hopLevel: 2)
         let took = ContinuousClock.now - started
         func result(_ state: PortScan.State, _ reason: String) -> PortScan.Result {
             PortScan.Result(port: port, state: state, address: nil, took: took, reason: reason)
         }
         switch outcome {
-        case .success(let socket):
-            socket.disconnect()
+        case .success(let descriptor):
+            Syscall.close(descriptor.fd)
             return result(.open, "the proxy opened the tunnel")
-        case .failure(.proxy(_, let failure)) where failure.kind == .targetUnreachable:
+        case .failure(.proxyDialogue(.proxy(_, let failure))) where failure.kind == .targetUnreachable:
             let refused = failure.detail.contains("connection refused") || failure.detail.contains("Unable to connect")
             return result(refused ? .closed : .filtered, failure.detail)
-        case .failure(.proxy(_, let failure)) where failure.kind == .refused:
+        case .failure(.proxyDialogue(.proxy(_, let failure))) where failure.kind == .refused:
             // The proxy will not go there (a port rule, a policy): closed to us, and the
             // other ports may still be open.
             return result(.closed, "the proxy refused it: \(failure.detail)")
-        case .failure(.proxy(_, let failure)) where failure.kind == .timedOut:
+        case .failure(.proxyDialogue(.proxy(_, let failure))) where failure.kind == .timedOut:
             return result(.filtered, failure.detail)
-        case .failure(let error):
-            throw Tunnel.explain(error, target: Endpoint(host: host, port: port).description, chain: tunnel.choice.hops)
+        case .failure(let failure):
+            throw Dialer.line(for: failure, target: target, chain: proxies.hops)
         }
     }
 }
