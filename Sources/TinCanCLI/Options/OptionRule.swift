@@ -1,5 +1,5 @@
 /// When a rule applies: options given or not, and `--starttls`-like values.
-public indirect enum OptionCondition: Sendable {
+public enum OptionCondition: Sendable {
     /// The option was given.
     case given(Option)
     /// The option was given with this value (the last one given).

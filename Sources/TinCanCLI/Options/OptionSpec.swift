@@ -99,8 +99,11 @@ public struct CommandSpec: Sendable {
     /// man page show every one.
     public let brief: Set<Option>
     /// Which options go together (requires, excludes, the options of each mode): the parser
-    /// checks them once every argument is read.
-    public let rules: [OptionRule]
+    /// checks them once every argument is read. Built only when asked for: a line with no
+    /// option breaks no rule, and a start that needs none does not pay for them.
+    let rulesBuilder: @Sendable () -> [OptionRule]
+    /// The command's rules.
+    public var rules: [OptionRule] { rulesBuilder() }
     /// What the command does with its parsed arguments (the table row names it, as socat's
     /// address table names each address's open function).
     let run: @Sendable (ParsedArguments) throws -> Void

@@ -92,7 +92,7 @@ extension OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .broadcast, .ttl, .interface, .source, .message, .lines, .chunk, .whole, .count, .interval, .waitReply, .format, .send,
             .expect,
         ],
-        rules: udpSendRules,
+        rulesBuilder: { udpSendRules },
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
@@ -123,7 +123,7 @@ extension OptionTable {
         ],
         exitCodes: [.success, .failure, .usage, .timeout],
         brief: [.help, .helpAll, .verbose, .ipv4, .ipv6, .unix, .count, .timeout, .echo, .format, .maxSize],
-        rules: udpRecvRules,
+        rulesBuilder: { udpRecvRules },
         run: { try UDPReceiveCommand($0).run() })
 
     public static let joinGroup = CommandSpec(
@@ -156,6 +156,6 @@ extension OptionTable {
         ],
         exitCodes: [.success, .failure, .usage, .timeout],
         brief: [.help, .helpAll, .verbose, .interface, .source, .count, .timeout, .echo, .format],
-        rules: [],
+        rulesBuilder: { [] },
         run: { try JoinGroupCommand($0).run() })
 }

@@ -81,6 +81,6 @@ extension OptionTable {
         ],
         exitCodes: ExitCode.allCases,
         brief: [.help, .helpAll, .verbose, .binary, .header, .origin, .protocol, .pingInterval, .closeTimeout, .proxy, .ca, .insecure, .send, .expect, .json],
-        rules: wsRules,
+        rulesBuilder: { wsRules },
         run: { try ConnectCommand($0).run() })
 }

@@ -337,7 +337,7 @@ public enum OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .source, .unix, .udp, .zeroIo, .proxy, .quitAfterEof, .exec, .shExec, .raw, .tls, .ca, .servername, .insecure,
             .starttls, .send, .expect, .json, .timing,
         ],
-        rules: connectRules,
+        rulesBuilder: { connectRules },
         run: { args in
             switch (args.has(.udp), args.has(.zeroIo)) {
             case (true, true): try UDPProbe(args).run()
@@ -562,7 +562,7 @@ public enum OptionTable {
             .shExec,
             .tls, .cert, .key, .send, .expect, .json,
         ],
-        rules: listenRules,
+        rulesBuilder: { listenRules },
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
@@ -596,7 +596,7 @@ public enum OptionTable {
             .help, .helpAll, .verbose, .ipv4, .ipv6, .wait, .proxy, .quitAfterEof, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .starttls, .send, .expect,
             .json, .timing,
         ],
-        rules: tlsRules,
+        rulesBuilder: { tlsRules },
         run: { try ConnectCommand($0).run() })
 
     /// Every subcommand, in the order help lists them.

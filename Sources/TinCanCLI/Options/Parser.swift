@@ -166,8 +166,10 @@ public enum Parser {
                 result.positionals.append(argument)
             }
         }
-        // Help is given whatever else the line holds.
-        if !result.has(.help) && !result.has(.helpAll) { try OptionRule.check(spec.rules, result) }
+        // Help is given whatever else the line holds; a line with no option breaks no rule.
+        if !(result.flags.isEmpty && result.values.isEmpty) && !result.has(.help) && !result.has(.helpAll) {
+            try OptionRule.check(spec.rules, result)
+        }
         return result
     }
 
