@@ -80,9 +80,8 @@ extension AsyncSocket {
             }
             let fd: Int32
             do throws(SystemError) { fd = try AsyncSocket.makeListener(address) } catch { throw .system(error) }
-            if !isAbstract { listenUnixPath = path }
             attemptTrafficClass(on: fd)
-            do throws(SystemError) { try startAccepting([fd]) } catch { throw .system(error) }
+            do throws(SystemError) { try startAccepting([fd], unixPath: isAbstract ? nil : path) } catch { throw .system(error) }
         }
     }
 
@@ -124,7 +123,7 @@ extension AsyncSocket {
         }
     }
 
-    private func startAccepting(_ fds: [Int32]) throws(SystemError) {
+    private func startAccepting(_ fds: [Int32], unixPath: String? = nil) throws(SystemError) {
         assertOnQueue()
         if settings.acceptByWaiting {
             do throws(SystemError) { try prepareWaitingAccept() } catch {
@@ -138,14 +137,14 @@ extension AsyncSocket {
             for fd in fds { try? Syscall.setDeferAccept(fd, seconds: seconds) }
         }
         let group = descriptorsOpen
-        listeners = fds.map { fd in
+        let listeners = fds.map { fd in
             group.enter()
             return IOSources(
                 fd: fd, queue: socketQueue, withWriteSource: false,
                 onReadable: { [weak self] in self?.acceptReady(fd) },
                 onClose: { group.leave() })
         }
-        phase = .accepting
+        state = .accepting(Accepting(listeners: listeners, unixPath: unixPath))
         closeReason = nil
         // Waiting mode: the caller's thread polls the descriptors; no source is made.
         if !settings.acceptByWaiting && acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
@@ -201,19 +200,20 @@ extension AsyncSocket {
         child.sync {
             child.settings = inherited
             child.settings.acceptByWaiting = false
-            child.knownPeer = peer
-            child.didConnect(fd: fd) {}
+            child.didConnect(fd: fd, peer: peer) {}
         }
         return child
     }
 
     private func pauseAccepting(for delay: Duration) {
-        listeners.forEach { $0.suspendRead() }
-        phaseTimer?.cancel()
-        phaseTimer = makeOneShotTimer(queue: socketQueue, after: delay) { [weak self] in
+        guard case .accepting(var accepting) = state else { return }
+        accepting.listeners.forEach { $0.suspendRead() }
+        accepting.pauseTimer?.cancel()
+        accepting.pauseTimer = makeOneShotTimer(queue: socketQueue, after: delay) { [weak self] in
             guard let self, phase == .accepting else { return }
             if acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
         }
+        state = .accepting(accepting)
     }
 
     /// Resumes accepting after the async face's buffer drained.

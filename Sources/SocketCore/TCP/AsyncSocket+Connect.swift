@@ -34,7 +34,7 @@ extension AsyncSocket {
         do throws(AddressError) { address = try SocketAddress(unixPath: path) } catch { throw .badParam(error.description) }
         try sync { () throws(AsyncSocketError) in
             guard phase == .idle else { throw .badConfig("attempting to connect while connected or accepting; disconnect first") }
-            phase = .connecting
+            state = .connecting(Connecting())
             closeReason = nil
         }
         let started = ContinuousClock.now
@@ -66,9 +66,8 @@ extension AsyncSocket {
             Syscall.close(fd)
             return closeWithError(error)
         }
-        connectedUnixPath = path
         attemptTrafficClass(on: fd)  // a Unix socket has none: the delegate hears the refusal
-        didConnect(fd: fd) { [self] in
+        didConnect(fd: fd, unixPath: path) { [self] in
             notify { [self] in $0.socket(self, didConnectToUnixPath: path) }
             if let waiter = connectWaiter {
                 connectWaiter = nil
@@ -90,7 +89,6 @@ extension AsyncSocket {
                 HappyEyeballs.Configuration(
                     attemptDelay: max(settings.alternateAddressDelay, .zero), preferIPv4: settings.ipv4Preferred,
                     ipv4Enabled: settings.ipv4Enabled, ipv6Enabled: settings.ipv6Enabled), interface: interface)
-            phase = .connecting
             flags = []
             closeReason = nil
             let connector = Connector(
@@ -105,12 +103,12 @@ extension AsyncSocket {
                     notify { [self] in $0.socket(self, lookup: event) }
                 },
                 onDone: { [weak self] (outcome: Connector.Outcome) in self?.connectFinished(outcome) })
-            self.connector = connector
-            if let timeout = timeout.asTimeout {
-                phaseTimer = makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
+            let timer = timeout.asTimeout.map { timeout in
+                makeOneShotTimer(queue: socketQueue, after: timeout) { [weak self] in
                     self?.connector?.timeOut()
                 }
             }
+            state = .connecting(Connecting(connector: connector, timer: timer))
             // Start on the queue's next turn, so the caller returns before any callback.
             socketQueue.async { connector.start() }
         }
@@ -118,9 +116,10 @@ extension AsyncSocket {
 
     private func connectFinished(_ outcome: Connector.Outcome) {
         assertOnQueue()
-        phaseTimer?.cancel()
-        phaseTimer = nil
-        connector = nil
+        if case .connecting(let connecting) = state {
+            connecting.timer?.cancel()
+            state = .connecting(Connecting())  // the connector and its timer are done
+        }
         switch outcome {
         case .success(let (fd, address)):
             guard phase == .connecting else {
@@ -142,20 +141,20 @@ extension AsyncSocket {
         }
     }
 
-    /// Takes ownership of a connected descriptor: sources, phase, then `announce` (so the
-    /// delegate hears of the connection before any read or write completes), then queued
-    /// operations start.
-    func didConnect(fd: Int32, announce: () -> Void) {
+    /// Takes ownership of a connected descriptor (to the Unix socket at `unixPath`, or from the
+    /// peer at `peer` as accept(2) told it): sources, state, then `announce` (so the delegate
+    /// hears of the connection before any read or write completes), then queued operations start.
+    func didConnect(fd: Int32, unixPath: String? = nil, peer: SocketAddress? = nil, announce: () -> Void) {
         assertOnQueue()
         descriptorsOpen.enter()
         let group = descriptorsOpen
-        connection = IOSources(
+        let sources = IOSources(
             fd: fd, queue: socketQueue,
             onReadable: { [weak self] in self?.readSourceFired() },
             onWritable: { [weak self] in self?.writeSourceFired() },
             onClose: { group.leave() })
         if preBuffer.capacity == 0 { preBuffer = PreBuffer(capacity: AsyncSocket.readChunk) }
-        phase = .connected
+        state = .connected(Connected(sources: sources, unixPath: unixPath, knownPeer: peer))
         announce()
         // No read source yet: pumpReads looks at the socket (watchWhileIdle) and arms one only
         // when there is nothing to read, so bytes and an end already there cost no source.

@@ -81,28 +81,24 @@ extension AsyncSocket {
             connectWaiter = nil
             waiter(.failure(error ?? .disconnected))
         }
-        phaseTimer?.cancel()
-        phaseTimer = nil
-        connector?.cancel()
-        connector = nil
+        if case .connecting(let connecting) = state {
+            connecting.timer?.cancel()
+            connecting.connector?.cancel()
+        }
         cancelReadTimer()
         cancelWriteTimer()
         tearDownTLS()
         connection?.cancel()
-        connection = nil
         wakeWaitingAccept()
-        for listener in listeners { listener.cancel() }
-        listeners = []
-        if let path = listenUnixPath {
-            try? Syscall.unlink(path)
-            listenUnixPath = nil
+        if case .accepting(let accepting) = state {
+            accepting.pauseTimer?.cancel()
+            for listener in accepting.listeners { listener.cancel() }
+            if let path = accepting.unixPath { try? Syscall.unlink(path) }
         }
-        connectedUnixPath = nil
         preBuffer.reset()
         flags = []
         deferredReadError = nil
-        knownPeer = nil
-        phase = .idle
+        state = .idle
         if wasInUse { closeReason = error ?? .disconnected }
 
         let failure = error ?? .disconnected

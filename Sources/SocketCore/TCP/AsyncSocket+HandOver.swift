@@ -77,8 +77,7 @@ extension AsyncSocket {
         do throws(SystemError) { try Syscall.setNonBlocking(fd) } catch { throw .system(error) }
         let socket = AsyncSocket(delegate: delegate, delegateQueue: delegateQueue, socketQueue: socketQueue)
         socket.sync {
-            socket.knownPeer = Syscall.peerAddress(fd)
-            socket.didConnect(fd: fd) {}
+            socket.didConnect(fd: fd, peer: Syscall.peerAddress(fd)) {}
         }
         return socket
     }

@@ -39,7 +39,49 @@ public final class AsyncSocket: @unchecked Sendable {
     var userDataStorage: (any Sendable)?
     var settings = Settings()
 
-    /// Where the socket is in its life.
+    /// What the socket is doing, with what it holds for it and nothing else: a connect under
+    /// way has its connector and timeout, a connection its sources, a listener its listening
+    /// sockets. One enum, so no connection lingers beside listeners, no connector beside a
+    /// connection, no Unix path of a socket that closed.
+    enum State {
+        case idle
+        case connecting(Connecting)
+        case connected(Connected)
+        case accepting(Accepting)
+    }
+
+    /// A connect under way.
+    struct Connecting {
+        /// Happy Eyeballs' driver (a TCP connect; a Unix connect has none).
+        var connector: Connector?
+        /// The connect's timeout.
+        var timer: OneShotTimer?
+    }
+
+    /// A connection.
+    struct Connected {
+        /// Its sources (and its descriptor).
+        let sources: IOSources
+        /// The path connected to, for a Unix socket.
+        let unixPath: String?
+        /// The peer's address as accept(2) gave it (a connection's peer does not change), so
+        /// asking for it costs no getpeername(2).
+        let knownPeer: SocketAddress?
+    }
+
+    /// Listening.
+    struct Accepting {
+        /// Listening sockets (one per family, or one Unix socket).
+        let listeners: [IOSources]
+        /// The path of a Unix listener, removed when it closes (not for an abstract name).
+        let unixPath: String?
+        /// The accept back-off (out of descriptors).
+        var pauseTimer: OneShotTimer?
+    }
+
+    var state: State = .idle
+
+    /// Where the socket is in its life: ``state`` without what it holds.
     enum Phase {
         case idle
         case connecting
@@ -47,29 +89,29 @@ public final class AsyncSocket: @unchecked Sendable {
         case accepting
     }
 
-    var phase: Phase = .idle
+    var phase: Phase {
+        switch state {
+        case .idle: .idle
+        case .connecting: .connecting
+        case .connected: .connected
+        case .accepting: .accepting
+        }
+    }
+    /// The connection's sources (and its descriptor), while connected.
+    var connection: IOSources? { if case .connected(let connected) = state { connected.sources } else { nil } }
+    /// The listening sockets, while accepting.
+    var listeners: [IOSources] { if case .accepting(let accepting) = state { accepting.listeners } else { [] } }
+    /// The connector, while a TCP connect is under way.
+    var connector: Connector? { if case .connecting(let connecting) = state { connecting.connector } else { nil } }
+
     /// Why the socket last closed, told to operations queued afterwards (cleared on reuse).
     var closeReason: AsyncSocketError?
-    /// The connected socket's sources (and its descriptor).
-    var connection: IOSources?
-    /// Listening sockets (one per family, or one Unix socket).
-    var listeners: [IOSources] = []
-    var listenUnixPath: String?
-    var connectedUnixPath: String?
-    var connector: Connector?
     /// The async face's wait for a connect.
     var connectWaiter: (@Sendable (Result<Void, AsyncSocketError>) -> Void)?
     /// The async face's queue of accepted connections.
     var acceptSink: AcceptSink?
     /// The pipe that wakes ``waitForConnection()`` (listeners in waiting mode only).
     var acceptWake: (read: Int32, write: Int32)?
-    /// The timer of the current phase: the connect timeout while connecting, the accept
-    /// back-off (out of descriptors) while accepting.
-    var phaseTimer: OneShotTimer?
-
-    /// The peer's address as accept(2) gave it (a connection's peer does not change), so asking
-    /// for it costs no getpeername(2); cleared when the socket closes.
-    var knownPeer: SocketAddress?
 
     /// A TLS stream that was cut while no read was queued (and the socket stays open after the
     /// peer's end): the error the next read gets, once the bytes before it are taken.
@@ -287,7 +329,11 @@ public final class AsyncSocket: @unchecked Sendable {
     /// ``perform(_:)`` or a callback on the socket queue.
     public var socketFD: Int32 {
         guard isOnSocketQueue else { return -1 }
-        return connection?.fd ?? (listenUnixPath != nil ? listeners.first?.fd ?? -1 : -1)
+        switch state {
+        case .connected(let connected): return connected.sources.fd
+        case .accepting(let accepting) where accepting.unixPath != nil: return accepting.listeners.first?.fd ?? -1
+        default: return -1
+        }
     }
 
     /// The IPv4 listening descriptor, -1 if none. Only on the socket queue.
@@ -309,14 +355,17 @@ public final class AsyncSocket: @unchecked Sendable {
 
     /// The peer's address, if connected over TCP.
     public var connectedAddress: SocketAddress? {
-        sync { (knownPeer ?? connection.flatMap { Syscall.peerAddress($0.fd) }).flatMap { $0.isUnix ? nil : $0 } }
+        sync {
+            guard case .connected(let connected) = state else { return nil }
+            return (connected.knownPeer ?? Syscall.peerAddress(connected.sources.fd)).flatMap { $0.isUnix ? nil : $0 }
+        }
     }
     /// The peer's numeric host, if connected over TCP.
     public var connectedHost: String? { connectedAddress?.host }
     /// The peer's port, or 0.
     public var connectedPort: UInt16 { connectedAddress?.port ?? 0 }
     /// The Unix path connected to, if any.
-    public var connectedPath: String? { sync { connectedUnixPath } }
+    public var connectedPath: String? { sync { if case .connected(let connected) = state { connected.unixPath } else { nil } } }
 
     /// The local address of the connection, or of the first listener.
     public var localAddress: SocketAddress? {
