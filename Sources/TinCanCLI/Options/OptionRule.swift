@@ -1,45 +1,63 @@
-/// When a rule applies: options given or not, and `--starttls`-like values.
-public enum OptionCondition: Sendable {
+/// When a rule applies: options given or not, and `--starttls`-like values. Kept as a list of
+/// alternatives, each a list of tests that must all pass (structs and arrays, no enum carrying
+/// an array: the rules live for the whole run, and a leak checker must see every pointer).
+public struct OptionCondition: Sendable {
+    /// One test of one option.
+    enum Test: Sendable {
+        case given(Option)
+        case absent(Option)
+        case equals(Option, String)
+    }
+
+    /// Holds when any alternative does; an alternative holds when all its tests pass.
+    let alternatives: [[Test]]
+
     /// The option was given.
-    case given(Option)
+    public static func given(_ option: Option) -> OptionCondition { OptionCondition(alternatives: [[.given(option)]]) }
     /// The option was given with this value (the last one given).
-    case equals(Option, String)
+    public static func equals(_ option: Option, _ value: String) -> OptionCondition { OptionCondition(alternatives: [[.equals(option, value)]]) }
     /// The option was not given.
-    case absent(Option)
+    public static func absent(_ option: Option) -> OptionCondition { OptionCondition(alternatives: [[.absent(option)]]) }
     /// At least one holds.
-    case any([OptionCondition])
+    public static func any(_ conditions: [OptionCondition]) -> OptionCondition {
+        OptionCondition(alternatives: conditions.flatMap(\.alternatives))
+    }
     /// Every one holds (`all([])` always does).
-    case all([OptionCondition])
+    public static func all(_ conditions: [OptionCondition]) -> OptionCondition {
+        var product: [[Test]] = [[]]
+        for condition in conditions {
+            product = product.flatMap { tests in condition.alternatives.map { tests + $0 } }
+        }
+        return OptionCondition(alternatives: product)
+    }
 
     /// At least one of these options was given.
-    public static func anyOf(_ options: Option...) -> OptionCondition { .any(options.map(OptionCondition.given)) }
+    public static func anyOf(_ options: Option...) -> OptionCondition { OptionCondition(alternatives: options.map { [.given($0)] }) }
     /// None of these options was given.
-    public static func noneOf(_ options: Option...) -> OptionCondition { .all(options.map(OptionCondition.absent)) }
+    public static func noneOf(_ options: Option...) -> OptionCondition { OptionCondition(alternatives: [options.map { .absent($0) }]) }
     /// Always true.
-    public static let always = OptionCondition.all([])
+    public static let always = OptionCondition(alternatives: [[]])
 
     /// Whether it holds for these arguments, and the option given that makes it hold (the first
     /// such, for the error's words), if one does.
     func holds(for args: ParsedArguments) -> (holds: Bool, witness: Option?) {
-        switch self {
-        case .given(let option): return (args.has(option), option)
-        case .equals(let option, let value): return (args.value(option) == value, option)
-        case .absent(let option): return (!args.has(option), nil)
-        case .any(let parts):
-            for part in parts {
-                let result = part.holds(for: args)
-                if result.holds { return result }
-            }
-            return (false, nil)
-        case .all(let parts):
+        alternatives: for tests in alternatives {
             var witness: Option?
-            for part in parts {
-                let result = part.holds(for: args)
-                guard result.holds else { return (false, nil) }
-                witness = witness ?? result.witness
+            for test in tests {
+                switch test {
+                case .given(let option):
+                    guard args.has(option) else { continue alternatives }
+                    witness = witness ?? option
+                case .equals(let option, let value):
+                    guard args.value(option) == value else { continue alternatives }
+                    witness = witness ?? option
+                case .absent(let option):
+                    guard !args.has(option) else { continue alternatives }
+                }
             }
             return (true, witness)
         }
+        return (false, nil)
     }
 }
 
@@ -53,39 +71,54 @@ public enum OptionCondition: Sendable {
 public struct OptionRule: Sendable {
     /// What a rule asks.
     public enum Demand: Sendable {
-        /// None of these options.
-        case forbids([Option])
-        /// No option outside this set (a mode's own options).
-        case takesOnly(Set<Option>)
-        /// Each of these options, when given, needs the condition to hold.
-        case needs([Option], OptionCondition)
-        /// At most one of these options.
-        case exclusive([Option])
+        /// None of ``options``.
+        case forbids
+        /// No option outside ``mode`` (a mode's own options).
+        case takesOnly
+        /// Each of ``options``, when given, needs ``condition`` to hold.
+        case needs
+        /// At most one of ``options``.
+        case exclusive
     }
 
     /// The rule applies only when this holds.
     public let when: OptionCondition
     public let demand: Demand
+    /// The options the demand is about (all but ``Demand/takesOnly``).
+    public let options: [Option]
+    /// A mode's own options (``Demand/takesOnly``).
+    public let mode: Set<Option>
+    /// What ``Demand/needs`` needs.
+    public let condition: OptionCondition
     public let words: String
+
+    private init(when: OptionCondition, demand: Demand, options: [Option] = [], mode: Set<Option> = [], condition: OptionCondition = .always, words: String) {
+        self.when = when
+        self.demand = demand
+        self.options = options
+        self.mode = mode
+        self.condition = condition
+        self.words = words
+    }
 
     /// None of `options` when `when` holds: `.forbids([.send], when: .given(.exec), "%o talks over stdin/stdout: not with %w")`.
     public static func forbids(_ options: [Option], when: OptionCondition, _ words: String) -> OptionRule {
-        OptionRule(when: when, demand: .forbids(options), words: words)
+        OptionRule(when: when, demand: .forbids, options: options, words: words)
     }
 
     /// Only the options of `mode` when `when` holds.
     public static func takesOnly(_ mode: Set<Option>, when: OptionCondition, _ words: String) -> OptionRule {
-        OptionRule(when: when, demand: .takesOnly(mode), words: words)
+        OptionRule(when: when, demand: .takesOnly, mode: mode, words: words)
     }
 
     /// Each of `options`, given, needs `condition`: `.needs([.ptySize], .given(.pty), "%o sets the terminal of --pty: add --pty")`.
     public static func needs(_ options: [Option], _ condition: OptionCondition, when: OptionCondition = .always, _ words: String) -> OptionRule {
-        OptionRule(when: when, demand: .needs(options, condition), words: words)
+        OptionRule(when: when, demand: .needs, options: options, condition: condition, words: words)
     }
 
     /// At most one of `options`; the words default to "%o and %w exclude each other".
     public static func exclusive(_ options: [Option], when: OptionCondition = .always, _ words: String = "%o and %w exclude each other") -> OptionRule {
-        OptionRule(when: when, demand: .exclusive(options), words: words)
+        OptionRule(when: when, demand: .exclusive, options: options, words: words)
     }
 
     /// The first rule these arguments break, as the usage error the user sees.
@@ -100,13 +133,13 @@ public struct OptionRule: Sendable {
         let (applies, witness) = when.holds(for: args)
         guard applies else { return nil }
         switch demand {
-        case .forbids(let options):
+        case .forbids:
             return options.first(where: args.has).map { say($0, witness) }
-        case .takesOnly(let mode):
+        case .takesOnly:
             return Option.allCases.first { args.has($0) && !mode.contains($0) }.map { say($0, witness) }
-        case .needs(let options, let condition):
+        case .needs:
             return options.first { args.has($0) && !condition.holds(for: args).holds }.map { say($0, witness) }
-        case .exclusive(let options):
+        case .exclusive:
             let given = options.filter(args.has)
             return given.count > 1 ? say(given[0], given[1]) : nil
         }
