@@ -24,7 +24,9 @@ struct ProxiedScan {
         let arrived = ports.map { _ in DispatchSemaphore(value: 0) }
         let slots = DispatchSemaphore(value: max(1, parallel))
         let stop = Locked(false)
-        DispatchQueue.global().async {
+        // Each probe's dial blocks (poll(2) in Dial) on a thread of its own, never on a shared
+        // dispatch worker; so does the loop that hands out the slots.
+        let handOut: @Sendable () -> Void = {
             for (index, port) in ports.enumerated() {
                 slots.wait()
                 if stop.withLock({ $0 }) {
@@ -33,13 +35,20 @@ struct ProxiedScan {
                     slots.signal()
                     continue
                 }
-                DispatchQueue.global().async {
-                    let outcome = Result { () throws(CommandError) in try probe(port) }
+                let finish: @Sendable (Result<PortScan.Result, CommandError>) -> Void = { outcome in
                     results.withLock { $0[index] = outcome }
                     arrived[index].signal()
                     slots.signal()
                 }
+                do throws(SystemError) {
+                    try Syscall.startThread { finish(Result { () throws(CommandError) in try probe(port) }) }
+                } catch {
+                    finish(.failure(CommandError("cannot start a thread for port \(port): \(error.lowercaseReason)")))
+                }
             }
+        }
+        do throws(SystemError) { try Syscall.startThread(handOut) } catch {
+            throw CommandError("cannot start the scan's thread: \(error.lowercaseReason)")
         }
         for index in ports.indices {
             arrived[index].wait()
