@@ -69,23 +69,17 @@ extension Syscall {
     }
 
     /// Waits until any of `fds` is writable or has an error pending (a non-blocking connect
-    /// that finished), at most `timeoutMilliseconds` (-1: no limit). Returns those that are;
-    /// empty on timeout. With no descriptors it only sleeps.
-    package static func waitForWritable(_ fds: [Int32], timeoutMilliseconds: Int32) throws(SystemError) -> [Int32] {
+    /// that finished), at most `timeoutMilliseconds` (-1: no limit), or until `wake` (a pipe
+    /// another thread writes to) is readable. Returns the writable ones (empty on timeout) and
+    /// whether `wake` is readable. With no descriptors and no `wake` it only sleeps.
+    package static func waitForWritable(
+        _ fds: [Int32], orReadable wake: Int32? = nil, timeoutMilliseconds: Int32
+    ) throws(SystemError) -> (writable: [Int32], woke: Bool) {
         var entries = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
-        let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
-        guard ready > 0 else { return [] }
-        return entries.filter { $0.revents != 0 }.map(\.fd)
-    }
-
-    /// As ``waitForWritable(_:timeoutMilliseconds:)``, and returns early when `wake` becomes
-    /// readable (a pipe another thread writes to): the writable ones, and whether `wake` is.
-    package static func waitForWritable(_ fds: [Int32], orReadable wake: Int32, timeoutMilliseconds: Int32) throws(SystemError) -> (writable: [Int32], woke: Bool) {
-        var entries = fds.map { pollfd(fd: $0, events: Int16(POLLOUT), revents: 0) }
-        entries.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
+        if let wake { entries.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0)) }
         let ready = try retrying("poll") { poll(&entries, nfds_t(entries.count), timeoutMilliseconds) }
         guard ready > 0 else { return ([], false) }
-        let woke = entries.removeLast().revents != 0
+        let woke = wake != nil && entries.removeLast().revents != 0
         return (entries.filter { $0.revents != 0 }.map(\.fd), woke)
     }
 

@@ -6,14 +6,6 @@ import XCTest
 /// ``BlockingConnector`` and ``PendingConnects`` on loopback: real listeners, real refusals.
 /// (Blackholed addresses and timeouts: HappyEyeballsNamespaceTests.)
 final class BlockingConnectorTests: XCTestCase {
-    /// A listening socket on `address` (port 0: any), closed by the caller.
-    private func listener(_ address: SocketAddress) throws -> (fd: Int32, port: UInt16) {
-        let fd = try Syscall.socket(address.family, .stream)
-        try Syscall.bind(fd, to: address)
-        try Syscall.listen(fd, backlog: 64)
-        return (fd, try XCTUnwrap(Syscall.localAddress(fd)).port)
-    }
-
     /// A port with nothing listening (bound and closed again).
     private func closedPort() throws -> UInt16 {
         let (fd, port) = try listener(.loopbackIPv4(port: 0))

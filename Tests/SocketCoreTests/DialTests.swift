@@ -6,14 +6,6 @@ import XCTest
 /// ``Dial``, the one dial, on loopback: directly, to a Unix socket, and through microsocks (a
 /// real SOCKS5 server from Debian), with the failures of each stage told apart.
 final class DialTests: XCTestCase {
-    /// A listening socket on `address` (port 0: any), closed by the caller.
-    private func listener(_ address: SocketAddress) throws -> (fd: Int32, port: UInt16) {
-        let fd = try Syscall.socket(address.family, .stream)
-        try Syscall.bind(fd, to: address)
-        try Syscall.listen(fd, backlog: 64)
-        return (fd, try XCTUnwrap(Syscall.localAddress(fd)).port)
-    }
-
     /// Accepts one connection on `server` and checks that `client`'s bytes arrive there.
     private func assertCarries(_ client: Int32, to server: Int32, file: StaticString = #filePath, line: UInt = #line) throws {
         try Syscall.wait(for: server, forWriting: false, timeoutMilliseconds: 5000)

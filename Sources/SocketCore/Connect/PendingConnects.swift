@@ -94,12 +94,7 @@ public struct PendingConnects {
             } ?? -1
         let ready: Set<Int32>
         do throws(SystemError) {
-            let fds = entries.values.map(\.fd)
-            if let wake {
-                ready = Set(try Syscall.waitForWritable(fds, orReadable: wake, timeoutMilliseconds: milliseconds).writable)
-            } else {
-                ready = Set(try Syscall.waitForWritable(fds, timeoutMilliseconds: milliseconds))
-            }
+            ready = Set(try Syscall.waitForWritable(entries.values.map(\.fd), orReadable: wake, timeoutMilliseconds: milliseconds).writable)
         } catch {
             // poll itself failed (out of memory): every connect fails with that error.
             return entries.keys.sorted().map { id in

@@ -142,9 +142,7 @@ public final class StreamRelay: @unchecked Sendable {
                     return fail("ending the stream to \(name) failed: \(error.lowercaseReason)")
                 }
             case .wake(let due):
-                let delay = max(.zero, due - (.now - started))
-                let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-                queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                queue.asyncAfter(deadline: .now() + max(.zero, due - (.now - started)).dispatchInterval) { [weak self] in
                     guard let self, !self.closed else { return }
                     self.perform(self.ending.tick(at: .now - self.started))
                 }

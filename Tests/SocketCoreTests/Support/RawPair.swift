@@ -83,3 +83,12 @@ func assertOneSideEndsFirst(clientFirst: Bool, _ start: RelayStarter, file: Stat
     XCTAssertEqual(r.backward, (clientFirst ? second : first).utf8.count, file: file, line: line)
     XCTAssertNil(r.failure, file: file, line: line)
 }
+
+/// A listening stream socket on `address` (port 0: any) made with raw calls, closed by the
+/// caller: its descriptor and port.
+func listener(_ address: SocketAddress) throws -> (fd: Int32, port: UInt16) {
+    let fd = try Syscall.socket(address.family, .stream)
+    try Syscall.bind(fd, to: address)
+    try Syscall.listen(fd, backlog: 64)
+    return (fd, try XCTUnwrap(Syscall.localAddress(fd)).port)
+}

@@ -32,9 +32,10 @@ enum UpstreamDial {
     ) -> Result<SourcelessDescriptor, Failure> {
         var cause: ProxyConnectError?
         let result = Result { () throws(CommandError) -> SourcelessDescriptor in
+            // onFailure hears only a connect that failed directly (not one to a first proxy).
             try Dialer(settings: settings).dial(
-                target, proxies: target.isTCP ? options.proxies : nil, source: options.source, device: options.device, timeout: options.timeout,
-                admits: admits, onFailure: { error in if options.proxies == nil { cause = ProxyConnectError(error) } })
+                target, proxies: options.proxies, source: options.source, device: options.device, timeout: options.timeout,
+                admits: admits, onFailure: { error in cause = ProxyConnectError(error) })
         }
         return result.mapError { error in Failure(error: error, cause: cause ?? (error.code == .timeout ? .ttlExpired : .generalFailure)) }
     }
