@@ -160,19 +160,32 @@ private struct BlockingRun {
         }
     }
 
+    /// Lookup threads alive in the process, and how many may be: a lookup may outlive its dial
+    /// (the dial timed out, or connected on the other family's answer) until the resolver
+    /// gives up, so a flood of dials to names that never answer must not grow threads without
+    /// end. Past the cap a lookup runs on the dialling thread, one family after the other.
+    static let lookupThreads = Atomic<Int>(0)
+    static let lookupThreadLimit = 256
+
     /// Starts `family`'s lookup on a thread of its own; false when none can be had (the lookup
     /// then runs here).
     private mutating func lookOnAThread(_ family: SocketAddress.Family) -> Bool {
         if lookups == nil { lookups = try? LookupMailbox() }
         guard let mailbox = lookups else { return false }
+        guard BlockingRun.lookupThreads.add(1, ordering: .relaxed).newValue <= BlockingRun.lookupThreadLimit else {
+            BlockingRun.lookupThreads.subtract(1, ordering: .relaxed)
+            return false
+        }
         let (host, port) = (host, port)
         do throws(SystemError) {
             try Syscall.startThread {
                 let asked = ContinuousClock.now
                 let result = Result { () throws(ResolveError) in try Resolver.lookup(host: host, port: port, family: family) }
                 mailbox.post(LookupAnswer(family: family, result: result, elapsed: .now - asked))
+                BlockingRun.lookupThreads.subtract(1, ordering: .relaxed)
             }
         } catch {
+            BlockingRun.lookupThreads.subtract(1, ordering: .relaxed)
             return false
         }
         lookupsInFlight += 1
