@@ -270,4 +270,48 @@ final class ForwardCommandTests: XCTestCase {
             XCTAssertTrue(r.out == want, "TLS \(tls): \(r.out.utf8.count) bytes of \(want.utf8.count): \(r.err)")
         }
     }
+
+    /// The upstream ends first; the client keeps sending 2.5 s later: every byte reaches the
+    /// upstream, through the splice relay (plain) and the TLS bridge (--tls), and the client
+    /// exits 0. The upstream writes what it received to a file once the client's end arrives.
+    func testAClientThatSendsLongAfterTheUpstreamsEndIsHeardWhole() throws {
+        let certs = TLSFixtures.shared
+        let record = NSTemporaryDirectory() + "tincan-late-client-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let upstream = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                while True:
+                    c, _ = s.accept()
+                    c.sendall(b'greeting\\n')
+                    c.shutdown(socket.SHUT_WR)
+                    got = b''
+                    while True:
+                        b = c.recv(65536)
+                        if not b: break
+                        got += b
+                    with open('\(record)', 'wb') as f:
+                        f.write(got)
+                    c.close()
+                """)
+        defer { upstream.stop() }
+        let late = "late " + String(repeating: "y", count: 100_000) + "\n"
+        for tls in [false, true] {
+            try? FileManager.default.removeItem(atPath: record)
+            let extra = tls ? ["--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")] : []
+            let (relay, port) = try Tool.listener(["-k"] + extra + ["--forward", "127.0.0.1:\(upstream.port)"])
+            defer { relay.stop() }
+            let command = tls ? ["tls", "--half-close", "--ca", certs.path("ca.pem"), "--servername", "localhost"] : ["connect"]
+            let client = try Tool(command + ["127.0.0.1", String(port)])
+            defer { client.stop() }
+            waitUntil("the upstream's greeting (TLS \(tls))") { client.stdoutText == "greeting\n" }
+            Thread.sleep(forTimeInterval: 2.5)  // the pause after the upstream's end is the point
+            client.send(late)
+            client.closeInput()
+            XCTAssertEqual(client.wait(), 0, "TLS \(tls): \(client.stderrText)")
+            // The file is written whole once the client's end arrives; wait for all of it.
+            waitUntil("the upstream's record (TLS \(tls))") { ((try? String(contentsOfFile: record, encoding: .utf8))?.utf8.count ?? 0) >= late.utf8.count }
+            let got = (try? String(contentsOfFile: record, encoding: .utf8)) ?? ""
+            XCTAssertTrue(got == late, "TLS \(tls): the upstream got \(got.utf8.count) bytes of \(late.utf8.count)")
+        }
+    }
 }

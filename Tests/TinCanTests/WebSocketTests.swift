@@ -388,4 +388,17 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(r.status, 1, r.err)
         XCTAssertTrue(r.err.contains("writing to stdout failed"), r.err)
     }
+
+    /// ws has no --tls: its TLS options need a wss:// URL, and its framing rules come from the
+    /// table; each refusal is one line and exit code 2, before anything is dialled.
+    func testTLSOptionsWithoutAWSSURLAndClashingFramingsAreUsageErrors() throws {
+        for (arguments, says) in [
+            (["ws", "--ca", "/etc/hosts", "ws://127.0.0.1:9/"], "tincan: ws: --ca is for TLS: give a wss:// URL"),
+            (["ws", "--binary", "--jsonl", "ws://127.0.0.1:9/"], "tincan: ws: --binary and --jsonl are two ways to frame messages: give one"),
+        ] {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.hasPrefix(says), "\(arguments): \(r.err)")
+        }
+    }
 }

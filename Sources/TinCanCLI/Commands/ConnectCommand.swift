@@ -90,8 +90,9 @@ struct ConnectCommand {
             }
             tls = try TLSOptions.client(args, host: host)
         } else {
-            // connect's rules ask --tls for these; ws's TLS comes with a wss:// URL.
-            if let option = OptionTable.tlsClientOnly.first(where: args.has) {
+            // connect's rules ask --tls for these; ws's TLS comes with a wss:// URL, a value the
+            // rules do not read.
+            if url != nil, let option = OptionTable.tlsClientOnly.first(where: args.has) {
                 throw UsageError("--\(option.rawValue) is for TLS: give a wss:// URL", command: name)
             }
             if args.has(.halfClose) && proxies == nil && url == nil { throw UsageError("--half-close needs --tls or a proxy", command: name) }
