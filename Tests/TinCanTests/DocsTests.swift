@@ -24,7 +24,7 @@ final class DocsTests: XCTestCase {
     /// The README prints the end-of-stream rules: the same rows as the code's table.
     func testTheReadmesEndOfStreamTableIsTheRules() throws {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        for rule in SessionEnding.rules {
+        for rule in SessionRules.table {
             XCTAssertTrue(readme.contains("\n| \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "README lacks the row for '\(rule.event)'")
         }
     }

@@ -30,8 +30,10 @@ public final class SocketBridge: @unchecked Sendable {
     private let sockets: [AsyncSocket]
     private let names: [String]
     private var moved = [0, 0]
-    /// How the bridge ends (the rules it shares with ``StreamRelay``).
-    private var ending: RelayEnding
+    /// How the bridge ends (the end-of-stream machine every byte mover shares).
+    private var ending: SessionEnding<String>
+    /// When `b` last sent bytes on (for a held end), since `started`.
+    private var lastBackward: Duration?
     /// When the bridge started: the origin of the ending's times.
     private let started = ContinuousClock.now
     private var holdTimer: OneShotTimer?
@@ -61,7 +63,7 @@ public final class SocketBridge: @unchecked Sendable {
         self.queue = queue
         sockets = [a, b]
         self.names = [names.0, names.1]
-        ending = RelayEnding(hold: holdFirstEnd.map(EndHold.init))
+        ending = SessionEnding(.relay(holdingFirstEnd: holdFirstEnd))
         self.onMove = onMove
         self.completion = completion
     }
@@ -103,7 +105,7 @@ public final class SocketBridge: @unchecked Sendable {
             }
         case .failure(.readStreamClosed):
             // The socket queues the end after the writes already asked for.
-            perform(ending.inputEnded(d, at: .now - started))
+            handle(d == 0 ? .inputEnded : .peerEnded)
         case .failure(let error):
             fail("reading from \(names[d]) failed: \(error)")
         }
@@ -115,26 +117,26 @@ public final class SocketBridge: @unchecked Sendable {
         case .success:
             moved[d] += count
             onMove?(d == 0, count)
-            if ending.hold != nil { ending.moved(d, at: .now - started) }
+            if d == 1 && ending.policy.hold != .none { lastBackward = .now - started }
             read(d)
         case .failure(let error):
             fail("writing to \(names[1 - d]) failed: \(error)")
         }
     }
 
-    /// Does what the ending decided.
-    private func perform(_ actions: [RelayEnding.Action]) {
-        for action in actions {
-            switch action {
-            case .passEnd(let d): sockets[1 - d].shutdownWrite()
-            case .wake(let due):
-                holdTimer?.cancel()
-                holdTimer = makeOneShotTimer(queue: queue, after: max(.zero, due - (.now - started))) { [weak self] in
-                    guard let self, self.retained != nil else { return }
-                    self.perform(self.ending.tick(at: .now - self.started))
-                }
-            case .resetBoth: sockets.forEach { $0.reset() }
-            case .finish: finish()
+    /// Tells the ending what happened and does what it decides.
+    private func handle(_ event: SessionEnding<String>.Event) {
+        let activity = SessionEnding<String>.Activity(lastReceived: lastBackward)
+        let actions = ending.handle(event, at: .now - started, activity: activity)
+        if actions.closeWrite { sockets[1].shutdownWrite() }
+        if actions.closeOutput { sockets[0].shutdownWrite() }
+        if actions.reset { sockets.forEach { $0.reset() } }
+        if actions.finish != nil { return finish() }
+        if holdTimer == nil, let due = ending.nextDeadline(activity) {
+            holdTimer = makeOneShotTimer(queue: queue, after: max(.zero, due - (.now - started))) { [weak self] in
+                guard let self, self.retained != nil else { return }
+                self.holdTimer = nil
+                self.handle(.tick)
             }
         }
     }
@@ -143,7 +145,7 @@ public final class SocketBridge: @unchecked Sendable {
     /// takes what it received for the whole stream.
     private func fail(_ reason: String) {
         failure = failure ?? reason
-        perform(ending.failed())
+        handle(.failed(reason))
     }
 
     private func finish() {

@@ -51,8 +51,12 @@ public final class StreamRelay: @unchecked Sendable {
     fileprivate let started = ContinuousClock.now
     /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
     fileprivate let timesMoves: Bool
-    /// How the relay ends (the rules it shares with ``SocketBridge``).
-    private var ending: RelayEnding
+    /// How the relay ends (the end-of-stream machine every byte mover shares).
+    private var ending: SessionEnding<String>
+    /// When the second socket last sent bytes on (for a held end), since `started`.
+    private var lastBackward: Duration?
+    /// A tick is scheduled for a deadline of the ending.
+    private var tickPending = false
     private let names: (String, String)
 
     /// A relay between `a` and `b` (connected, non-blocking, never watched by a dispatch source:
@@ -80,7 +84,7 @@ public final class StreamRelay: @unchecked Sendable {
         self.completion = completion
         self.onMove = onMove
         timesMoves = holdFirstEnd != nil
-        ending = RelayEnding(hold: holdFirstEnd.map(EndHold.init))
+        ending = SessionEnding(.relay(holdingFirstEnd: holdFirstEnd))
         self.names = names
         // The handlers find the relay through a box filled below (sources outlive no one: the
         // relay cancels them when it ends).
@@ -124,41 +128,49 @@ public final class StreamRelay: @unchecked Sendable {
 
     /// Direction `d` (0: first → second) ended its input and wrote out all it read.
     fileprivate func inputEnded(_ d: Int) {
-        perform(ending.inputEnded(d, at: .now - started))
+        handle(d == 0 ? .inputEnded : .peerEnded)
     }
 
     /// Direction `d` wrote bytes out (timed only when a hold needs the times).
     fileprivate func moved(_ d: Int) {
-        if timesMoves { ending.moved(d, at: .now - started) }
+        if timesMoves && d == 1 { lastBackward = .now - started }
     }
 
-    /// Does what the ending decided.
-    private func perform(_ actions: [RelayEnding.Action]) {
-        for action in actions {
-            switch action {
-            case .passEnd(let d):
-                let (receiver, name) = d == 0 ? (second.fd, names.1) : (first.fd, names.0)
-                do throws(SystemError) { try Syscall.shutdown(receiver, .write) } catch {
-                    return fail("ending the stream to \(name) failed: \(error.lowercaseReason)")
-                }
-            case .wake(let due):
-                queue.asyncAfter(deadline: .now() + max(.zero, due - (.now - started)).dispatchInterval) { [weak self] in
-                    guard let self, !self.closed else { return }
-                    self.perform(self.ending.tick(at: .now - self.started))
-                }
-            case .resetBoth:
-                // A cut reaches both sides as a reset, never as an end of stream.
-                Syscall.resetOnClose(first.fd)
-                Syscall.resetOnClose(second.fd)
-            case .finish: finish()
+    /// Tells the ending what happened and does what it decides.
+    private func handle(_ event: SessionEnding<String>.Event) {
+        let activity = SessionEnding<String>.Activity(lastReceived: lastBackward)
+        let actions = ending.handle(event, at: .now - started, activity: activity)
+        // A shutdown that fails ends the relay at once (`closed`): nothing more is done here.
+        if actions.closeWrite { passEnd(to: second.fd, names.1) }
+        if actions.closeOutput && !closed { passEnd(to: first.fd, names.0) }
+        if closed { return }
+        if actions.reset {
+            // A cut reaches both sides as a reset, never as an end of stream.
+            Syscall.resetOnClose(first.fd)
+            Syscall.resetOnClose(second.fd)
+        }
+        if actions.finish != nil { return finish() }
+        if !tickPending, let due = ending.nextDeadline(activity) {
+            tickPending = true
+            queue.asyncAfter(deadline: .now() + max(.zero, due - (.now - started)).dispatchInterval) { [weak self] in
+                guard let self, !self.closed else { return }
+                self.tickPending = false
+                self.handle(.tick)
             }
+        }
+    }
+
+    /// Shuts down the write half toward a side whose sender ended.
+    private func passEnd(to receiver: Int32, _ name: String) {
+        do throws(SystemError) { try Syscall.shutdown(receiver, .write) } catch {
+            fail("ending the stream to \(name) failed: \(error.lowercaseReason)")
         }
     }
 
     fileprivate func fail(_ reason: String) {
         guard !closed else { return }
         failure = failure ?? reason
-        perform(ending.failed())
+        handle(.failed(reason))
     }
 
     private func finish() {
@@ -184,7 +196,7 @@ public final class StreamRelay: @unchecked Sendable {
 /// other socket. Confined to the relay's queue (hence @unchecked Sendable).
 private final class Direction: @unchecked Sendable {
     unowned let relay: StreamRelay
-    /// 0: first → second; 1: the other way (``RelayEnding``'s numbering).
+    /// 0: first → second (the ending's input); 1: the other way (its peer).
     let index: Int
     let from: IOSources
     let to: IOSources

@@ -69,7 +69,8 @@ struct ConnectCommand {
         // stop answering at it), so it is held the same way.
         if (proxies != nil && targetHost != nil) || url != nil { settings.relay.ending.hold = StreamSettings.hold(args) }
         // --reconnect: the peer's end ends a session, and another connection takes up stdin.
-        settings.relay.ending.reconnect = args.has(.reconnect)
+        settings.relay.reconnect = args.has(.reconnect)
+        if settings.relay.reconnect { settings.relay.ending.peerEndEndsSession = true }
         self.settings = settings
         retry = RetryPolicy.parse(args, option: .retry)
         reconnect = RetryPolicy.parse(args, option: .reconnect)

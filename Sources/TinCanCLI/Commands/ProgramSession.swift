@@ -115,7 +115,7 @@ enum ProgramSession {
         Syscall.close(toProgram.read)
         Syscall.close(fromProgram.write)
         var options = Relay.Options()
-        options.ending.programSide = true
+        options.ending.passesPeerEnd = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
         options.capture = settings.capture?.tap(client: peer)
         defer { options.capture?.close() }
@@ -126,8 +126,8 @@ enum ProgramSession {
         Syscall.close(fromProgram.read)
         if outcome == .idleTimeout { kill(pid, SIGTERM) }  // it may not end at its end of input
         let status = Children.shared.wait(pid)
-        if case .failed(let reason, let code) = outcome {
-            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)", code: code)
+        if case .failed(let failure) = outcome {
+            throw CommandError("\(program[0]) for \(peer): the connection failed: \(failure.reason)", code: failure.code)
         }
         if outcome == .idleTimeout {
             throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and ended \(program[0])", code: .timeout)
@@ -170,7 +170,7 @@ enum ProgramSession {
         }
         let terminal = ProgramTerminal(master: master, session: pid, capacity: Relay.chunkSize)
         var options = Relay.Options()
-        options.ending.programSide = true
+        options.ending.passesPeerEnd = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
         options.terminal = terminal
         options.capture = settings.capture?.tap(client: peer)
@@ -182,8 +182,8 @@ enum ProgramSession {
         let status = Children.shared.wait(pid)
         Syscall.close(output)
         Syscall.close(master)
-        if case .failed(let reason, let code) = outcome {
-            throw CommandError("\(program[0]) for \(peer): the connection failed: \(reason)", code: code)
+        if case .failed(let failure) = outcome {
+            throw CommandError("\(program[0]) for \(peer): the connection failed: \(failure.reason)", code: failure.code)
         }
         if outcome == .idleTimeout {
             throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it and hung up \(program[0])", code: .timeout)

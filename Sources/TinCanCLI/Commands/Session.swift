@@ -32,7 +32,7 @@ struct Session {
         let raw = try settings.raw.map { (raw) throws(CommandError) in try RawTerminal(raw) }
         var options = settings.relay
         options.capture = capture
-        if options.ending.reconnect { options.pump = InputPump.standardInput }
+        if options.reconnect { options.pump = InputPump.standardInput }
         let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: options)
         let outcome = relay.run()
         raw?.finish()
@@ -45,7 +45,7 @@ struct Session {
                 log?.emit("peer_end", [("close_notify", .bool(closeNotify)), ("may_be_incomplete", .bool(!closeNotify))])
             }
         }
-        if options.ending.reconnect, !relay.inputHasEnded, let went = try reconnectable(outcome, relay: relay, peer: peer) { return went }
+        if options.reconnect, !relay.inputHasEnded, let went = try reconnectable(outcome, relay: relay, peer: peer) { return went }
         try conclude(outcome, relay: relay, peer: peer, started: started)
         return .finished
     }
@@ -89,8 +89,8 @@ struct Session {
             throw CommandError("writing to stdout failed: its reader closed it (broken pipe); what arrived after that was not written (\(totals))")
         case .idleTimeout:
             throw CommandError("connection to \(peer) idle for \(settings.idleText ?? "too long") (--idle-timeout); closed it (\(totals))", code: .timeout)
-        case .failed(let reason, let code):
-            throw CommandError("connection to \(peer): \(reason) (\(totals))", code: code)
+        case .failed(let failure):
+            throw CommandError("connection to \(peer): \(failure.reason) (\(totals))", code: failure.code)
         }
     }
 }

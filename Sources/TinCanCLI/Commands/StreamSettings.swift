@@ -45,7 +45,7 @@ struct StreamSettings {
 
     /// How the end of stream waits for a TLS client or a client through a proxy: as -q and -w
     /// say when the user gave them, else until the server is quiet for ``holdDelay``.
-    static func hold(_ args: ParsedArguments) -> SessionEnding.Hold {
+    static func hold(_ args: ParsedArguments) -> Ending.Hold {
         if args.has(.halfClose) { return .none }
         if args.has(.quitAfterEof) || args.has(.wait) { return .untilEnd }
         return .untilQuiet(holdDelay)
@@ -69,13 +69,15 @@ struct StreamSettings {
         raw = RawSettings.parse(args)
         var relay = Relay.Options()
         relay.ending.halfClose = !args.has(.noShutdown)
-        relay.ending.quitAfterEOF = args.duration(.quitAfterEof)
-        relay.ending.waitAfterEOF = args.duration(.wait)
+        relay.ending.quitAfterInputEnd = args.duration(.quitAfterEof)
+        relay.ending.waitAfterInputEnd = args.duration(.wait)
         relay.ending.idleTimeout = args.duration(.idleTimeout)
-        relay.ending.inputIsTerminal = Syscall.isTerminal(0)
+        let inputIsTerminal = Syscall.isTerminal(0)
+        // A person typing: the peer's end ends the session.
+        relay.ending.peerEndEndsSession = inputIsTerminal
         // --raw on a terminal: ~. (or the terminal's end) ends the session at once; from a pipe
         // the end of input is an end of input, and replies are still awaited.
-        if args.has(.raw) && relay.ending.inputIsTerminal { relay.ending.quitAfterEOF = .zero }
+        if args.has(.raw) && inputIsTerminal { relay.ending.quitAfterInputEnd = .zero }
         let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
         if tlsClient { relay.ending.hold = StreamSettings.hold(args) }
         relay.crlf = args.has(.crlf)

@@ -69,12 +69,12 @@ public enum ManPage {
         }.joined()
     }
 
-    /// The end-of-stream rules (``SessionEnding/rules``).
+    /// The end-of-stream rules (``SessionRules/table``).
     static func sessionEnd() -> String {
         func plain(_ text: String) -> String { escape(text.replacingAll("`", with: "")) }
         var t =
             ".SH END OF A SESSION\nA peer's end of stream is a half\\-close: what stdin still has is sent. tincan never loses a\nbyte silently: exit 0 means every byte read from stdin was acknowledged by the peer and every\nbyte received reached stdout.\n"
-        for rule in SessionEnding.rules {
+        for rule in SessionRules.table {
             t += ".TP\n\(plain(rule.event))\n\(plain(rule.action))" + (rule.exit.isEmpty ? "" : " (exit \(plain(rule.exit)))") + ".\n"
         }
         return t

@@ -8,12 +8,14 @@ import Synchronization
 /// calls on two threads so a slow reader slows its writer (bounded memory), and an explicit
 /// half-close at the end of input.
 ///
-/// When it ends is ``SessionEnding``'s to say (the end-of-stream rules, in one place): the
+/// When it ends is ``Ending``'s to say (the end-of-stream rules, in one place): the
 /// threads report what happened, a timer reports the passing of time when a rule has a
 /// deadline, and the relay carries out the machine's actions.
 final class Relay: @unchecked Sendable {
     struct Options {
-        var ending = SessionEnding.Policy()
+        var ending = Ending.Policy()
+        /// --reconnect: another connection takes up stdin after this one.
+        var reconnect = false
         var crlf = false
         var hex: HexDump?
         /// -o, --hex-dump: this session's capture.
@@ -30,7 +32,7 @@ final class Relay: @unchecked Sendable {
         var terminal: ProgramTerminal?
     }
 
-    typealias Outcome = SessionEnding.Outcome
+    typealias Outcome = Ending.Outcome
 
     static let chunkSize = 128 * 1024
     /// How long an ending relay waits for the peer to acknowledge more of what was sent: closing
@@ -41,7 +43,7 @@ final class Relay: @unchecked Sendable {
     private let input: Int32?
     private let output: Int32
     private let options: Options
-    private let machine: Locked<SessionEnding>
+    private let machine: Locked<Ending>
     private let finished = DispatchSemaphore(value: 0)
     private let networkLoopDone = DispatchSemaphore(value: 0)
     private let started = ContinuousClock.now
@@ -53,7 +55,7 @@ final class Relay: @unchecked Sendable {
     let bytesSent = Atomic<Int>(0)
     /// The machine's last half-close goes out in ``run()``, after ``confirmDelivery()``.
     private let closeWriteAtFinish = Atomic<Bool>(false)
-    /// Set once the relay closed `output` itself (``SessionEnding/Policy/programSide``).
+    /// Set once the relay closed `output` itself (the policy passes the peer's end on).
     let closedOutput = Atomic<Bool>(false)
     let bytesReceived = Atomic<Int>(0)
     /// How the receiving side failed, kept for a failure after the session's outcome was set
@@ -87,15 +89,15 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
-        machine = Locked(SessionEnding(options.ending))
+        machine = Locked(Ending(options.ending))
         timer = DeadlineTimer(label: "tincan.session") { [weak self] in self?.report(.tick) }
     }
 
     private var now: Duration { ContinuousClock.now - started }
 
-    private var activity: SessionEnding.Activity {
+    private var activity: Ending.Activity {
         func since(_ ns: Int64) -> Duration? { ns < 0 ? nil : .nanoseconds(ns) }
-        return SessionEnding.Activity(
+        return Ending.Activity(
             lastReceived: since(lastReceived.load(ordering: .relaxed)),
             lastSent: since(lastSent.load(ordering: .relaxed)))
     }
@@ -148,7 +150,7 @@ final class Relay: @unchecked Sendable {
     }
 
     /// Feeds an event to the machine and carries out what it says.
-    private func report(_ event: SessionEnding.Event) {
+    private func report(_ event: Ending.Event) {
         let at = now
         let activity = activity
         let (actions, deadline) = machine.withLock { machine in

@@ -1,9 +1,10 @@
+import SocketCore
 import XCTest
 
-@testable import TinCanCLI
-
-/// The end-of-stream rules, driven with an injected clock: every row of SessionEnding's table.
+/// The end-of-stream rules of a stdin/stdout session, driven with an injected clock: every row
+/// of tincan's table (`SessionRules`). A relay's are in ``RelayEndingTests``.
 final class SessionEndingTests: XCTestCase {
+    private typealias SessionEnding = SocketCore.SessionEnding<String>
     private typealias Policy = SessionEnding.Policy
     private let none = SessionEnding.Activity()
 
@@ -39,7 +40,7 @@ final class SessionEndingTests: XCTestCase {
 
     func testATerminalOnStdinEndsWithThePeer() {
         var policy = Policy()
-        policy.inputIsTerminal = true
+        policy.peerEndEndsSession = true
         var m = SessionEnding(policy)
         XCTAssertEqual(m.handle(.peerEnded, at: ms(5), activity: none), .init(closeWrite: true, finish: .peerClosed), "our end goes out too")
         policy.halfClose = false  // --no-shutdown: not even then
@@ -49,7 +50,7 @@ final class SessionEndingTests: XCTestCase {
 
     func testQuitAfterEOF() {
         var policy = Policy()
-        policy.quitAfterEOF = ms(300)
+        policy.quitAfterInputEnd = ms(300)
         var m = SessionEnding(policy)
         XCTAssertNil(m.nextDeadline(none), "-q counts from the end of stdin only")
         _ = m.handle(.inputEnded, at: ms(100), activity: none)
@@ -57,14 +58,14 @@ final class SessionEndingTests: XCTestCase {
         XCTAssertEqual(m.handle(.tick, at: ms(399), activity: none), .init())
         XCTAssertEqual(m.handle(.tick, at: ms(400), activity: none), .init(finish: .quitAfterEOF))
 
-        policy.quitAfterEOF = .zero
+        policy.quitAfterInputEnd = .zero
         var now = SessionEnding(policy)
         XCTAssertEqual(now.handle(.inputEnded, at: ms(1), activity: none), .init(closeWrite: true, finish: .quitAfterEOF))
     }
 
     func testWaitQuitsWhenNothingArrivesForItsTimeAfterEOF() {
         var policy = Policy()
-        policy.waitAfterEOF = .seconds(1)
+        policy.waitAfterInputEnd = .seconds(1)
         var m = SessionEnding(policy)
         _ = m.handle(.tick, at: .seconds(5), activity: none)
         XCTAssertNil(m.outcome, "-w does not end a session whose stdin is still open")
@@ -117,7 +118,7 @@ final class SessionEndingTests: XCTestCase {
     func testQuittingSendsAHeldCloseNotifyButAFailureDoesNot() {
         var policy = Policy()
         policy.hold = .untilQuiet(.seconds(1))
-        policy.quitAfterEOF = ms(200)
+        policy.quitAfterInputEnd = ms(200)
         var quit = SessionEnding(policy)
         _ = quit.handle(.inputEnded, at: .zero, activity: none)
         XCTAssertEqual(quit.handle(.tick, at: ms(200), activity: none), .init(closeWrite: true, finish: .quitAfterEOF))
@@ -136,7 +137,7 @@ final class SessionEndingTests: XCTestCase {
     func testWithQOrWTheHoldLastsUntilTheyEndTheSession() {
         var policy = Policy()
         policy.hold = .untilEnd
-        policy.waitAfterEOF = .seconds(60)
+        policy.waitAfterInputEnd = .seconds(60)
         var m = SessionEnding(policy)
         XCTAssertEqual(m.handle(.inputEnded, at: .zero, activity: none), .init())
         XCTAssertEqual(m.nextDeadline(none), .seconds(60), "only -w's deadline")
@@ -146,8 +147,8 @@ final class SessionEndingTests: XCTestCase {
         XCTAssertEqual(m.handle(.tick, at: .seconds(60), activity: late), .init())
         XCTAssertEqual(m.handle(.tick, at: .seconds(91), activity: late), .init(closeWrite: true, finish: .waitedAfterEOF))
 
-        policy.waitAfterEOF = nil
-        policy.quitAfterEOF = .seconds(10)
+        policy.waitAfterInputEnd = nil
+        policy.quitAfterInputEnd = .seconds(10)
         var quit = SessionEnding(policy)
         _ = quit.handle(.inputEnded, at: .zero, activity: none)
         XCTAssertEqual(quit.handle(.tick, at: .seconds(9), activity: none), .init())
@@ -156,8 +157,8 @@ final class SessionEndingTests: XCTestCase {
 
     func testTheProgramSideClosesTheProgramsStdinAndWaitsForItsOutput() {
         var policy = Policy()
-        policy.programSide = true
-        policy.inputIsTerminal = true  // ignored: the input is the program, not a person
+        policy.passesPeerEnd = true
+        policy.peerEndEndsSession = true  // ignored: the output is a program still to be heard from
         var m = SessionEnding(policy)
         XCTAssertEqual(m.handle(.peerEnded, at: ms(5), activity: none), .init(closeOutput: true))
         XCTAssertEqual(m.handle(.inputEnded, at: ms(9), activity: none), .init(closeWrite: true, finish: .peerClosed))
