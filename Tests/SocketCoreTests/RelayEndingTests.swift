@@ -2,7 +2,7 @@ import SocketCore
 import XCTest
 
 /// The end-of-stream rules of a relay between two sockets (``SessionEnding``'s relay policy, as
-/// `StreamRelay` and `SocketBridge` run it), with injected times.
+/// `StreamRelay` runs it over either transport), with injected times.
 final class RelayEndingTests: XCTestCase {
     private typealias Ending = SessionEnding<String>
     private let quiet = Ending.Activity()
@@ -35,7 +35,7 @@ final class RelayEndingTests: XCTestCase {
     }
 
     /// The end counts from itself when the other way was quiet before it, not from that way's
-    /// last byte (the rule SocketBridge once got wrong, passing the end on 1 ms after it came).
+    /// last byte (the rule the TLS relay once got wrong, passing the end on 1 ms after it came).
     func testAHeldEndCountsFromItselfWhenTheOtherWayWasQuietBefore() {
         var ending = relay(hold: .seconds(5))
         let early = Ending.Activity(lastReceived: .seconds(1))

@@ -94,9 +94,9 @@ final class SharedSocketQueueTests: XCTestCase {
         }
         for clientFirst in [true, false] {
             try assertOneSideEndsFirst(clientFirst: clientFirst) { a, b in
-                let report = Locked<SocketBridge.Report?>(nil)
+                let report = Locked<StreamRelay.Report?>(nil)
                 let done = DispatchSemaphore(value: 0)
-                SocketBridge(try end(a), try end(b), queue: queue) { r in
+                StreamRelay(try end(a), try end(b), queue: queue) { r in
                     report.withLock { $0 = r }
                     done.signal()
                 }.start()

@@ -1,6 +1,5 @@
 /// The rule for an end of stream held back, one for every byte mover (``SessionEnding``'s
-/// ``SessionEnding/Hold/untilQuiet(_:)``, which tincan's relay, ``StreamRelay`` and
-/// ``SocketBridge`` run): when one side ends its stream first,
+/// ``SessionEnding/Hold/untilQuiet(_:)``, which tincan's relay and ``StreamRelay`` run): when one side ends its stream first,
 /// the end is passed on once the other way has been quiet for ``delay``, counted from the end
 /// itself or from the other way's last byte, whichever came later, so that a reply still on
 /// its way after the last bytes sent is never cut; and at once when the other way ends too.

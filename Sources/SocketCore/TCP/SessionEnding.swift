@@ -1,6 +1,6 @@
 /// When a session between two ends ends, and what each end is told on the way: the end-of-stream
 /// rules as one pure machine, for every byte mover — stdin and stdout with a socket (tincan's
-/// relay), and two sockets joined (``StreamRelay``, ``SocketBridge``). It owns no socket and no
+/// relay), and two sockets joined (``StreamRelay``, spliced or through TLS). It owns no socket and no
 /// clock: the engine reports events with the time (since the session started) and the last
 /// activity each way, and carries out the actions it gets back; ``nextDeadline(_:)`` says when
 /// to tell it that time passed (``Event/tick``).

@@ -1,16 +1,24 @@
 import Dispatch
-import Glibc
-import Synchronization
 
-/// Joins two connected stream sockets (TCP or Unix) and moves bytes both ways inside the
-/// kernel — splice(2) into a pipe per direction, then out — on one serial queue with dispatch
-/// sources: no thread per connection, no byte in user space. Each direction ends on its own: when
-/// one side ends its stream and the pipe is drained, the other side's write half is shut down
-/// (a client's FIN reaches the upstream, whose later reply still reaches the client). Bounded: a
-/// direction holds at most its pipe; while the receiving side is slow, the sending side is not
-/// read. The relay is over when both directions have ended (both sockets are then closed), or
-/// at the first error (a reset, a write to a closed peer): both are reset at once (RST), so a
-/// side that was cut off never sees a clean end of stream.
+/// Joins two connected stream sockets (TCP or Unix) and moves bytes both ways until each side is
+/// done, on one serial queue: no thread per connection. How the bytes move is the transport's
+/// business, and there are two:
+/// - two plain descriptors (``init(_:_:names:holdFirstEnd:onMove:queue:completion:)-(SourcelessDescriptor,SourcelessDescriptor,_,_,_,_,_)``):
+///   splice(2) into a pipe per direction, then out, on dispatch sources; no byte in user space,
+///   at most a pipe (256 KiB) per direction;
+/// - two ``AsyncSocket``s, either or both secured with TLS
+///   (``init(_:_:names:holdFirstEnd:onMove:tap:queue:completion:)-(AsyncSocket,AsyncSocket,_,_,_,_,_,_)``):
+///   their queued reads and writes, one 64 KiB chunk in flight per direction.
+///
+/// Either way a slow receiver stalls its sender, and when the relay ends is
+/// ``SessionEnding``'s to say (its relay policy): each direction ends on its own — when one side
+/// ends its stream and its last bytes are written on, the other side's write half is shut down
+/// (under TLS: close_notify, then the TCP half-close), so a client's end reaches the upstream,
+/// whose later reply still reaches the client; the first side's end may be held while the
+/// second may still answer. The relay is over when both directions have ended (both sides are
+/// then closed), or at the first error (a reset, a TLS failure, a write to a side that left),
+/// when both are reset at once (RST, no close_notify): a side that was cut off never sees a
+/// clean end of stream.
 ///
 /// ```swift
 /// guard let client = try listener.waitForConnection() else { return }   // acceptsByWaiting
@@ -35,105 +43,119 @@ public final class StreamRelay: @unchecked Sendable {
         }
     }
 
-    /// The size a direction's pipe grows to (if granted) once one splice fills the kernel's default.
+    /// The size a spliced direction's pipe grows to (if granted) once one splice fills the
+    /// kernel's default.
     public static let pipeSize = 256 * 1024
+    /// Bytes asked for per read between two ``AsyncSocket``s.
+    public static let chunkSize = 64 * 1024
 
-    private let queue: DispatchQueue
-    private let first: IOSources
-    private let second: IOSources
-    private var forward: Direction!
-    private var backward: Direction!
+    let queue: DispatchQueue
+    /// The sides' names, for the failure's reason (first, second).
+    let names: (String, String)
+    /// Hears each move as it happens (true: first → second).
+    let onMove: (@Sendable (Bool, Int) -> Void)?
+    private var transport: (any RelayTransport)!
     private var completion: (@Sendable (Report) -> Void)?
-    fileprivate let onMove: (@Sendable (Bool, Int) -> Void)?
     private var failure: String?
-    private var closed = false
-    /// When the relay was made: the origin of its held end's times.
-    fileprivate let started = ContinuousClock.now
+    /// Set when the relay is over: nothing more is done.
+    private(set) var closed = false
+    /// When the relay was made: the origin of its ending's times.
+    private let started = ContinuousClock.now
     /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
-    fileprivate let timesMoves: Bool
+    private let timesMoves: Bool
     /// How the relay ends (the end-of-stream machine every byte mover shares).
     private var ending: SessionEnding<String>
-    /// When the second socket last sent bytes on (for a held end), since `started`.
+    /// When the second side last sent bytes on (for a held end), since `started`.
     private var lastBackward: Duration?
-    /// A tick is scheduled for a deadline of the ending.
-    private var tickPending = false
-    private let names: (String, String)
+    private var tickTimer: OneShotTimer?
+    /// Kept alive until it ends (the transport's handlers hold it weakly or not at all).
+    private var retained: StreamRelay?
 
-    /// A relay between `a` and `b` (connected, non-blocking, never watched by a dispatch source:
-    /// see ``SourcelessDescriptor``; the relay owns and closes them),
-    /// run on `queue` (serial), `completion` called there once. Throws if no pipe can be made
-    /// (the descriptors are then still the caller's).
+    private init(names: (String, String), holdFirstEnd: Duration?, onMove: (@Sendable (Bool, Int) -> Void)?, queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void)
+    {
+        self.queue = queue
+        self.names = names
+        self.onMove = onMove
+        self.completion = completion
+        timesMoves = holdFirstEnd != nil
+        ending = SessionEnding(.relay(holdingFirstEnd: holdFirstEnd))
+    }
+
+    /// A relay that splices between `a` and `b` (connected, non-blocking, never watched by a
+    /// dispatch source: see ``SourcelessDescriptor``; the relay owns and closes them), run on
+    /// `queue` (serial), `completion` called there once. Throws if no pipe can be made (the
+    /// descriptors are then still the caller's).
     ///
     /// `holdFirstEnd`: when the first socket ends its stream, wait before passing the end on
     /// until the second has ended too or sent nothing for this long (for upstreams behind
     /// proxies that close both directions at a half-close, microsocks among them).
     /// `onMove`, if given, hears each move as it happens: true for first → second, and the
     /// byte count (for live statistics; called on `queue`).
-    public init(
+    public convenience init(
         _ a: SourcelessDescriptor, _ b: SourcelessDescriptor, names: (String, String) = ("the first socket", "the second socket"),
         holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
         queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
     ) throws(SystemError) {
-        let forwardPipe = try PipePool.take()
-        let backwardPipe: (read: Int32, write: Int32)
-        do throws(SystemError) { backwardPipe = try PipePool.take() } catch {
-            PipePool.give(forwardPipe, empty: true)
-            throw error
-        }
-        self.queue = queue
-        self.completion = completion
-        self.onMove = onMove
-        timesMoves = holdFirstEnd != nil
-        ending = SessionEnding(.relay(holdingFirstEnd: holdFirstEnd))
-        self.names = names
-        // The handlers find the relay through a box filled below (sources outlive no one: the
-        // relay cancels them when it ends).
-        let box = WeakRelay()
-        first = IOSources(
-            fd: a.fd, queue: queue,
-            onReadable: { box.relay?.forward.pump() },
-            onWritable: { box.relay?.backward.pump() })
-        second = IOSources(
-            fd: b.fd, queue: queue,
-            onReadable: { box.relay?.backward.pump() },
-            onWritable: { box.relay?.forward.pump() })
-        forward = Direction(relay: self, index: 0, from: first, to: second, pipe: forwardPipe, names: names)
-        backward = Direction(relay: self, index: 1, from: second, to: first, pipe: backwardPipe, names: (names.1, names.0))
-        box.relay = self
+        let pipes = try SpliceTransport.pipes()
+        self.init(names: names, holdFirstEnd: holdFirstEnd, onMove: onMove, queue: queue, completion: completion)
+        transport = SpliceTransport(relay: self, a.fd, b.fd, pipes: pipes)
         retained = self
     }
 
-    /// Kept alive until it ends (the sources only hold it weakly).
-    private var retained: StreamRelay?
+    /// A relay between `a` and `b` (connected; the relay disconnects them when it is over)
+    /// through their queued reads and writes, its bookkeeping on `queue` (serial),
+    /// `completion` called there once. The relay uses the sockets' completion-based calls and
+    /// leaves their delegates alone; turn ``AsyncSocket/autoDisconnectOnClosedReadStream`` off
+    /// on both, or a half-close ends it all.
+    ///
+    /// `holdFirstEnd` and `onMove` as for two descriptors. `tap`, if given, sees each chunk
+    /// read before it is written on (true for `a` → `b`; a capture), on `queue`; a reason
+    /// returned cuts the relay as a failure would.
+    public convenience init(
+        _ a: AsyncSocket, _ b: AsyncSocket, names: (String, String) = ("the first socket", "the second socket"),
+        holdFirstEnd: Duration? = nil, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)? = nil,
+        tap: (@Sendable (_ forward: Bool, _ bytes: ArraySlice<UInt8>) -> String?)? = nil,
+        queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
+    ) {
+        self.init(names: names, holdFirstEnd: holdFirstEnd, onMove: onMove, queue: queue, completion: completion)
+        transport = SocketsTransport(relay: self, a, b, tap: tap)
+        retained = self
+    }
 
-    /// Starts both directions. The first moves run on the calling thread (inside `queue.sync`,
-    /// or directly when called on `queue` itself, a shared queue): bytes and ends already
-    /// waiting cost no thread hop, and a short connection may be over (its completion called)
-    /// before this returns.
+    /// Starts both directions. Spliced, the first moves run on the calling thread (inside
+    /// `queue.sync`, or directly when called on `queue` itself, a shared queue): bytes and ends
+    /// already waiting cost no thread hop, and a short connection may be over (its completion
+    /// called) before this returns. Between two ``AsyncSocket``s the reads are asked for on
+    /// `queue`, later.
     public func start() {
-        guard !QueuePoller.isRunning(on: queue) else { return pumpBoth() }
-        queue.sync { pumpBoth() }
+        transport.start()
     }
 
-    private func pumpBoth() {
-        forward.pump()
-        backward.pump()
-    }
-
-    /// Ends the relay at once: both sockets are reset; `completion` hears it as cut, for
-    /// `reason`.
+    /// Ends the relay at once: both sides are reset; `completion` hears it as cut, for `reason`.
     public func cancel(_ reason: String = "cancelled") {
         queue.async { [self] in fail(reason) }
     }
 
-    /// Direction `d` (0: first → second) ended its input and wrote out all it read.
-    fileprivate func inputEnded(_ d: Int) {
+    // MARK: What the transport reports (on `queue`)
+
+    /// Direction `d` (0: first → second, the ending's input; 1: its peer) ended its input and
+    /// wrote out all it read.
+    func ended(_ d: Int) {
+        guard !closed else { return }
         handle(d == 0 ? .inputEnded : .peerEnded)
     }
 
-    /// Direction `d` wrote bytes out (timed only when a hold needs the times).
-    fileprivate func moved(_ d: Int) {
+    /// Direction `d` wrote `count` bytes out.
+    func moved(_ d: Int, _ count: Int) {
         if timesMoves && d == 1 { lastBackward = .now - started }
+        onMove?(d == 0, count)
+    }
+
+    /// Something failed: both sides are cut (the first reason is the one reported).
+    func fail(_ reason: String) {
+        guard !closed else { return }
+        failure = failure ?? reason
+        handle(.failed(reason))
     }
 
     /// Tells the ending what happened and does what it decides.
@@ -141,169 +163,53 @@ public final class StreamRelay: @unchecked Sendable {
         let activity = SessionEnding<String>.Activity(lastReceived: lastBackward)
         let actions = ending.handle(event, at: .now - started, activity: activity)
         // A shutdown that fails ends the relay at once (`closed`): nothing more is done here.
-        if actions.closeWrite { passEnd(to: second.fd, names.1) }
-        if actions.closeOutput && !closed { passEnd(to: first.fd, names.0) }
+        if actions.closeWrite { passEnd(0) }
+        if actions.closeOutput && !closed { passEnd(1) }
         if closed { return }
-        if actions.reset {
-            // A cut reaches both sides as a reset, never as an end of stream.
-            Syscall.resetOnClose(first.fd)
-            Syscall.resetOnClose(second.fd)
-        }
+        if actions.reset { transport.resetBoth() }
         if actions.finish != nil { return finish() }
-        if !tickPending, let due = ending.nextDeadline(activity) {
-            tickPending = true
-            queue.asyncAfter(deadline: .now() + max(.zero, due - (.now - started)).dispatchInterval) { [weak self] in
+        if tickTimer == nil, let due = ending.nextDeadline(activity) {
+            tickTimer = makeOneShotTimer(queue: queue, after: max(.zero, due - (.now - started))) { [weak self] in
                 guard let self, !self.closed else { return }
-                self.tickPending = false
+                self.tickTimer = nil
                 self.handle(.tick)
             }
         }
     }
 
-    /// Shuts down the write half toward a side whose sender ended.
-    private func passEnd(to receiver: Int32, _ name: String) {
-        do throws(SystemError) { try Syscall.shutdown(receiver, .write) } catch {
-            fail("ending the stream to \(name) failed: \(error.lowercaseReason)")
+    /// Passes direction `d`'s end on to the side it writes to.
+    private func passEnd(_ d: Int) {
+        if let failure = transport.passEnd(d) {
+            fail("ending the stream to \(d == 0 ? names.1 : names.0) failed: \(failure)")
         }
-    }
-
-    fileprivate func fail(_ reason: String) {
-        guard !closed else { return }
-        failure = failure ?? reason
-        handle(.failed(reason))
     }
 
     private func finish() {
         guard !closed else { return }
         closed = true
-        first.cancel()
-        second.cancel()
-        forward.closePipe()
-        backward.closePipe()
-        let report = Report(forward: forward.moved, backward: backward.moved, failure: failure)
+        tickTimer?.cancel()
+        tickTimer = nil
+        let moved = transport.close(clean: failure == nil)
+        let report = Report(forward: moved.forward, backward: moved.backward, failure: failure)
         let done = completion
         completion = nil
         retained = nil
         done?(report)
     }
-
-    private final class WeakRelay: @unchecked Sendable {
-        weak var relay: StreamRelay?
-    }
 }
 
-/// One direction of a ``StreamRelay``: from one socket into its pipe, from the pipe out to the
-/// other socket. Confined to the relay's queue (hence @unchecked Sendable).
-private final class Direction: @unchecked Sendable {
-    unowned let relay: StreamRelay
-    /// 0: first → second (the ending's input); 1: the other way (its peer).
-    let index: Int
-    let from: IOSources
-    let to: IOSources
-    let pipe: (read: Int32, write: Int32)
-    let names: (String, String)
-    /// Bytes in the pipe, not yet written out.
-    private var pending = 0
-    private var inputEnded = false
-    /// The end of input was told to the relay's ending, which decides when it goes on.
-    private var endTold = false
-    private(set) var moved = 0
-    /// Bytes asked for per splice: the pipe's size. A pipe starts at the kernel's 64 KiB and
-    /// grows to ``StreamRelay/pipeSize`` the first time one splice fills it (a bulk transfer),
-    /// so a short connection does not pay for the fcntl.
-    private var chunk = 64 * 1024
-    private var grown = false
-
-    init(relay: StreamRelay, index: Int, from: IOSources, to: IOSources, pipe: (read: Int32, write: Int32), names: (String, String)) {
-        self.relay = relay
-        self.index = index
-        self.from = from
-        self.to = to
-        self.pipe = pipe
-        self.names = names
-    }
-
-    func closePipe() {
-        PipePool.give(pipe, empty: pending == 0)
-    }
-
-    /// Moves what can move now; arms the one source it waits for. A bounded number of rounds
-    /// per call, so one busy direction does not starve the other connections on the queue.
-    func pump() {
-        guard !endTold else { return }
-        for _ in 0..<16 {
-            if pending > 0 {
-                let written: Int?
-                do throws(SystemError) {
-                    written = try Syscall.spliceNonBlocking(from: pipe.read, to: to.fd, count: pending)
-                } catch {
-                    return relay.fail("writing to \(names.1) failed: \(error.lowercaseReason)")
-                }
-                guard let written else {
-                    // The receiver is full: stop reading the sender until it drains.
-                    from.suspendRead()
-                    to.resumeWrite()
-                    return
-                }
-                pending -= written
-                moved += written
-                relay.moved(index)
-                relay.onMove?(index == 0, written)
-                continue
-            }
-            to.suspendWrite()
-            if inputEnded {
-                from.suspendRead()
-                endTold = true
-                return relay.inputEnded(index)
-            }
-            let read: Int?
-            do throws(SystemError) {
-                read = try Syscall.spliceNonBlocking(from: from.fd, to: pipe.write, count: chunk)
-            } catch {
-                return relay.fail("reading from \(names.0) failed: \(error.lowercaseReason)")
-            }
-            guard let read else {
-                from.resumeRead()
-                return
-            }
-            if read == 0 { inputEnded = true } else { pending += read }
-            if read == chunk && !grown {
-                grown = true
-                chunk = Syscall.setPipeSize(pipe.write, StreamRelay.pipeSize) ?? chunk
-            }
-        }
-        // More to do: come back after the queue's other work.
-        relay.enqueue { [weak self] in self?.pump() }
-    }
-}
-
-/// Empty pipes of relays that ended, kept for the next ones: a short connection then costs no
-/// pipe2 and no close for its pipes. At most 8 are kept (16 descriptors); a pipe that may still
-/// hold bytes (a relay cut mid-way) is closed, never kept.
-private enum PipePool {
-    private static let pipes = Mutex<[(read: Int32, write: Int32)]>([])
-
-    static func take() throws(SystemError) -> (read: Int32, write: Int32) {
-        if let pipe = pipes.withLock({ $0.popLast() }) { return pipe }
-        return try Syscall.pipe(nonBlocking: true)
-    }
-
-    static func give(_ pipe: (read: Int32, write: Int32), empty: Bool) {
-        let kept =
-            empty
-            && pipes.withLock { pool in
-                guard pool.count < 8 else { return false }
-                pool.append(pipe)
-                return true
-            }
-        if !kept {
-            Syscall.close(pipe.read)
-            Syscall.close(pipe.write)
-        }
-    }
-}
-
-extension StreamRelay {
-    fileprivate func enqueue(_ body: @escaping @Sendable () -> Void) { queue.async(execute: body) }
+/// How a ``StreamRelay``'s bytes move between its two sides. Its calls come on the relay's
+/// queue; it reports moves, ends and failures to the relay (``StreamRelay/moved(_:_:)``,
+/// ``StreamRelay/ended(_:)``, ``StreamRelay/fail(_:)``), which alone decides what they mean.
+protocol RelayTransport: AnyObject {
+    /// Starts both directions.
+    func start()
+    /// Shuts down the write half of the side direction `d` writes to (0: the second side, 1:
+    /// the first), after what is already on its way; the reason if that failed.
+    func passEnd(_ d: Int) -> String?
+    /// Makes both sides' close a reset: no end of stream, no close_notify.
+    func resetBoth()
+    /// The relay is over: releases both sides (`clean`: after their writes) and says how many
+    /// bytes moved each way.
+    func close(clean: Bool) -> (forward: Int, backward: Int)
 }

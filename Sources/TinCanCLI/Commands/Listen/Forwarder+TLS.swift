@@ -123,7 +123,7 @@ extension Forwarder {
                 return failure
             }
         }
-        let bridge = SocketBridge(
+        let bridge = StreamRelay(
             clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count, tap: tap,
             queue: client.queue
         ) { [self] report in

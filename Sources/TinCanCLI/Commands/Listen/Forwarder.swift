@@ -5,9 +5,9 @@ import Synchronization
 
 /// `listen --forward HOST:PORT` (or `--forward-unix PATH`, or `--socks5`, where each client's
 /// proxy request names its upstream: ProxyService.swift): each admitted client is joined to a
-/// new upstream connection (TLS at either end: Forwarder+TLS.swift). Plain at both ends, a ``StreamRelay`` splices the bytes; with TLS at
-/// either end (--tls: termination, --forward-tls: origination, or both) a ``SocketBridge``
-/// moves them through the sessions. Each direction's end is passed on by itself. The upstream is
+/// new upstream connection (TLS at either end: Forwarder+TLS.swift) by a ``StreamRelay``: plain
+/// at both ends it splices the bytes; with TLS at either end (--tls: termination, --forward-tls:
+/// origination, or both) it moves them through two AsyncSockets' sessions. Each direction's end is passed on by itself. The upstream is
 /// dialled as `connect` would (Happy Eyeballs, --connect-timeout, -s, --proxy), on a worker
 /// thread — except a plain relay to a numeric address reached directly, whose connect starts on
 /// the accepting thread and, when the kernel finishes it at once (loopback), its relay too —

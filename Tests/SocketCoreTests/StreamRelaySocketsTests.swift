@@ -4,10 +4,11 @@ import SocketCore
 import TestSupport
 import XCTest
 
-/// SocketBridge over real loopback TCP connections: A ⇄ bridge ⇄ B, where the bridge's ends are
+/// StreamRelay between two AsyncSockets, over real loopback TCP connections: A ⇄ relay ⇄ B,
+/// where the relay's ends are
 /// adopted AsyncSockets (one of them TLS in a test) and the outer ends are driven raw or by an
 /// AsyncSocket of their own.
-final class SocketBridgeTests: XCTestCase {
+final class StreamRelaySocketsTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
     /// An adopted socket for a bridge end: it hears each end of stream instead of closing.
@@ -17,10 +18,10 @@ final class SocketBridgeTests: XCTestCase {
         return socket
     }
 
-    private func bridge(_ a: AsyncSocket, _ b: AsyncSocket, hold: Duration? = nil) -> (Locked<SocketBridge.Report?>, DispatchSemaphore) {
-        let report = Locked<SocketBridge.Report?>(nil)
+    private func bridge(_ a: AsyncSocket, _ b: AsyncSocket, hold: Duration? = nil) -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
+        let report = Locked<StreamRelay.Report?>(nil)
         let done = DispatchSemaphore(value: 0)
-        SocketBridge(a, b, holdFirstEnd: hold, queue: DispatchQueue(label: "bridge")) { r in
+        StreamRelay(a, b, holdFirstEnd: hold, queue: DispatchQueue(label: "bridge")) { r in
             report.withLock { $0 = r }
             done.signal()
         }.start()
@@ -77,7 +78,7 @@ final class SocketBridgeTests: XCTestCase {
     }
 
     /// client (TLS) → [a: TLS server end | bridge | b: plain] → upstream (raw), handshake done.
-    private func terminatedBridge() async throws -> (client: AsyncSocket, upstream: Int32, Locked<SocketBridge.Report?>, DispatchSemaphore) {
+    private func terminatedBridge() async throws -> (client: AsyncSocket, upstream: Int32, Locked<StreamRelay.Report?>, DispatchSemaphore) {
         let (clientFD, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
         let serverEnd = try end(a)

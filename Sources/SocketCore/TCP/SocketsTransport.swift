@@ -1,0 +1,85 @@
+import Dispatch
+
+/// A ``StreamRelay``'s transport between two ``AsyncSocket``s, either or both secured with TLS:
+/// the bytes pass through user space (TLS termination or origination) by the sockets' queued
+/// reads and writes. Each direction has one read or one write in flight at a time, so it holds
+/// at most one chunk (``StreamRelay/chunkSize``): a slow receiver stalls its sender. A side's
+/// end is passed on by ``AsyncSocket/shutdownWrite()`` (under TLS: close_notify, then the TCP
+/// half-close), a cut by ``AsyncSocket/reset()``. The sockets' completions come on their own
+/// queues and are taken to the relay's. Touched only on the relay's queue (hence
+/// @unchecked Sendable).
+final class SocketsTransport: RelayTransport, @unchecked Sendable {
+    /// The relay, until it is over: the sockets' completions may come after it has gone.
+    private weak var relay: StreamRelay?
+    private let queue: DispatchQueue
+    private let names: (String, String)
+    private let sockets: [AsyncSocket]
+    private let tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
+    private var moved = [0, 0]
+
+    init(relay: StreamRelay, _ a: AsyncSocket, _ b: AsyncSocket, tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?) {
+        self.relay = relay
+        queue = relay.queue
+        names = relay.names
+        sockets = [a, b]
+        self.tap = tap
+    }
+
+    private func name(_ side: Int) -> String { side == 0 ? names.0 : names.1 }
+
+    func start() {
+        queue.async { [self] in
+            read(0)
+            read(1)
+        }
+    }
+
+    /// Direction `d` moves bytes from `sockets[d]` to `sockets[1 - d]`.
+    private func read(_ d: Int) {
+        sockets[d].readData(maxLength: StreamRelay.chunkSize) { [self] result in
+            queue.async { self.received(d, result) }
+        }
+    }
+
+    private func received(_ d: Int, _ result: Result<ArraySlice<UInt8>, AsyncSocketError>) {
+        guard let relay, !relay.closed else { return }
+        switch result {
+        case .success(let bytes):
+            if let tap, let reason = tap(d == 0, bytes) { return relay.fail(reason) }
+            let count = bytes.count
+            // The read's own storage (exactly its bytes) goes on to the write: no copy.
+            sockets[1 - d].write(Array(bytes)) { [self] outcome in
+                queue.async { self.wrote(d, count, outcome) }
+            }
+        case .failure(.readStreamClosed):
+            // The socket queues the end after the writes already asked for.
+            relay.ended(d)
+        case .failure(let error):
+            relay.fail("reading from \(name(d)) failed: \(error)")
+        }
+    }
+
+    private func wrote(_ d: Int, _ count: Int, _ outcome: Result<Void, AsyncSocketError>) {
+        guard let relay, !relay.closed else { return }
+        switch outcome {
+        case .success:
+            moved[d] += count
+            relay.moved(d, count)
+            read(d)
+        case .failure(let error):
+            relay.fail("writing to \(name(1 - d)) failed: \(error)")
+        }
+    }
+
+    func passEnd(_ d: Int) -> String? {
+        sockets[1 - d].shutdownWrite()
+        return nil
+    }
+
+    func resetBoth() { sockets.forEach { $0.reset() } }
+
+    func close(clean: Bool) -> (forward: Int, backward: Int) {
+        if clean { sockets.forEach { $0.disconnectAfterWriting() } }
+        return (moved[0], moved[1])
+    }
+}
