@@ -4,39 +4,63 @@ import XCTest
 
 @testable import SocketCore
 
-/// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw.
+/// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw;
+/// every rule over both transports (splice between plain descriptors, and two adopted
+/// AsyncSockets as for TLS; TLS itself in ``StreamRelayTLSTests``).
 final class StreamRelayTests: XCTestCase {
-    private func relay(_ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
+    enum Transport: CaseIterable { case splice, sockets }
+
+    private func relay(_ transport: Transport, _ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
         let report = Locked<StreamRelay.Report?>(nil)
         let done = DispatchSemaphore(value: 0)
-        // The pairs are made with raw syscalls: no dispatch source ever watched them.
-        try StreamRelay(SourcelessDescriptor(a), SourcelessDescriptor(b), holdFirstEnd: hold, queue: DispatchQueue(label: "relay")) { r in
+        let queue = DispatchQueue(label: "relay")
+        let completion: @Sendable (StreamRelay.Report) -> Void = { r in
             report.withLock { $0 = r }
             done.signal()
-        }.start()
+        }
+        switch transport {
+        case .splice:
+            // The pairs are made with raw syscalls: no dispatch source ever watched them.
+            try StreamRelay(SourcelessDescriptor(a), SourcelessDescriptor(b), holdFirstEnd: hold, queue: queue, completion: completion).start()
+        case .sockets:
+            StreamRelay(try end(a), try end(b), holdFirstEnd: hold, queue: queue, completion: completion).start()
+        }
         return (report, done)
     }
 
+    /// An adopted socket for a relay's end: it hears each end of stream instead of closing.
+    private func end(_ fd: Int32) throws -> AsyncSocket {
+        let socket = try AsyncSocket.adopting(connected: fd)
+        socket.autoDisconnectOnClosedReadStream = false
+        return socket
+    }
+
     func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
-        try assertOneSideEndsFirst(clientFirst: true) { a, b in try relay(a, b) }
-        try assertOneSideEndsFirst(clientFirst: false) { a, b in try relay(a, b) }
+        for transport in Transport.allCases {
+            try assertOneSideEndsFirst(clientFirst: true) { a, b in try relay(transport, a, b) }
+            try assertOneSideEndsFirst(clientFirst: false) { a, b in try relay(transport, a, b) }
+        }
     }
 
     func testAHeldEndWaitsForTheOtherWay() throws {
+        for transport in Transport.allCases { try assertAHeldEndWaitsForTheOtherWay(transport) }
+    }
+
+    private func assertAHeldEndWaitsForTheOtherWay(_ transport: Transport) throws {
         let (client, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
         defer {
             Syscall.close(client)
             Syscall.close(upstream)
         }
-        let (_, done) = try relay(a, b, hold: .seconds(5))
+        let (_, done) = try relay(transport, a, b, hold: .seconds(5))
         try sendAll(client, "question\n")
         try Syscall.shutdown(client, .write)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
         defer { buffer.deallocate() }
         XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
         XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
-        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 500), "the client's end is held back")
+        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 500), "the client's end is held back (\(transport))")
         // The upstream answers without ever seeing an end, then closes: the held end goes on
         // at once (not after the hold), and the relay ends.
         let answered = ContinuousClock.now
@@ -52,22 +76,60 @@ final class StreamRelayTests: XCTestCase {
             Syscall.close(client2)
             Syscall.close(upstream2)
         }
-        _ = try relay(a2, b2, hold: .milliseconds(200))
+        _ = try relay(transport, a2, b2, hold: .milliseconds(200))
         try Syscall.shutdown(client2, .write)
         XCTAssertEqual(try readToEnd(upstream2), "", "the end arrives once the other way was quiet")
     }
 
     func testAResetCutsTheRelayAndSaysWhere() throws {
+        for transport in Transport.allCases { try assertAResetCutsTheRelayAndSaysWhere(transport) }
+    }
+
+    private func assertAResetCutsTheRelayAndSaysWhere(_ transport: Transport) throws {
         let (client, a) = try tcpPair()
         let (upstream, b) = try tcpPair()
         defer { Syscall.close(client) }
-        let (report, done) = try relay(a, b, hold: nil)
+        let (report, done) = try relay(transport, a, b, hold: nil)
         // An abortive close of the upstream (SO_LINGER 0): a reset.
         try Syscall.setOption(upstream, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
         Syscall.close(upstream)
         XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
         let failure = try XCTUnwrap(report.withLock { $0 }?.failure)
         XCTAssertTrue(failure.contains("the second socket") && failure.contains("reset"), failure)
-        assertReset(client, "the reset reaches the client as a reset, not an end of stream")
+        assertReset(client, "the reset reaches the client as a reset, not an end of stream (\(transport))")
     }
+
+    /// The hold counts from the end itself, not from the other way's last byte: an upstream
+    /// that was quiet for longer than the hold before the client's last request still gets the
+    /// hold's time to answer it before the end goes on (``EndHold``).
+    func testAHeldEndWaitsItsFullHoldAfterTheEndWhenTheOtherWayWasQuietBefore() throws {
+        for transport in Transport.allCases {
+            let (client, a) = try tcpPair()
+            let (upstream, b) = try tcpPair()
+            defer {
+                Syscall.close(client)
+                Syscall.close(upstream)
+            }
+            let (_, done) = try relay(transport, a, b, hold: .milliseconds(300))
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
+            defer { buffer.deallocate() }
+            try sendAll(client, "hello\n")
+            XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+            XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 6)
+            // The upstream says nothing for longer than the hold.
+            XCTAssertFalse(try Syscall.wait(for: client, forWriting: false, timeoutMilliseconds: 400), "the upstream is quiet (\(transport))")
+            try sendAll(client, "question\n")
+            try Syscall.shutdown(client, .write)
+            XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
+            XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
+            XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 150), "the client's end is held after it came (\(transport))")
+            try sendAll(upstream, "answer\n")
+            XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000), "the held end goes on")
+            XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 0)
+            try Syscall.shutdown(upstream, .write)
+            XCTAssertEqual(try readToEnd(client), "answer\n")
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        }
+    }
+
 }

@@ -4,11 +4,11 @@ import SocketCore
 import TestSupport
 import XCTest
 
-/// StreamRelay between two AsyncSockets, over real loopback TCP connections: A ⇄ relay ⇄ B,
-/// where the relay's ends are
-/// adopted AsyncSockets (one of them TLS in a test) and the outer ends are driven raw or by an
-/// AsyncSocket of their own.
-final class StreamRelaySocketsTests: XCTestCase {
+/// StreamRelay between two AsyncSockets with TLS at an end, over real loopback TCP connections:
+/// A ⇄ relay ⇄ B, where the relay's ends are adopted AsyncSockets and the outer ends are driven
+/// raw or by an AsyncSocket of their own; and the adopted sockets themselves. The rules both
+/// transports keep are in ``StreamRelayTests``.
+final class StreamRelayTLSTests: XCTestCase {
     private let certs = TLSFixtures.shared
 
     /// An adopted socket for a bridge end: it hears each end of stream instead of closing.
@@ -70,11 +70,6 @@ final class StreamRelaySocketsTests: XCTestCase {
         // Bytes that arrived before the reset stay readable (Linux): they are still to be relayed.
         XCTAssertFalse(unread.peerHasGone, "a peer whose bytes are still to be read")
         [open, ended, reset, unread].forEach { $0.disconnect() }
-    }
-
-    func testEachDirectionEndsOnItsOwnAndBulkArrivesWhole() throws {
-        try assertOneSideEndsFirst(clientFirst: true) { a, b in bridge(try end(a), try end(b)) }
-        try assertOneSideEndsFirst(clientFirst: false) { a, b in bridge(try end(a), try end(b)) }
     }
 
     /// client (TLS) → [a: TLS server end | bridge | b: plain] → upstream (raw), handshake done.
@@ -141,70 +136,4 @@ final class StreamRelaySocketsTests: XCTestCase {
         XCTAssertEqual(r.backward, 22)
         XCTAssertNil(r.failure)
     }
-
-    func testAResetCutsTheBridgeAndSaysWhere() throws {
-        let (client, a) = try tcpPair()
-        let (upstream, b) = try tcpPair()
-        defer { Syscall.close(client) }
-        let (report, done) = bridge(try end(a), try end(b))
-        try Syscall.setOption(upstream, SOL_SOCKET, SO_LINGER, linger(l_onoff: 1, l_linger: 0), name: "SO_LINGER")
-        Syscall.close(upstream)
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-        let failure = try XCTUnwrap(report.withLock { $0 }?.failure)
-        XCTAssertTrue(failure.contains("the second socket"), failure)
-        assertReset(client, "the reset reaches the client as a reset, not an end of stream")
-    }
-
-    func testAHeldEndWaitsForTheOtherWay() throws {
-        let (client, a) = try tcpPair()
-        let (upstream, b) = try tcpPair()
-        defer {
-            Syscall.close(client)
-            Syscall.close(upstream)
-        }
-        let (_, done) = bridge(try end(a), try end(b), hold: .seconds(5))
-        try sendAll(client, "question\n")
-        try Syscall.shutdown(client, .write)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
-        defer { buffer.deallocate() }
-        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
-        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
-        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 500), "the client's end is held back")
-        try sendAll(upstream, "answer\n")
-        try Syscall.shutdown(upstream, .write)
-        XCTAssertEqual(try readToEnd(client), "answer\n")
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the upstream's end released the held one")
-    }
-
-    /// The hold counts from the end itself, not from the other way's last byte: an upstream
-    /// that was quiet for longer than the hold before the client's last request still gets the
-    /// hold's time to answer it before the end goes on (``EndHold``).
-    func testAHeldEndWaitsItsFullHoldAfterTheEndWhenTheOtherWayWasQuietBefore() throws {
-        let (client, a) = try tcpPair()
-        let (upstream, b) = try tcpPair()
-        defer {
-            Syscall.close(client)
-            Syscall.close(upstream)
-        }
-        let (_, done) = bridge(try end(a), try end(b), hold: .milliseconds(300))
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
-        defer { buffer.deallocate() }
-        try sendAll(client, "hello\n")
-        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
-        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 6)
-        // The upstream says nothing for longer than the hold.
-        XCTAssertFalse(try Syscall.wait(for: client, forWriting: false, timeoutMilliseconds: 400), "the upstream is quiet")
-        try sendAll(client, "question\n")
-        try Syscall.shutdown(client, .write)
-        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000))
-        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 9)
-        XCTAssertFalse(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 150), "the client's end is held after it came")
-        try sendAll(upstream, "answer\n")
-        XCTAssertTrue(try Syscall.wait(for: upstream, forWriting: false, timeoutMilliseconds: 5000), "the held end goes on")
-        XCTAssertEqual(try Syscall.receive(upstream, into: buffer), 0)
-        try Syscall.shutdown(upstream, .write)
-        XCTAssertEqual(try readToEnd(client), "answer\n")
-        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
-    }
-
 }
