@@ -2,8 +2,9 @@ import Foundation
 import XCTest
 
 /// SocketCore as an outside package uses it: Tests/OutsidePackage depends on it through
-/// `.package(path:)`, imports it without @testable in Swift 6 mode, and runs TCP, TLS, UDP and
-/// a marked target queue through the public API alone.
+/// `.package(path:)`, imports it without @testable in Swift 6 mode, and runs TCP, TLS, UDP, a
+/// relay (a waiting listener, Dial, StreamRelay) and a marked target queue through the public
+/// API alone.
 final class OutsidePackageTests: XCTestCase {
     func testAPackageThatDependsOnSocketCoreBuildsAndRuns() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,5 +1,6 @@
 // Uses SocketCore's public API the way an application would: TCP with async/await and with a
-// delegate, TLS over loopback with an ephemeral certificate, UDP, and a marked target queue.
+// delegate, TLS over loopback with an ephemeral certificate, UDP, a relay (a waiting listener,
+// Dial, StreamRelay), and a marked target queue.
 // Prints one line per check and exits 1 at the first that fails.
 import Dispatch
 import Glibc
@@ -81,6 +82,40 @@ do {
     check("\(error)".contains("nobody would hear the datagrams"), "beginReceiving with nobody to hear is refused")
 }
 deaf.close()
+
+// The relay road: a listener that waits on a thread of its own, each client joined by
+// StreamRelay (splice) to an upstream reached with Dial, here an echo server; the client's
+// half-close travels through the relay, the echo server's close comes back, and the relay ends.
+let relayEcho = Echo()
+let upstream = AsyncSocket(delegate: relayEcho, delegateQueue: DispatchQueue(label: "upstream"))
+try upstream.accept(onInterface: "127.0.0.1", port: 0)
+let front = AsyncSocket()
+front.acceptsByWaiting = true
+try front.accept(onInterface: "127.0.0.1", port: 0)
+let relayEnded = DispatchSemaphore(value: 0)
+let upstreamPort = upstream.localPort
+DispatchQueue(label: "front").async {
+    do {
+        guard let accepted = try front.waitForConnection() else { return check(false, "a waiting listener accepts") }
+        let (upstreamFD, _) = try Dial(.host("127.0.0.1", port: upstreamPort)).connect()
+        try StreamRelay(accepted.sourceless, upstreamFD, queue: DispatchQueue(label: "relay")) { report in
+            check(report.failure == nil && report.forward == 6 && report.backward == 6, "StreamRelay's report (\(report))")
+            relayEnded.signal()
+        }.start()
+    } catch {
+        check(false, "the relay road: \(error)")
+    }
+}
+let viaRelay = AsyncSocket()
+try await viaRelay.connect(host: "127.0.0.1", port: front.localPort, timeout: .seconds(5))
+try await viaRelay.send(Array("relay\n".utf8))
+let echoed = try await viaRelay.read(toSeparator: AsyncSocket.lf, maxLength: 100, timeout: .seconds(5))
+check(echoed == Array("relay\n".utf8), "an echo through Dial and StreamRelay from a waiting listener")
+try await viaRelay.finishWriting()
+check(relayEnded.wait(timeout: .now() + 5) == .success, "the relay ends when both sides have ended")
+viaRelay.disconnect()
+front.disconnect()
+upstream.disconnect()
 
 // A socket queue that targets a marked queue: synchronous calls from that queue run inline.
 let target = DispatchQueue(label: "target")
