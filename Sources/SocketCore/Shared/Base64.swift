@@ -1,9 +1,9 @@
 /// Standard base64 (RFC 4648): public-key pins, binary datagrams in JSON.
-public enum Base64 {
+package enum Base64 {
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// The base64 text of `bytes`, padded with `=`.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         var i = 0
         while i < bytes.count {
@@ -26,7 +26,7 @@ public enum Base64 {
     }
 
     /// The bytes of base64 text (padding optional), or nil if a character is not base64.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var bits = 0
         var value = 0
         var bytes: [UInt8] = []

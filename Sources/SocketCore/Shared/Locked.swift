@@ -6,13 +6,13 @@ import Glibc
 /// standard library, which ThreadSanitizer cannot see, so every value it protects shows up as a
 /// data race in `scripts/sanitize thread`. pthread mutexes are intercepted by the sanitizer, so
 /// its reports stay meaningful.
-public final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `value` is only touched with `mutex` held.
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     /// A lock around `value`.
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -27,7 +27,7 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with the value, the lock held.
     @inline(__always)
-    public func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
