@@ -149,7 +149,7 @@ public final class TLSStream: @unchecked Sendable {
     }
 }
 
-/// Carries a session into ``Locked`` (which holds only `Sendable` values): the lock is what
+/// Carries a session into `Locked` (which holds only `Sendable` values): the lock is what
 /// makes sharing it safe.
 struct TLSSessionBox: @unchecked Sendable {
     let session: TLSSession
