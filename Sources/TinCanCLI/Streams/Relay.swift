@@ -30,6 +30,12 @@ final class Relay: @unchecked Sendable {
         /// up instead of closing the program's stdin, and the terminal's end (EIO once the
         /// program and everything it started closed it) is the end of input.
         var terminal: ProgramTerminal?
+        /// The input and the output are one socket (a listen mode's end of a socket pair): the
+        /// peer's end of stream shuts its write half down instead of closing it.
+        var socketSide = false
+        /// Count the bytes in the run's statistics; false where the mode on the other side
+        /// counts them (a WebSocket's messages carried to a listen mode).
+        var countsStatistics = true
     }
 
     typealias Outcome = Ending.Outcome
@@ -46,6 +52,8 @@ final class Relay: @unchecked Sendable {
     private let machine: Locked<Ending>
     private let finished = DispatchSemaphore(value: 0)
     private let networkLoopDone = DispatchSemaphore(value: 0)
+    /// Left by each of the relay's threads as it returns (``join()``).
+    private let threads = DispatchGroup()
     private let started = ContinuousClock.now
     /// Nanoseconds since `started` of the last byte each way; -1: none yet.
     private let lastReceived = Atomic<Int64>(-1)
@@ -107,16 +115,16 @@ final class Relay: @unchecked Sendable {
         // Threads of its own, not dispatch workers: each direction blocks in its calls, and a
         // listener may run hundreds of relays at once.
         do throws(SystemError) {
-            try Syscall.startThread { self.networkToOutput() }
+            try thread { self.networkToOutput() }
         } catch {
             return .failed("no thread for the relay: \(error.lowercaseReason)")
         }
         if let pump = options.pump {
-            do throws(SystemError) { try Syscall.startThread { self.pumpToNetwork(pump) } } catch {
+            do throws(SystemError) { try thread { self.pumpToNetwork(pump) } } catch {
                 report(.failed("no thread for the relay: \(error.lowercaseReason)"))
             }
         } else if let input {
-            do throws(SystemError) { try Syscall.startThread { self.inputToNetwork(input) } } catch {
+            do throws(SystemError) { try thread { self.inputToNetwork(input) } } catch {
                 report(.failed("no thread for the relay: \(error.lowercaseReason)"))
             }
         } else {
@@ -149,6 +157,25 @@ final class Relay: @unchecked Sendable {
         return result
     }
 
+    /// Starts one of the relay's threads, counted for ``join()``.
+    private func thread(_ body: @escaping @Sendable () -> Void) throws(SystemError) {
+        threads.enter()
+        do throws(SystemError) {
+            try Syscall.startThread {
+                defer { self.threads.leave() }
+                body()
+            }
+        } catch {
+            threads.leave()
+            throw error
+        }
+    }
+
+    /// Waits until the relay's threads have returned: after ``run()``, once whatever they may
+    /// be blocked on was shut down (the input's reader waits for it otherwise), so that the
+    /// descriptors may be closed.
+    func join() { threads.wait() }
+
     /// Feeds an event to the machine and carries out what it says.
     private func report(_ event: Ending.Event) {
         let at = now
@@ -164,6 +191,8 @@ final class Relay: @unchecked Sendable {
         if actions.closeOutput {
             if let terminal = options.terminal {
                 terminal.hangUp()
+            } else if options.socketSide {
+                try? Syscall.shutdown(output, .write)
             } else {
                 Syscall.close(output)
                 closedOutput.store(true, ordering: .releasing)
@@ -453,7 +482,7 @@ final class Relay: @unchecked Sendable {
     private func received(_ n: Int) {
         guard n > 0 else { return }
         stamp(lastReceived)
-        Statistics.received.add(n, ordering: .relaxed)
+        if options.countsStatistics { Statistics.received.add(n, ordering: .relaxed) }
         options.progress?.add(received: n)
         if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
     }
@@ -461,7 +490,7 @@ final class Relay: @unchecked Sendable {
     private func sent(_ n: Int) {
         guard n > 0 else { return }
         stamp(lastSent)
-        Statistics.sent.add(n, ordering: .relaxed)
+        if options.countsStatistics { Statistics.sent.add(n, ordering: .relaxed) }
         options.progress?.add(sent: n)
         bytesSent.add(n, ordering: .relaxed)
     }
