@@ -185,8 +185,8 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(refused.status, 4, refused.err)
     }
 
-    /// --idle-timeout for WebSocket clients of the hub, which reach it through a socket pair (no
-    /// TCP_INFO): a client whose messages keep coming stays past the limit; one gone quiet is
+    /// --idle-timeout for WebSocket clients of the hub, kept on their messages by the stand-in
+    /// that carries them to the hub (one clock: the hub's TCP_INFO watch leaves it alone): a client whose messages keep coming stays past the limit; one gone quiet is
     /// cut, and -v names it.
     func testIdleTimeoutCutsAQuietWebSocketClientOfTheHub() throws {
         let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "--idle-timeout", "1s", "127.0.0.1", String($0)] }
@@ -289,6 +289,69 @@ final class WebSocketTests: XCTestCase {
         let client = try Tool.run(["python3", "-c", script, String(port), certs.path("ca.pem")], program: "/usr/bin/env")
         XCTAssertEqual(client.status, 0, client.err)
         XCTAssertEqual(client.out, "same\n")
+    }
+
+    /// An upstream (a Python stub: it must reset on cue) that echoes the client's first bytes;
+    /// then, with `reset`, sends a line and resets; with `record`, writes to argv[3] how the
+    /// client's side ended: `eof` or `reset`.
+    private static let resettingUpstream =
+        PythonPeers.listenPrelude + """
+            import struct
+            c, _ = s.accept(); c.sendall(c.recv(100))
+            if sys.argv[3] == 'reset':
+                c.sendall(b'partial\\n')
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+            else:
+                try:
+                    while c.recv(100): pass
+                    ended = 'eof'
+                except ConnectionResetError:
+                    ended = 'reset'
+                open(sys.argv[3], 'w').write(ended)
+            """
+
+    func testTheForwarderPassesAResetOnAsAResetBothWays() throws {
+        // The upstream resets: the client gets what came before it, then no clean close.
+        let resetting = try PythonPeer(WebSocketTests.resettingUpstream.replacingOccurrences(of: "sys.argv[3]", with: "'reset'"))
+        defer { resetting.stop() }
+        let (server, port) = try Tool.server(program: Tool.tincan) {
+            ["listen", "-k", "-v", "--ws", "--forward", "127.0.0.1:\(resetting.port)", "127.0.0.1", String($0)]
+        }
+        defer { server.stop() }
+        let client = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        client.send("hi\n")  // stdin stays open: only the reset can end this session
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        // The echo of "hi", then the line before the reset, each message on a line; what came
+        // just before a reset may be dropped by the kernel that meets it: only a prefix.
+        XCTAssertTrue("hi\npartial\n\n".hasPrefix(client.stdoutText) || "hipartial\n\n".hasPrefix(client.stdoutText), client.stdoutText)
+        XCTAssertTrue(client.stderrText.contains("without a WebSocket close"), client.stderrText)
+        waitUntil("the listener says why") { server.stderrText.contains("the connection behind it was cut: connection reset by peer") }
+
+        // The client resets: the upstream is reset, not ended.
+        let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ws-reset-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let recording = try PythonPeer(WebSocketTests.resettingUpstream.replacingOccurrences(of: "sys.argv[3]", with: "'\(record)'"))
+        defer { recording.stop() }
+        let (relay, relayPort) = try Tool.server(program: Tool.tincan) {
+            ["listen", "-k", "--ws", "--forward", "127.0.0.1:\(recording.port)", "127.0.0.1", String($0)]
+        }
+        defer { relay.stop() }
+        let script = """
+            import asyncio, socket, struct, sys, websockets
+            async def main():
+                async with websockets.connect('ws://127.0.0.1:%s/' % sys.argv[1]) as ws:
+                    await ws.send(b'hello')
+                    assert await ws.recv() == b'hello'
+                    ws.transport.get_extra_info('socket').setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+                    ws.transport.abort()
+            asyncio.run(main())
+            """
+        let aborting = try Tool.run(["python3", "-c", script, String(relayPort)], program: "/usr/bin/env")
+        XCTAssertEqual(aborting.status, 0, aborting.err)
+        waitUntil("the upstream hears the end") { FileManager.default.fileExists(atPath: record) }
+        waitUntil("the upstream wrote how") { (try? String(contentsOfFile: record, encoding: .utf8)) != "" }
+        XCTAssertEqual(try String(contentsOfFile: record, encoding: .utf8), "reset")
     }
 
     func testTheHandshakeCarriesHeadersOriginSubprotocolCredentialsAndCompression() throws {

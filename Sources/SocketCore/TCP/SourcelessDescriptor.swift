@@ -18,11 +18,25 @@ public struct SourcelessDescriptor: Sendable, Hashable, CustomStringConvertible 
 
     public var description: String { "fd \(fd)" }
 
-    /// A connected pair of Unix stream sockets made here (blocking, close-on-exec), so neither
-    /// end ever had a source: one end for a relay or a listen mode, the other for whoever
-    /// feeds it (a WebSocket's messages presented as a stream).
+    /// A connected pair of stream sockets made here (close-on-exec), so neither end ever had
+    /// a source: the first blocking, for whoever feeds the pair on threads of its own (a
+    /// WebSocket's messages presented as a stream); the second non-blocking, as an accepted
+    /// connection is, for a relay or a listen mode. TCP over loopback, so that a reset at one
+    /// end is a reset at the other (``abort()``, or a relay's reset-on-close), as a cut
+    /// connection must be; a Unix socket pair, which can only end, where loopback takes no
+    /// connection (a network namespace whose `lo` is down).
     public static func pair() throws(SystemError) -> (SourcelessDescriptor, SourcelessDescriptor) {
-        let (a, b) = try Syscall.socketPair(.stream, nonBlocking: false)
+        var pair = Syscall.loopbackStreamPair()
+        if pair == nil { pair = try Syscall.socketPair(.stream, nonBlocking: false) }
+        let (a, b) = pair!
+        do throws(SystemError) { try Syscall.setNonBlocking(b) } catch {
+            [a, b].forEach(Syscall.close)
+            throw error
+        }
         return (SourcelessDescriptor(a), SourcelessDescriptor(b))
     }
+
+    /// Cuts the connection at once: the peer is sent a reset, and a thread blocked reading or
+    /// writing it returns with an error; the holder still closes it.
+    public func abort() { Syscall.abortConnection(fd) }
 }

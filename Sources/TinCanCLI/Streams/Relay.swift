@@ -30,7 +30,7 @@ final class Relay: @unchecked Sendable {
         /// up instead of closing the program's stdin, and the terminal's end (EIO once the
         /// program and everything it started closed it) is the end of input.
         var terminal: ProgramTerminal?
-        /// The input and the output are one socket (a listen mode's end of a socket pair): the
+        /// The input and the output are one socket (a WebSocket's stand-in for a listen mode): the
         /// peer's end of stream shuts its write half down instead of closing it.
         var socketSide = false
         /// Count the bytes in the run's statistics; false where the mode on the other side
@@ -238,6 +238,12 @@ final class Relay: @unchecked Sendable {
         }
     }
 
+    /// Why reading the input failed: stdin's read, or a socket's connection cut (the listen
+    /// mode's end of a WebSocket's pair, reset by a relay behind it).
+    private func readFailed(_ error: SystemError) -> String {
+        options.socketSide ? "the connection behind it was cut: \(error.lowercaseReason)" : "reading stdin failed: \(error.lowercaseReason)"
+    }
+
     private func stamp(_ clock: borrowing Atomic<Int64>) {
         let (seconds, attoseconds) = now.components
         clock.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
@@ -322,7 +328,7 @@ final class Relay: @unchecked Sendable {
                     terminalClosed = true
                     continue
                 }
-                report(.failed("reading stdin failed: \(error.lowercaseReason)"))
+                report(.failed(readFailed(error)))
                 return
             }
             if n == 0 {
@@ -426,7 +432,7 @@ final class Relay: @unchecked Sendable {
                 outcome = try splicer.move(from: input, to: fd)
             } catch {
                 switch error.side {
-                case .input: report(.failed("reading stdin failed: \(error.error.lowercaseReason)"))
+                case .input: report(.failed(readFailed(error.error)))
                 case .output: report(.failed(notDelivered(DescriptorTransport.sendFailure(error.error).reason, nil)))
                 }
                 return false

@@ -67,7 +67,9 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
         socket.readData(maxLength: Relay.chunkSize)
-        if let idle, let token = idle.watch(socket.descriptor, peer: socket.clientAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } }) {
+        if let idle, !socket.isWebSocketStandIn,
+            let token = idle.watch(socket.descriptor, peer: socket.clientAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } })
+        {
             watched[id] = token
         }
         Console.note("\(socket.clientAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)

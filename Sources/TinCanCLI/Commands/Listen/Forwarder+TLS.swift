@@ -131,7 +131,9 @@ extension Forwarder {
             idle?.forget(watched.token.withLock { $0 })
             closed(client, report)
         }
-        watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
+        if !client.isWebSocketStandIn {
+            watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
+        }
         bridge.start()
     }
 }

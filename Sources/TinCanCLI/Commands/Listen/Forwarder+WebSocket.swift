@@ -17,6 +17,7 @@ extension Forwarder {
                         try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer), peer: peer, idle: idle)
                     var standIn = client
                     standIn.descriptor = end
+                    standIn.isWebSocketStandIn = true
                     reachUpstream(standIn, secured: nil, quick: quick)
                 } catch {
                     HandOver.release(transport)

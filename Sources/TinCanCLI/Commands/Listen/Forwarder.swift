@@ -148,6 +148,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         /// Accepted on the listener's thread: it never had a dispatch source (the relay needs that).
         var descriptor: SourcelessDescriptor
         var fd: Int32 { descriptor.fd }
+        /// The descriptor is a WebSocket client's stand-in (``WebSocketShim``), which keeps its
+        /// `--idle-timeout` on its messages: ``IdleWatch`` leaves it alone.
+        var isWebSocketStandIn = false
         let peer: String
         /// The client's address and the one it reached (for the PROXY header, else nil).
         let source: SocketAddress?
@@ -340,7 +343,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 idle?.forget(watched.token.withLock { $0 })
                 closed(client, report)
             }
-            watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { relay.cancel(Forwarder.idleReason) } }
+            if !client.isWebSocketStandIn {
+                watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { relay.cancel(Forwarder.idleReason) } }
+            }
             relay.start()
         } catch {
             Syscall.close(client.fd)

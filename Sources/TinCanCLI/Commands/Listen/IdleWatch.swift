@@ -7,7 +7,8 @@ import Synchronization
 /// moves it: a relay, a program, the hub) and closes one quiet for the limit: shut down both
 /// ways, then the mode's own step (end the program, cancel the relay, drop the client), and -v
 /// names it. Unix connections have no TCP_INFO and are not watched; a WebSocket client, which
-/// reaches the mode through a socket pair, has its limit kept by ``WebSocketShim``.
+/// reaches the mode through a stand-in socket, has its limit kept by ``WebSocketShim`` on its
+/// messages (the modes do not give its stand-in here: one clock per connection).
 final class IdleWatch: @unchecked Sendable {
     // @unchecked Sendable: `entries`, `nextToken` and `timer` are touched only on `queue`.
     private struct Entry {

@@ -68,7 +68,7 @@ struct ConnectionStep: Sendable {
                         Syscall.close(end.fd)
                         throw CommandError("\(peer): \(error)")
                     }
-                    standIn.userData = client
+                    standIn.userData = WebSocketShim.StandIn(client: client)
                     mode.admitted(standIn, peer: peer, secured: .success(done))
                 } catch {
                     HandOver.release(transport)

@@ -85,5 +85,8 @@ extension AcceptedConnection {
 extension AsyncSocket {
     /// The client: the PROXY header's source when ``ProxyHeaderStep`` read one naming it, the
     /// address a stand-in socket carries (a WebSocket's, ``WebSocketShim``), else who connected.
-    var clientAddress: SocketAddress? { (userData as? ProxyProtocolHeader)?.source ?? (userData as? SocketAddress) ?? connectedAddress }
+    var clientAddress: SocketAddress? { (userData as? ProxyProtocolHeader)?.source ?? (userData as? WebSocketShim.StandIn)?.client ?? connectedAddress }
+    /// Whether this is a WebSocket client's stand-in, whose `--idle-timeout` ``WebSocketShim``
+    /// keeps (on its messages): ``IdleWatch`` leaves it alone, so one clock cuts it.
+    var isWebSocketStandIn: Bool { userData is WebSocketShim.StandIn }
 }

@@ -21,6 +21,7 @@ final class Reaper: @unchecked Sendable {
     /// Starts `program` on `socket`'s connection; this process keeps no copy of it.
     func spawn(_ program: [String], on socket: AsyncSocket) {
         let peer = socket.clientAddress?.description ?? "a Unix peer"
+        let idle = socket.isWebSocketStandIn ? nil : self.idle
         socket.setDelegate(nil, delegateQueue: nil)
         do {
             let connection = try HandOver.take(socket, peer: peer)
