@@ -57,6 +57,9 @@ let package = Package(
                 .unsafeFlags(
                     [
                         "-use-ld=lld", "-L", staticRuntime, "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+                        // -static-stdlib exports every symbol of ours (3 100): a start's dladdr
+                        // walks them and they are mapped in. Nothing looks them up by name.
+                        "-Xlinker", "--no-export-dynamic",
                         // The functions a start runs, side by side (scripts/startup-order makes the list).
                         "-Xlinker", "--symbol-ordering-file=\(staticRuntime)/startup-order.txt", "-Xlinker", "--no-warn-symbol-ordering",
                     ],
