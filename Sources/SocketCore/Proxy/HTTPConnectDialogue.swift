@@ -65,7 +65,7 @@ public struct HTTPConnectDialogue: ProxyDialogue {
                 let value = line[line.index(after: colon)...].trimmingSpaces.lowercased()
                 switch name {
                 case "content-length": contentLength = Int(value)
-                case "connection", "proxy-connection": if value.contains("close") { closes = true }
+                case "connection", "proxy-connection": if value.hasText("close") { closes = true }
                 case "transfer-encoding": chunked = true
                 case "x-squid-error": squidError = String(line[line.index(after: colon)...].trimmingSpaces)
                 default: break

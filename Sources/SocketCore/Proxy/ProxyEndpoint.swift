@@ -51,7 +51,7 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
             throw bad("URL", "it holds control or non-ASCII characters; percent-encode them in the user and password, and write a name as xn--")
         }
         var rest = Substring(url)
-        if let range = rest.firstRange(of: "://") {
+        if let range = rest.textRange(of: "://") {
             let name = rest[..<range.lowerBound].lowercased()
             guard let scheme = Scheme(rawValue: name) else {
                 throw bad("scheme", "'\(name)' is not one of socks4, socks4a, socks5, socks5h, http")
@@ -186,7 +186,7 @@ public struct ProxyURLError: Error, Sendable, Equatable, CustomStringConvertible
 
     static func redacted(_ url: String) -> String {
         guard let at = url.lastIndex(of: "@") else { return url }
-        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
+        let start = url.textRange(of: "://")?.upperBound ?? url.startIndex
         guard start < at else { return url }
         let userInfo = url[start..<at]
         guard let colon = userInfo.firstIndex(of: ":") else { return url }

@@ -140,7 +140,7 @@ public struct StartTLSDialogue: Sendable {
             }
             guard line.hasPrefix("t1 OK") else { return [.fail("CAPABILITY failed: \"\(line)\"")] }
             seen.append("capabilities")
-            guard seen.contains(where: { $0.contains(" STARTTLS") }) else {
+            guard seen.contains(where: { $0.hasText(" STARTTLS") }) else {
                 return [.fail("the server does not offer STARTTLS; its capabilities: \"\(seen.first { $0.hasPrefix("* CAPABILITY") } ?? line)\"")]
             }
             return [.send(Array("t2 STARTTLS\r\n".utf8)), .readLine]
@@ -169,16 +169,16 @@ public struct StartTLSDialogue: Sendable {
         }
         if let error = Self.xmppStreamError(xmppText) { return [.fail("the server ended the XMPP stream: \(error)")] }
         if !seen.contains("features") {
-            guard xmppText.contains("</stream:features>") else { return [.readUntil(Array(">".utf8))] }
+            guard xmppText.hasText("</stream:features>") else { return [.readUntil(Array(">".utf8))] }
             seen.append("features")
-            guard xmppText.contains("<starttls") else {
+            guard xmppText.hasText("<starttls") else {
                 return [.fail("the server does not offer STARTTLS; its features: \"\(xmppText.suffix(200))\"")]
             }
             xmppText = ""
             return [.send(Array("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>".utf8)), .readUntil(Array(">".utf8))]
         }
-        if xmppText.contains("<proceed") { return [.startTLS] }
-        if xmppText.contains("<failure") { return [.fail("the server refused STARTTLS: \"\(xmppText)\"")] }
+        if xmppText.hasText("<proceed") { return [.startTLS] }
+        if xmppText.hasText("<failure") { return [.fail("the server refused STARTTLS: \"\(xmppText)\"")] }
         return [.readUntil(Array(">".utf8))]
     }
 
@@ -188,7 +188,7 @@ public struct StartTLSDialogue: Sendable {
 
     /// A stream error in `text` (RFC 6120 4.9): its condition and its text, once complete.
     static func xmppStreamError(_ text: String) -> String? {
-        guard let start = text.firstRange(of: "<stream:error"), let end = text[start.upperBound...].firstRange(of: "</stream:error>")
+        guard let start = text.textRange(of: "<stream:error"), let end = text[start.upperBound...].textRange(of: "</stream:error>")
         else { return nil }
         let body = text[start.upperBound..<end.lowerBound].drop { $0 != ">" }.dropFirst()
         var condition = "an unnamed error"
@@ -202,7 +202,7 @@ public struct StartTLSDialogue: Sendable {
             }
         }
         var said = ""
-        if let textOpen = body.firstRange(of: "<text"), let close = body[textOpen.upperBound...].firstRange(of: "</text>") {
+        if let textOpen = body.textRange(of: "<text"), let close = body[textOpen.upperBound...].textRange(of: "</text>") {
             said = String(body[textOpen.upperBound..<close.lowerBound].drop { $0 != ">" }.dropFirst())
         }
         return condition + (said.isEmpty ? "" : " (\"\(said)\")")

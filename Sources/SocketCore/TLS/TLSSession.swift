@@ -241,7 +241,7 @@ final class TLSSession {
             if code == SSL_ERROR_SYSCALL && errors == "unknown error", input == nil, let system {
                 throw .failed(system.lowercaseReason)  // read(2) on the descriptor failed, e.g. a reset
             }
-            if errors.contains("unexpected eof") || errors == "unknown error" { throw .truncated }
+            if errors.hasText("unexpected eof") || errors == "unknown error" { throw .truncated }
             throw .failed(errors)
         default:
             throw .failed(TLSContext.drainErrors())

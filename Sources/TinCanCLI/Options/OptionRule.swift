@@ -146,8 +146,8 @@ public struct OptionRule: Sendable {
     }
 
     private func say(_ fault: Option, _ witness: Option?) -> String {
-        var line = words.replacing("%o", with: OptionRule.spoken(fault))
-        if let witness { line = line.replacing("%w", with: OptionRule.spoken(witness)) }
+        var line = words.replacingText("%o", with: OptionRule.spoken(fault))
+        if let witness { line = line.replacingText("%w", with: OptionRule.spoken(witness)) }
         return line
     }
 

@@ -49,7 +49,7 @@ final class Capture: Sendable {
         Interruption.fail("tincan: " + failure + "; stopping (--capture-best-effort would go on without the capture)")
     }
 
-    static func isPerConnection(_ pattern: String) -> Bool { pattern.contains("%n") || pattern.contains("%a") }
+    static func isPerConnection(_ pattern: String) -> Bool { pattern.hasText("%n") || pattern.hasText("%a") }
 
     /// The pattern with `%n` the connection's number, `%a` its client (`:` and `/` as `_`), `%%` a `%`.
     static func expand(_ pattern: String, number: Int, client: String) -> String {

@@ -75,7 +75,7 @@ struct ProxiedScan {
             Syscall.close(descriptor.fd)
             return result(.open, "the proxy opened the tunnel")
         case .failure(.proxyDialogue(.proxy(_, let failure))) where failure.kind == .targetUnreachable:
-            let refused = failure.detail.contains("connection refused") || failure.detail.contains("Unable to connect")
+            let refused = failure.detail.hasText("connection refused") || failure.detail.hasText("Unable to connect")
             return result(refused ? .closed : .filtered, failure.detail)
         case .failure(.proxyDialogue(.proxy(_, let failure))) where failure.kind == .refused:
             // The proxy will not go there (a port rule, a policy): closed to us, and the

@@ -62,6 +62,6 @@ struct UDPReceiveCommand {
 extension String {
     /// "bind(0.0.0.0:53): Address already in use" reads better with a hint.
     var replacingAddressInUse: String {
-        contains("Address already in use") ? self + " (another program has the port)" : self
+        hasText("Address already in use") ? self + " (another program has the port)" : self
     }
 }
