@@ -164,6 +164,18 @@ final class EndOfStreamTests: XCTestCase {
         XCTAssertTrue(hub.stderrText.contains("writing to stdout failed: no space left on device"), hub.stderrText)
     }
 
+    /// A keep-open hub whose stdin cannot be read (a directory) says so, not taking it for an
+    /// end, and its clients go on as after one.
+    func testAHubWhoseStdinFailsSaysSoAndServesItsClients() throws {
+        let (hub, port) = try Tool.server(program: "/bin/sh") { [#"-c"#, #"exec "$0" listen -k 127.0.0.1 "$1" < /"#, Tool.tincan, String($0)] }
+        defer { hub.stop() }
+        waitUntil("the hub says why stdin is gone") { hub.stderrText.contains("reading stdin failed: is a directory; the clients go on without it") }
+        let client = try Tool(["connect", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("still heard\n")
+        waitUntil("the client's line on the hub's stdout") { hub.stdoutText == "still heard\n" }
+    }
+
     func testAClosedStdoutIsReportedNotSilent() throws {
         let server = try sender(1000)
         defer { server.stop() }

@@ -232,7 +232,13 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             defer { buffer.deallocate() }
             var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
             while true {
-                guard let n = try? Syscall.readWaiting(0, into: buffer), n > 0 else { return }  // end of input: clients go on
+                let n: Int
+                do throws(SystemError) { n = try Syscall.readWaiting(0, into: buffer) } catch {
+                    // Said, not taken for an end: the clients go on, as after one.
+                    Console.note("reading stdin failed: \(error.lowercaseReason); the clients go on without it")
+                    return
+                }
+                guard n > 0 else { return }  // end of input: clients go on
                 var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
                 if settings.relay.crlf { chunk = encoder.encode(chunk) }
                 settings.relay.hex?.dump(chunk, .sent)
