@@ -26,13 +26,14 @@ extension String {
     package func textRange(of other: some StringProtocol) -> Range<String.Index>? { self[...].textRange(of: other) }
 
     /// Whether `other` occurs in this text.
-    package func hasText(_ other: some StringProtocol) -> Bool { self[...].textRange(of: other) != nil }
+    package func hasText(_ other: some StringProtocol) -> Bool { self[...].hasText(other) }
 
     /// This text with every occurrence of `target` (not empty) replaced by `replacement`.
     package func replacingText(_ target: String, with replacement: String) -> String {
+        guard !target.isEmpty else { return self }
         var result = ""
         var rest = self[...]
-        while let range = rest.textRange(of: target), !target.isEmpty {
+        while let range = rest.textRange(of: target) {
             result += rest[..<range.lowerBound]
             result += replacement
             rest = rest[range.upperBound...]

@@ -18,8 +18,8 @@ struct WebSocketServing: Sendable {
         guard args.has(.ws) else { return nil }
         let path = args.value(.ws).flatMap { $0.isEmpty ? nil : $0 }
         if let path, !path.hasPrefix("/") { throw UsageError("bad --ws '\(path)': a path starts with '/', as /chat", command: name) }
-        let origins = args.value(.allowOrigin).map { $0.split(separator: ",").map { String($0.hasPrefix(" ") ? $0.dropFirst() : $0) }.filter { !$0.isEmpty } }
-        let protocols = args.value(.protocol).map { $0.split(separator: ",").map { String($0.hasPrefix(" ") ? $0.dropFirst() : $0) }.filter { !$0.isEmpty } } ?? []
+        let origins = args.value(.allowOrigin).map { WebSocketSettings.commaList($0) }
+        let protocols = args.value(.protocol).map { WebSocketSettings.commaList($0) } ?? []
         return WebSocketServing(path: path, origins: origins, protocols: protocols, settings: try WebSocketSettings(args))
     }
 

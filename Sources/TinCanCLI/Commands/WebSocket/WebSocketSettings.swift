@@ -107,4 +107,10 @@ struct WebSocketSettings: Sendable {
             }
         return "\(code) (\(name))" + (reason.isEmpty ? "" : ": '\(reason)'")
     }
+
+    /// `--protocol`'s and `--allow-origin`'s comma-separated list: a space after a comma is
+    /// dropped, empty items too.
+    static func commaList(_ text: String) -> [String] {
+        text.split(separator: ",").map { String($0.hasPrefix(" ") ? $0.dropFirst() : $0) }.filter { !$0.isEmpty }
+    }
 }

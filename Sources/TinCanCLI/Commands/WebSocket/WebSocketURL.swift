@@ -119,7 +119,7 @@ struct WebSocketURL: Equatable {
         if let credentials, !fields.contains(where: { $0.name.lowercased() == "authorization" }) {
             fields.append(("Authorization", "Basic " + Base64.encode(Array("\(credentials.user):\(credentials.password)".utf8))))
         }
-        let protocols = args.value(.protocol).map { $0.split(separator: ",").map { String($0.hasPrefix(" ") ? $0.dropFirst() : $0) }.filter { !$0.isEmpty } } ?? []
+        let protocols = args.value(.protocol).map { WebSocketSettings.commaList($0) } ?? []
         return WebSocketClientHandshake.Request(
             host: host, port: port, secure: secure, path: resource, origin: args.value(.origin), protocols: protocols, fields: fields)
     }
