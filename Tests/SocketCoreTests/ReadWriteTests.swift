@@ -197,6 +197,29 @@ final class ReadWriteTests: XCTestCase {
         client.disconnect()
     }
 
+    func testAReusedSocketKeepsNothingOfItsLastConnection() async throws {
+        // The half-close belongs to the connection (its state), not to the socket: after a
+        // disconnect the same socket connects again and writes.
+        let client = AsyncSocket()
+        let listener = pair.listener
+        try await client.connect(host: "127.0.0.1", port: listener.localPort)
+        try await client.finishWriting()
+        XCTAssertTrue(client.isWriteShutdown)
+        client.disconnect()
+        XCTAssertFalse(client.isWriteShutdown)
+        XCTAssertFalse(client.isSecure)
+        XCTAssertNil(client.tlsInfo)
+        try await client.connect(host: "127.0.0.1", port: listener.localPort)
+        XCTAssertFalse(client.isWriteShutdown)
+        try await client.send(Array("again".utf8))
+        // The pair's own client, then this socket twice.
+        pair.serverEvents.wait("the second connection accepted") { $0.filter { $0 == .accepted }.count >= 3 }
+        let second = pair.serverEvents.acceptedSockets[2]
+        let received = try await second.read(toSeparator: Array("again".utf8), maxLength: 100, timeout: .seconds(5))
+        XCTAssertEqual(received, Array("again".utf8))
+        client.disconnect()
+    }
+
     func testDisconnectAfterReading() throws {
         pair.server.readData(toLength: 3, tag: 1)
         pair.server.disconnectAfterReading()

@@ -6,9 +6,13 @@ extension AsyncSocket {
     /// Synchronous: when it returns, the socket is disconnected.
     public func disconnect() {
         sync { if phase != .idle { closeWithError(nil) } }
-        // Descriptors close in dispatch cancel handlers on the socket queue; wait for them
-        // (bounded) so the port or path is free when this returns. On the socket queue itself
-        // they run as soon as the current block ends.
+        waitForDescriptorsClosed()
+    }
+
+    /// After a close: descriptors close in dispatch cancel handlers on the socket queue; waits
+    /// for them (bounded) so the port or path is free on return. On the socket queue itself
+    /// they run as soon as the current block ends.
+    func waitForDescriptorsClosed() {
         if !isOnSocketQueue { _ = descriptorsOpen.wait(timeout: .now() + .seconds(2)) }
     }
 
@@ -23,11 +27,13 @@ extension AsyncSocket {
     public func reset() {
         sync {
             guard phase != .idle else { return }
-            if let fd = connection?.fd { Syscall.resetOnClose(fd) }
-            flags.remove(.secure)  // no close_notify: the session did not end, it was cut
+            if let link = connected {
+                Syscall.resetOnClose(link.sources.fd)
+                link.tls = .none  // no close_notify: the session did not end, it was cut
+            }
             closeWithError(nil)
         }
-        if !isOnSocketQueue { _ = descriptorsOpen.wait(timeout: .now() + .seconds(2)) }
+        waitForDescriptorsClosed()
     }
 
     /// Disconnects once every queued read is done; no reads or writes are accepted meanwhile.
@@ -97,7 +103,6 @@ extension AsyncSocket {
         }
         preBuffer.reset()
         flags = []
-        deferredReadError = nil
         state = .idle
         if wasInUse { closeReason = error ?? .disconnected }
 

@@ -36,7 +36,7 @@ extension AsyncSocket {
     public func takeConnection(blocking: Bool = true) throws(AsyncSocketError) -> Connection {
         if isSecure { return .tls(try takeTLSStream()) }
         let taken = try sync { () throws(AsyncSocketError) -> Connection in
-            guard phase == .connected, let fd = connection?.fd, !flags.contains(.tlsHandshaking) else {
+            guard let link = connected, link.tls.session == nil else {
                 // Closed meanwhile (a TLS alert right after the handshake): say why.
                 if phase == .idle, let closeReason { throw closeReason }
                 throw .badConfig("takeConnection needs a connected socket (and no TLS handshake under way)")
@@ -46,7 +46,7 @@ extension AsyncSocket {
             }
             let copy: Int32
             do throws(SystemError) {
-                copy = try Syscall.duplicate(fd)
+                copy = try Syscall.duplicate(link.sources.fd)
                 do throws(SystemError) { try Syscall.setNonBlocking(copy, !blocking) } catch {
                     Syscall.close(copy)
                     throw error

@@ -14,10 +14,8 @@ extension AsyncSocket {
     public var peerHasGone: Bool {
         sync {
             if phase == .idle, case .system(let error)? = closeReason { return error.errno == ECONNRESET }
-            guard phase == .connected, let fd = connection?.fd, preBuffer.readable.isEmpty,
-                tlsSession?.holdsUnreadInput != true
-            else { return false }
-            return Syscall.connectionIsDead(fd)
+            guard let link = connected, preBuffer.readable.isEmpty, link.tls.session?.holdsUnreadInput != true else { return false }
+            return Syscall.connectionIsDead(link.sources.fd)
         }
     }
 }

@@ -119,8 +119,8 @@ extension AsyncSocket {
                 progressTag = nil
                 progress = 0
             }
-            if flags.contains(.readsPaused) || flags.contains(.tlsHandshaking) { return }
-            guard let fd = connection?.fd else { return }
+            guard let link = connected, !flags.contains(.readsPaused), !link.tls.isHandshaking else { return }
+            let fd = link.sources.fd
 
             if !preBuffer.isEmpty {
                 let step = currentRead!.request.consume(from: preBuffer.readable)
@@ -132,18 +132,18 @@ extension AsyncSocket {
                 progressTag = currentRead!.tag
                 progress += step.taken
             }
-            if flags.contains(.readEOF) {
-                if let error = deferredReadError { closeWithError(error) } else { handleReadEOF() }
+            if link.readEOF {
+                if let error = link.deferredReadError { closeWithError(error) } else { handleReadEOF() }
                 return
             }
             // The pre-buffer is empty (or could not finish the read): ask the socket.
-            if flags.contains(.secure) {
+            if link.tls.isUp {
                 do throws(TLSError) {
                     switch try receiveSecure() {
                     case nil: return  // waiting for the socket (or it was closed)
                     case 0?:
-                        flags.insert(.readEOF)
-                        connection?.suspendRead()
+                        link.readEOF = true
+                        link.sources.suspendRead()
                     default: break
                     }
                     continue
@@ -175,11 +175,11 @@ extension AsyncSocket {
                 }
                 switch received {
                 case nil:
-                    connection?.resumeRead()
+                    link.sources.resumeRead()
                     return
                 case 0?:
-                    flags.insert(.readEOF)
-                    connection?.suspendRead()
+                    link.readEOF = true
+                    link.sources.suspendRead()
                 default:
                     continue
                 }
@@ -221,7 +221,7 @@ extension AsyncSocket {
     /// The read source fired.
     func readSourceFired() {
         assertOnQueue()
-        if flags.contains(.tlsHandshaking) {
+        if connected?.tls.isHandshaking == true {
             driveHandshake()
             return
         }
@@ -238,39 +238,40 @@ extension AsyncSocket {
     /// spurious wake-up, whose bytes were already read, must not silence it, or a later end
     /// of stream would go unnoticed.
     func watchWhileIdle() {
-        guard let fd = connection?.fd, !flags.contains(.readEOF), preBuffer.isEmpty else {
-            connection?.suspendRead()
+        guard let link = connected else { return }
+        guard !link.readEOF, preBuffer.isEmpty else {
+            link.sources.suspendRead()
             return
         }
-        if flags.contains(.secure) {
+        if link.tls.isUp {
             // Raw bytes may be a TLS alert or a ticket, not data: let the session look, keeping
             // at most one chunk of plaintext in the pre-buffer.
             do throws(TLSError) {
                 switch try receiveSecure() {
                 case nil: break  // resumed, or closed
                 case 0?:
-                    flags.insert(.readEOF)
+                    link.readEOF = true
                     handleReadEOF()
-                default: connection?.suspendRead()
+                default: link.sources.suspendRead()
                 }
             } catch .truncated where !settings.autoDisconnectOnClosedReadStream {
                 // Kept for the next read (or the TLS stream taking over), after the plaintext
                 // that came before the cut.
-                flags.insert(.readEOF)
-                deferredReadError = .tls(.truncated)
-                connection?.suspendRead()
+                link.readEOF = true
+                link.deferredReadError = .tls(.truncated)
+                link.sources.suspendRead()
             } catch {
                 closeWithError(.tls(error))
             }
             return
         }
-        switch Syscall.readState(fd) {
+        switch Syscall.readState(link.sources.fd) {
         case .data:
-            connection?.suspendRead()
+            link.sources.suspendRead()
         case .empty:
-            connection?.resumeRead()
+            link.sources.resumeRead()
         case .endOfStream:
-            flags.insert(.readEOF)
+            link.readEOF = true
             handleReadEOF()
         case .failed(let error):
             closeWithError(.system(error))
@@ -279,13 +280,14 @@ extension AsyncSocket {
 
     /// The peer ended its stream and the pre-buffer holds nothing for the current read.
     func handleReadEOF() {
-        connection?.suspendRead()
-        if !flags.contains(.readStreamClosed) && settings.autoDisconnectOnClosedReadStream {
+        guard let link = connected else { return }
+        link.sources.suspendRead()
+        if !link.readStreamClosed && settings.autoDisconnectOnClosedReadStream {
             closeWithError(.closedByPeer)
             return
         }
-        if !flags.contains(.readStreamClosed) {
-            flags.insert(.readStreamClosed)
+        if !link.readStreamClosed {
+            link.readStreamClosed = true
             notify { [self] in $0.socketDidCloseReadStream(self) }
         }
         // Half-duplex: reads that cannot complete any more end here; writes go on.

@@ -35,7 +35,7 @@ extension AsyncSocket {
         async { [self] in
             let open =
                 (phase == .connecting || phase == .connected)
-                && !flags.contains(.forbidReadsWrites) && !flags.contains(.writeShutdown)
+                && !flags.contains(.forbidReadsWrites) && connected?.writeShutdown != true
             guard open else {
                 packet.completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .writeClosed))
                 return
@@ -67,8 +67,8 @@ extension AsyncSocket {
                 progressTag = nil
                 progress = 0
             }
-            if flags.contains(.writesPaused) || flags.contains(.tlsHandshaking) { return }
-            guard let fd = connection?.fd else { return }
+            guard let link = connected, !flags.contains(.writesPaused), !link.tls.isHandshaking else { return }
+            let fd = link.sources.fd
             let packet = currentWrite!
             switch packet.kind {
             case .startTLS:
@@ -76,19 +76,19 @@ extension AsyncSocket {
                 return
             case .shutdownWrite:
                 // Under TLS, close_notify first: the peer then knows nothing was cut short.
-                tlsSession?.sendCloseNotify()
+                link.tls.upSession?.sendCloseNotify()
                 do throws(SystemError) {
                     try Syscall.shutdown(fd, .write)
                 } catch {
                     closeWithError(.system(error))
                     return
                 }
-                flags.insert(.writeShutdown)
+                link.writeShutdown = true
                 completeCurrentWrite()
                 failQueuedWrites(.writeClosed)
             case .data(let bytes):
                 let sent: Int?
-                if let session = tlsSession, flags.contains(.secure) {
+                if let session = link.tls.upSession {
                     let outcome = bytes.withUnsafeBytes { raw in
                         Result { () throws(TLSError) -> Int? in
                             try session.write(from: UnsafeRawBufferPointer(rebasing: raw[packet.bytesDone...]))
@@ -151,7 +151,7 @@ extension AsyncSocket {
     func writeSourceFired() {
         assertOnQueue()
         connection?.suspendWrite()
-        if flags.contains(.tlsHandshaking) {
+        if connected?.tls.isHandshaking == true {
             driveHandshake()
             return
         }

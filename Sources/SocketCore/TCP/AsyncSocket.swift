@@ -39,70 +39,7 @@ public final class AsyncSocket: @unchecked Sendable {
     var userDataStorage: (any Sendable)?
     var settings = Settings()
 
-    /// What the socket is doing, with what it holds for it and nothing else: a connect under
-    /// way has its connector and timeout, a connection its sources, a listener its listening
-    /// sockets. One enum, so no connection lingers beside listeners, no connector beside a
-    /// connection, no Unix path of a socket that closed.
-    enum State {
-        case idle
-        case connecting(Connecting)
-        case connected(Connected)
-        case accepting(Accepting)
-    }
-
-    /// A connect under way.
-    struct Connecting {
-        /// Happy Eyeballs' driver (a TCP connect; a Unix connect has none).
-        var connector: Connector?
-        /// The connect's timeout.
-        var timer: OneShotTimer?
-    }
-
-    /// A connection.
-    struct Connected {
-        /// Its sources (and its descriptor).
-        let sources: IOSources
-        /// The path connected to, for a Unix socket.
-        let unixPath: String?
-        /// The peer's address as accept(2) gave it (a connection's peer does not change), so
-        /// asking for it costs no getpeername(2).
-        let knownPeer: SocketAddress?
-    }
-
-    /// Listening.
-    struct Accepting {
-        /// Listening sockets (one per family, or one Unix socket).
-        let listeners: [IOSources]
-        /// The path of a Unix listener, removed when it closes (not for an abstract name).
-        let unixPath: String?
-        /// The accept back-off (out of descriptors).
-        var pauseTimer: OneShotTimer?
-    }
-
     var state: State = .idle
-
-    /// Where the socket is in its life: ``state`` without what it holds.
-    enum Phase {
-        case idle
-        case connecting
-        case connected
-        case accepting
-    }
-
-    var phase: Phase {
-        switch state {
-        case .idle: .idle
-        case .connecting: .connecting
-        case .connected: .connected
-        case .accepting: .accepting
-        }
-    }
-    /// The connection's sources (and its descriptor), while connected.
-    var connection: IOSources? { if case .connected(let connected) = state { connected.sources } else { nil } }
-    /// The listening sockets, while accepting.
-    var listeners: [IOSources] { if case .accepting(let accepting) = state { accepting.listeners } else { [] } }
-    /// The connector, while a TCP connect is under way.
-    var connector: Connector? { if case .connecting(let connecting) = state { connecting.connector } else { nil } }
 
     /// Why the socket last closed, told to operations queued afterwards (cleared on reuse).
     var closeReason: AsyncSocketError?
@@ -113,10 +50,6 @@ public final class AsyncSocket: @unchecked Sendable {
     /// The pipe that wakes ``waitForConnection()`` (listeners in waiting mode only).
     var acceptWake: (read: Int32, write: Int32)?
 
-    /// A TLS stream that was cut while no read was queued (and the socket stays open after the
-    /// peer's end): the error the next read gets, once the bytes before it are taken.
-    var deferredReadError: AsyncSocketError?
-
     var readQueue: [ReadPacket] = []
     var currentRead: ReadPacket?
     var preBuffer = PreBuffer(capacity: 0)
@@ -126,38 +59,13 @@ public final class AsyncSocket: @unchecked Sendable {
     var currentWrite: WritePacket?
     var writeTimer: OneShotTimer?
 
+    /// The read and write queues' flags (a connect's queued operations have them too).
     var flags: Flags = []
-    /// The TLS session once startTLS began, and what its handshake agreed on.
-    var tlsSession: TLSSession?
-    var tlsInfoStorage: TLSInfo?
     /// Ciphertext read from the socket on its way into the TLS session (allocated once).
     var cipherBuffer: UnsafeMutableRawBufferPointer?
     /// Entered for each open descriptor, left by its cancel handler once it is closed, so a
     /// `disconnect()` from another thread returns only when the port or path is released.
     let descriptorsOpen = DispatchGroup()
-
-    struct Flags: OptionSet {
-        let rawValue: UInt16
-        /// The peer sent end of stream.
-        static let readEOF = Flags(rawValue: 1 << 0)
-        /// We told the delegate the read stream closed (half-duplex mode).
-        static let readStreamClosed = Flags(rawValue: 1 << 1)
-        /// A timeout is being put to the delegate: no progress meanwhile.
-        static let readsPaused = Flags(rawValue: 1 << 2)
-        static let writesPaused = Flags(rawValue: 1 << 3)
-        /// A disconnect-after-* was asked for: no new reads or writes.
-        static let forbidReadsWrites = Flags(rawValue: 1 << 4)
-        static let disconnectAfterReads = Flags(rawValue: 1 << 5)
-        static let disconnectAfterWrites = Flags(rawValue: 1 << 6)
-        /// Our write side is shut down (half-close done).
-        static let writeShutdown = Flags(rawValue: 1 << 7)
-        /// The TLS handshake is under way: reads and writes wait.
-        static let tlsHandshaking = Flags(rawValue: 1 << 8)
-        /// TLS is up: reads and writes go through the session.
-        static let secure = Flags(rawValue: 1 << 9)
-        /// The handshake waits for the delegate's trust decision.
-        static let awaitingTrust = Flags(rawValue: 1 << 10)
-    }
 
     /// Options read when connecting or accepting.
     struct Settings {
@@ -386,5 +294,5 @@ public final class AsyncSocket: @unchecked Sendable {
     }
 
     /// True after ``shutdownWrite()`` took effect.
-    public var isWriteShutdown: Bool { sync { flags.contains(.writeShutdown) } }
+    public var isWriteShutdown: Bool { sync { connected?.writeShutdown == true } }
 }

@@ -46,21 +46,24 @@ extension AsyncSocket {
         completion: @escaping @Sendable (Result<TLSInfo, AsyncSocketError>) -> Void
     ) {
         enqueueTLSBarrier(settings, context: context, timeout: timeout) { [self] result in
-            completion(result.flatMap { tlsInfoStorage.map { .success($0) } ?? .failure(closeReason ?? .disconnected) })
+            completion(result.flatMap { tlsInfoNow.map { .success($0) } ?? .failure(closeReason ?? .disconnected) })
         }
     }
 
     /// True once TLS is up.
-    public var isSecure: Bool { sync { flags.contains(.secure) } }
+    public var isSecure: Bool { sync { connected?.tls.isUp == true } }
 
     /// What the TLS handshake agreed on, once secure.
-    public var tlsInfo: TLSInfo? { sync { tlsInfoStorage } }
+    public var tlsInfo: TLSInfo? { sync { tlsInfoNow } }
+
+    /// ``tlsInfo`` on the socket queue.
+    private var tlsInfoNow: TLSInfo? { if case .up(_, let info)? = connected?.tls { info } else { nil } }
 
     private func enqueueTLSBarrier(_ settings: TLSSettings, context: TLSContext?, timeout: Duration?, completion: WriteCompletion?) {
         async { [self] in
             let open =
                 (phase == .connecting || phase == .connected)
-                && !flags.contains(.forbidReadsWrites) && tlsSession == nil
+                && !flags.contains(.forbidReadsWrites) && connected?.tls.session == nil
                 && !readQueue.contains { $0.tls != nil } && !writeQueue.contains { if case .startTLS = $0.kind { true } else { false } }
             guard open else {
                 completion?(.failure(phase == .idle ? closeReason ?? .disconnected : .badConfig("TLS already started")))
@@ -80,10 +83,10 @@ extension AsyncSocket {
     /// Starts the handshake when both queues have reached the barrier.
     func maybeStartTLS() {
         assertOnQueue()
-        guard phase == .connected, tlsSession == nil, readsAtTLSBarrier,
-            let write = currentWrite, case .startTLS(let settings, let prebuilt) = write.kind,
-            let fd = connection?.fd
+        guard let link = connected, link.tls.session == nil, readsAtTLSBarrier,
+            let write = currentWrite, case .startTLS(let settings, let prebuilt) = write.kind
         else { return }
+        let fd = link.sources.fd
         do throws(TLSError) {
             let context: TLSContext
             if let prebuilt { context = prebuilt } else { context = try TLSContext(settings) }
@@ -91,9 +94,8 @@ extension AsyncSocket {
             // Bytes read ahead in plaintext belong to the TLS stream.
             session.feed(preBuffer.readable)
             preBuffer.reset()
-            tlsSession = session
-            cipherBuffer = .allocate(byteCount: AsyncSocket.readChunk, alignment: 16)
-            flags.insert(.tlsHandshaking)
+            link.tls = .handshaking(session, awaitingTrust: false)
+            if cipherBuffer == nil { cipherBuffer = .allocate(byteCount: AsyncSocket.readChunk, alignment: 16) }
             driveHandshake()
         } catch {
             closeWithError(.tls(error))
@@ -103,7 +105,7 @@ extension AsyncSocket {
     /// Advances the handshake as far as the socket allows.
     func driveHandshake() {
         assertOnQueue()
-        guard let session = tlsSession, flags.contains(.tlsHandshaking), !flags.contains(.awaitingTrust) else { return }
+        guard let link = connected, case .handshaking(let session, awaitingTrust: false) = link.tls else { return }
         do throws(TLSError) {
             while true {
                 switch try session.handshake() {
@@ -111,9 +113,7 @@ extension AsyncSocket {
                     askForTrust(session)
                     return
                 case .done:
-                    flags.remove(.tlsHandshaking)
-                    flags.insert(.secure)
-                    tlsInfoStorage = session.info
+                    link.tls = .up(session, session.info)
                     readQueue.removeFirst()  // the read side of the barrier
                     completeCurrentWrite()  // the write side, with its completion
                     notify { [self] in $0.socketDidSecure(self) }
@@ -121,10 +121,10 @@ extension AsyncSocket {
                     pumpWrites()
                     return
                 case .wantWrite:
-                    connection?.resumeWrite()
+                    link.sources.resumeWrite()
                     return
                 case .wantRead:
-                    if session.isServer, let fd = connection?.fd, AsyncSocket.resetBeforeApplicationData(fd) {
+                    if session.isServer, AsyncSocket.resetBeforeApplicationData(link.sources.fd) {
                         // Nothing it sent can be application data, and nothing can reach it:
                         // the handshake's remaining work (keys, tickets, alerts) is for nobody.
                         closeWithError(.system(SystemError(errno: ECONNRESET, call: "recv", context: "the client reset the connection during its TLS handshake")))
@@ -152,8 +152,9 @@ extension AsyncSocket {
     /// Puts the server's chain to the delegate; the handshake resumes with its answer, given once
     /// from any thread (no delegate: refused, as nobody can vouch for the server).
     private func askForTrust(_ session: TLSSession) {
-        flags.insert(.awaitingTrust)
-        connection?.suspendRead()  // what comes meanwhile waits in the kernel: no spinning source
+        guard let link = connected else { return }
+        link.tls = .handshaking(session, awaitingTrust: true)
+        link.sources.suspendRead()  // what comes meanwhile waits in the kernel: no spinning source
         let answered = Locked(false)
         let asked = ObjectIdentifier(session)
         let answer: @Sendable (Bool) -> Void = { [weak self] accept in
@@ -164,8 +165,10 @@ extension AsyncSocket {
             guard first, let self else { return }
             async { [self] in
                 // The socket may have closed, or started another session, meanwhile.
-                guard let session = tlsSession, ObjectIdentifier(session) == asked, flags.contains(.awaitingTrust) else { return }
-                flags.remove(.awaitingTrust)
+                guard let link = connected, case .handshaking(let session, awaitingTrust: true) = link.tls,
+                    ObjectIdentifier(session) == asked
+                else { return }
+                link.tls = .handshaking(session, awaitingTrust: false)
                 session.decideTrust(accept)
                 driveHandshake()
             }
@@ -178,10 +181,11 @@ extension AsyncSocket {
     /// Reads ciphertext from the socket into the session: false when nothing is ready (the
     /// read source is resumed) or the socket failed (then it is closed).
     func receiveCiphertext() -> Bool {
-        guard let fd = connection?.fd, let session = tlsSession, let buffer = cipherBuffer else { return false }
+        guard let link = connected, let session = link.tls.session, let buffer = cipherBuffer else { return false }
+        let fd = link.sources.fd
         do throws(SystemError) {
             guard let n = try Syscall.receive(fd, into: buffer) else {
-                connection?.resumeRead()
+                link.sources.resumeRead()
                 return false
             }
             if n == 0 {
@@ -200,7 +204,7 @@ extension AsyncSocket {
     /// end of stream, which is reported as truncation), nil when nothing is ready yet. Drains
     /// the records OpenSSL already holds (up to a chunk) rather than one 16 KiB record per call.
     func receiveSecure() throws(TLSError) -> Int? {
-        guard let session = tlsSession else { return nil }
+        guard let session = connected?.tls.session else { return nil }
         var total = 0
         while true {
             let space = preBuffer.writableSpace(minimum: 16 * 1024)
@@ -224,9 +228,10 @@ extension AsyncSocket {
 
     /// Releases TLS state when the socket closes, sending close_notify first if TLS was up.
     func tearDownTLS() {
-        if flags.contains(.secure) { tlsSession?.sendCloseNotify() }
-        tlsSession = nil
-        tlsInfoStorage = nil
+        if let link = connected {
+            link.tls.upSession?.sendCloseNotify()
+            link.tls = .none
+        }
         cipherBuffer?.deallocate()
         cipherBuffer = nil
     }

@@ -7,9 +7,7 @@ extension AsyncSocket {
     /// Fails unless TLS is up and no read or write is queued or under way.
     public func takeTLSStream() throws(AsyncSocketError) -> TLSStream {
         let stream = try sync { () throws(AsyncSocketError) -> TLSStream in
-            guard phase == .connected, flags.contains(.secure), let session = tlsSession,
-                let info = tlsInfoStorage, let fd = connection?.fd
-            else {
+            guard let link = connected, case .up(let session, let info) = link.tls else {
                 // Closed meanwhile (the server's alert right after a TLS 1.3 handshake): say why.
                 if phase == .idle, let closeReason { throw closeReason }
                 throw .badConfig("takeTLSStream needs a connected socket with TLS up")
@@ -19,7 +17,7 @@ extension AsyncSocket {
             }
             let copy: Int32
             do throws(SystemError) {
-                copy = try Syscall.duplicate(fd)
+                copy = try Syscall.duplicate(link.sources.fd)
                 try Syscall.setNonBlocking(copy, true)
             } catch {
                 throw .system(error)
@@ -32,10 +30,13 @@ extension AsyncSocket {
             }
             let leftover = Array(preBuffer.readable)
             preBuffer.reset()
-            tlsSession = nil  // the socket now closes without close_notify: the stream goes on
+            // The socket closes now, in the same step, without close_notify (the stream goes
+            // on): no read or write can come between and meet a socket without its session.
+            link.tls = .none
+            closeWithError(nil)
             return TLSStream(session: session, descriptor: copy, leftover: leftover, info: info)
         }
-        disconnect()
+        waitForDescriptorsClosed()
         return stream
     }
 }
