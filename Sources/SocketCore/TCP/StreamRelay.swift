@@ -11,7 +11,8 @@ import Dispatch
 ///   their queued reads and writes, one 64 KiB chunk in flight per direction.
 ///
 /// Either way a slow receiver stalls its sender, and when the relay ends is
-/// ``SessionEnding``'s to say (its relay policy): each direction ends on its own — when one side
+/// ``SessionEnding``'s to say (its relay policy), through the engine every relay shares
+/// (``RelayEngine``: the machine, its clock, its deadlines): each direction ends on its own — when one side
 /// ends its stream and its last bytes are written on, the other side's write half is shut down
 /// (under TLS: close_notify, then the TCP half-close), so a client's end reaches the upstream,
 /// whose later reply still reaches the client; the first side's end may be held while the
@@ -59,15 +60,8 @@ public final class StreamRelay: @unchecked Sendable {
     private var failure: String?
     /// Set when the relay is over: nothing more is done.
     private(set) var closed = false
-    /// When the relay was made: the origin of its ending's times.
-    private let started = ContinuousClock.now
-    /// Whether a held end needs the times of moves (a clock read per write, skipped otherwise).
-    private let timesMoves: Bool
-    /// How the relay ends (the end-of-stream machine every byte mover shares).
-    private var ending: SessionEnding<String>
-    /// When the second side last sent bytes on (for a held end), since `started`.
-    private var lastBackward: Duration?
-    private var tickTimer: OneShotTimer?
+    /// How the relay ends: the engine (and end-of-stream machine) every relay shares.
+    private var engine: RelayEngine<String>!
     /// Kept alive until it ends (the transport's handlers hold it weakly or not at all).
     private var retained: StreamRelay?
 
@@ -77,8 +71,10 @@ public final class StreamRelay: @unchecked Sendable {
         self.names = names
         self.onMove = onMove
         self.completion = completion
-        timesMoves = holdFirstEnd != nil
-        ending = SessionEnding(.relay(holdingFirstEnd: holdFirstEnd))
+        engine = RelayEngine(.relay(holdingFirstEnd: holdFirstEnd), timerQueue: queue) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.handle(.tick)
+        }
     }
 
     /// A relay that splices between `a` and `b` (connected, non-blocking, never watched by a
@@ -147,7 +143,7 @@ public final class StreamRelay: @unchecked Sendable {
 
     /// Direction `d` wrote `count` bytes out.
     func moved(_ d: Int, _ count: Int) {
-        if timesMoves && d == 1 { lastBackward = .now - started }
+        if d == 0 { engine.sent() } else { engine.received() }
         onMove?(d == 0, count)
     }
 
@@ -158,23 +154,15 @@ public final class StreamRelay: @unchecked Sendable {
         handle(.failed(reason))
     }
 
-    /// Tells the ending what happened and does what it decides.
+    /// Tells the engine what happened and carries out what the ending decides.
     private func handle(_ event: SessionEnding<String>.Event) {
-        let activity = SessionEnding<String>.Activity(lastReceived: lastBackward)
-        let actions = ending.handle(event, at: .now - started, activity: activity)
+        let actions = engine.handle(event)
         // A shutdown that fails ends the relay at once (`closed`): nothing more is done here.
         if actions.closeWrite { passEnd(0) }
         if actions.closeOutput && !closed { passEnd(1) }
         if closed { return }
         if actions.reset { transport.resetBoth() }
-        if actions.finish != nil { return finish() }
-        if tickTimer == nil, let due = ending.nextDeadline(activity) {
-            tickTimer = makeOneShotTimer(queue: queue, after: max(.zero, due - (.now - started))) { [weak self] in
-                guard let self, !self.closed else { return }
-                self.tickTimer = nil
-                self.handle(.tick)
-            }
-        }
+        if actions.finish != nil { finish() }
     }
 
     /// Passes direction `d`'s end on to the side it writes to.
@@ -187,8 +175,7 @@ public final class StreamRelay: @unchecked Sendable {
     private func finish() {
         guard !closed else { return }
         closed = true
-        tickTimer?.cancel()
-        tickTimer = nil
+        engine.stop()
         let moved = transport.close(clean: failure == nil)
         let report = Report(forward: moved.forward, backward: moved.backward, failure: failure)
         let done = completion

@@ -8,8 +8,9 @@ import Synchronization
 /// calls on two threads so a slow reader slows its writer (bounded memory), and an explicit
 /// half-close at the end of input.
 ///
-/// When it ends is ``Ending``'s to say (the end-of-stream rules, in one place): the
-/// threads report what happened, a timer reports the passing of time when a rule has a
+/// When it ends is ``Ending``'s to say (the end-of-stream rules, in one place), through the
+/// engine every relay shares (SocketCore's `RelayEngine`, as `StreamRelay` between two sockets):
+/// the threads report what happened, its timer reports the passing of time when a rule has a
 /// deadline, and the relay carries out the machine's actions.
 final class Relay: @unchecked Sendable {
     struct Options {
@@ -49,17 +50,11 @@ final class Relay: @unchecked Sendable {
     private let input: Int32?
     private let output: Int32
     private let options: Options
-    private let machine: Locked<Ending>
+    private var engine: RelayEngine<SessionFailure>!
     private let finished = DispatchSemaphore(value: 0)
     private let networkLoopDone = DispatchSemaphore(value: 0)
     /// Left by each of the relay's threads as it returns (``join()``).
     private let threads = DispatchGroup()
-    private let started = ContinuousClock.now
-    /// Nanoseconds since `started` of the last byte each way; -1: none yet.
-    private let lastReceived = Atomic<Int64>(-1)
-    private let lastSent = Atomic<Int64>(-1)
-    /// Ticks the machine at its deadlines.
-    private var timer: DeadlineTimer!
     let bytesSent = Atomic<Int>(0)
     /// The machine's last half-close goes out in ``run()``, after ``confirmDelivery()``.
     private let closeWriteAtFinish = Atomic<Bool>(false)
@@ -72,12 +67,12 @@ final class Relay: @unchecked Sendable {
     /// When the first byte arrived from the network, if any did.
     let firstByte = Locked<ContinuousClock.Instant?>(nil)
     /// Whether the peer ended its stream (rather than the session ending first).
-    var peerHasEnded: Bool { machine.withLock { $0.peerEnded } }
+    var peerHasEnded: Bool { engine.state { $0.peerEnded } }
     /// Set when the peer reset the connection: whether any byte of stdin had been sent to it
     /// (a reset drops what its program had not read), and the reason.
     let peerReset = Locked<(sentAny: Bool, reason: String)?>(nil)
     /// Whether stdin has ended in this session.
-    var inputHasEnded: Bool { machine.withLock { $0.inputEndedAt != nil } }
+    var inputHasEnded: Bool { engine.state { $0.inputEndedAt != nil } }
     /// --reconnect: signalled when the pump's side is done; set when a chunk of it failed to
     /// go out whole (part of it may have reached the peer: it must not go again).
     private let pumpDone = DispatchSemaphore(value: 0)
@@ -97,17 +92,7 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
-        machine = Locked(Ending(options.ending))
-        timer = DeadlineTimer(label: "tincan.session") { [weak self] in self?.report(.tick) }
-    }
-
-    private var now: Duration { ContinuousClock.now - started }
-
-    private var activity: Ending.Activity {
-        func since(_ ns: Int64) -> Duration? { ns < 0 ? nil : .nanoseconds(ns) }
-        return Ending.Activity(
-            lastReceived: since(lastReceived.load(ordering: .relaxed)),
-            lastSent: since(lastSent.load(ordering: .relaxed)))
+        engine = RelayEngine(options.ending) { [weak self] in self?.report(.tick) }
     }
 
     /// Runs until the relay ends; the caller then closes the socket.
@@ -132,8 +117,8 @@ final class Relay: @unchecked Sendable {
         }
         report(.tick)  // arms --idle-timeout
         finished.wait()
-        timer.cancel()
-        var result = machine.withLock { $0.outcome! }
+        engine.stop()
+        var result = engine.state { $0.outcome! }
         switch result {
         case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
             // A clean end: exit 0 promises that what stdin gave arrived.
@@ -176,13 +161,9 @@ final class Relay: @unchecked Sendable {
     /// descriptors may be closed.
     func join() { threads.wait() }
 
-    /// Feeds an event to the machine and carries out what it says.
+    /// Feeds an event to the engine and carries out what the machine says.
     private func report(_ event: Ending.Event) {
-        let at = now
-        let activity = activity
-        let (actions, deadline) = machine.withLock { machine in
-            (machine.handle(event, at: at, activity: activity), machine.nextDeadline(activity))
-        }
+        let actions = engine.handle(event)
         if actions.closeWrite {
             // A half-close held back until the end goes out after delivery was confirmed: a
             // peer that has gone may reset it, and that reset says nothing about our data.
@@ -198,11 +179,7 @@ final class Relay: @unchecked Sendable {
                 closedOutput.store(true, ordering: .releasing)
             }
         }
-        if actions.finish != nil {
-            finished.signal()
-        } else if let deadline {
-            timer.schedule(at: started + deadline)
-        }
+        if actions.finish != nil { finished.signal() }
     }
 
     private func closeWrite() {
@@ -242,11 +219,6 @@ final class Relay: @unchecked Sendable {
     /// mode's end of a WebSocket's pair, reset by a relay behind it).
     private func readFailed(_ error: SystemError) -> String {
         options.socketSide ? "the connection behind it was cut: \(error.lowercaseReason)" : "reading stdin failed: \(error.lowercaseReason)"
-    }
-
-    private func stamp(_ clock: borrowing Atomic<Int64>) {
-        let (seconds, attoseconds) = now.components
-        clock.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
     }
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
@@ -348,7 +320,7 @@ final class Relay: @unchecked Sendable {
         defer { pumpDone.signal() }
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
         while true {
-            switch pump.next(isOver: { machine.withLock { $0.outcome != nil } }) {
+            switch pump.next(isOver: { engine.state { $0.outcome != nil } }) {
             case .over: return
             case .end(let failure?):
                 report(.failed(failure))
@@ -471,7 +443,7 @@ final class Relay: @unchecked Sendable {
     }
 
     private func inputEnded() {
-        let holding = machine.withLock { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
+        let holding = engine.state { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
         if !options.ending.halfClose {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")
         } else if holding {
@@ -487,7 +459,7 @@ final class Relay: @unchecked Sendable {
 
     private func received(_ n: Int) {
         guard n > 0 else { return }
-        stamp(lastReceived)
+        engine.received()
         if options.countsStatistics { Statistics.received.add(n, ordering: .relaxed) }
         options.progress?.add(received: n)
         if bytesReceived.add(n, ordering: .relaxed).oldValue == 0 { firstByte.withLock { $0 = .now } }
@@ -495,7 +467,7 @@ final class Relay: @unchecked Sendable {
 
     private func sent(_ n: Int) {
         guard n > 0 else { return }
-        stamp(lastSent)
+        engine.sent()
         if options.countsStatistics { Statistics.sent.add(n, ordering: .relaxed) }
         options.progress?.add(sent: n)
         bytesSent.add(n, ordering: .relaxed)
