@@ -150,23 +150,49 @@ extension AsyncSocket {
         if !settings.acceptByWaiting && acceptSink?.isFull != true { listeners.forEach { $0.resumeRead() } }
     }
 
+    /// What one accept(2) on a listener gave.
+    enum AcceptStep {
+        /// A connection (the descriptor non-blocking and close-on-exec).
+        case accepted(AcceptedConnection)
+        /// Nothing was waiting: another waiter took it, or its peer gave up.
+        case nothing
+        /// Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued in the
+        /// kernel, and the listener pauses ``acceptPause`` rather than spin on a listener that
+        /// stays readable.
+        case failed(SystemError)
+    }
+
+    /// How long a listener that could not accept waits before it tries again.
+    static let acceptPause: Duration = .milliseconds(100)
+
+    /// One accept(2) on `listenFD`: the step both ways of waiting share (a dispatch source, and
+    /// ``waitForConnection()``'s poll). On the socket queue, so that a disconnect cannot close
+    /// the descriptor (and another take its number) between the caller's check and the call.
+    func acceptOne(_ listenFD: Int32) -> AcceptStep {
+        assertOnQueue()
+        do throws(SystemError) {
+            guard let (fd, peer) = try Syscall.accept(listenFD) else { return .nothing }
+            return .accepted(AcceptedConnection(descriptor: fd, peer: peer))
+        } catch {
+            return .failed(error)
+        }
+    }
+
     /// Accepts every waiting connection (up to a batch, for fairness with other sockets).
     private func acceptReady(_ listenFD: Int32) {
         assertOnQueue()
         for _ in 0..<256 {
             guard phase == .accepting else { return }
-            let accepted: (fd: Int32, peer: SocketAddress?)?
-            do throws(SystemError) {
-                accepted = try Syscall.accept(listenFD)
-            } catch {
-                // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued in the
-                // kernel. Pause a moment rather than spin on a listener that stays readable.
-                pauseAccepting(for: .milliseconds(100))
+            switch acceptOne(listenFD) {
+            case .nothing:
+                return
+            case .failed(let error):
+                pauseAccepting(for: AsyncSocket.acceptPause)
                 notify { [self] in $0.socket(self, didPauseAccepting: error) }
                 return
+            case .accepted(let connection):
+                adoptAccepted(fd: connection.descriptor, peer: connection.peer)
             }
-            guard let (fd, peer) = accepted else { return }
-            adoptAccepted(fd: fd, peer: peer)
             if acceptSink?.isFull == true {
                 listeners.forEach { $0.suspendRead() }
                 return

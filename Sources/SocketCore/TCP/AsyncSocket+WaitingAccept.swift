@@ -73,20 +73,17 @@ extension AsyncSocket {
             do throws(SystemError) { ready = try Syscall.waitForReadable(fds + [wake]) } catch { throw .system(error) }
             if ready.contains(wake) { return nil }
             for fd in ready {
-                // On the socket queue, so a disconnect cannot close the descriptor (and another
-                // take its number) between the check and accept(2).
-                let outcome = sync { () -> Result<AcceptedConnection?, SystemError>? in
+                let step = sync { () -> AcceptStep? in
                     guard phase == .accepting, listeners.contains(where: { $0.fd == fd }) else { return nil }
-                    return Result { () throws(SystemError) in try Syscall.accept(fd).map { AcceptedConnection(descriptor: $0.fd, peer: $0.peer) } }
+                    return acceptOne(fd)
                 }
-                switch outcome {
+                switch step {
                 case nil: return nil
-                case .success(let accepted?)?: return accepted
-                case .success(nil)?: continue  // another waiter took it, or the peer gave up
-                case .failure(let error)?:
-                    // Out of descriptors (EMFILE/ENFILE) or memory: the connection stays queued.
+                case .accepted(let connection)?: return connection
+                case .nothing?: continue
+                case .failed(let error)?:
                     if let delegate = sync({ delegateStorage }) { delegate.socket(self, didPauseAccepting: error) }
-                    Syscall.sleep(for: .milliseconds(100))
+                    Syscall.sleep(for: AsyncSocket.acceptPause)
                 }
             }
         }
