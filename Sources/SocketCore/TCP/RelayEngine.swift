@@ -4,19 +4,20 @@ import Synchronization
 /// The one engine under every relay: tincan's stdin/stdout session (its CLI's `Relay`, on
 /// blocking threads) and ``StreamRelay`` between two sockets (spliced, or through two
 /// ``AsyncSocket``s). It keeps the session's ``SessionEnding``, the session's clock and the last
-/// activity each way, tells the machine what the transport reports (from any thread) and
-/// returns the actions for the transport to carry out; when the machine names a deadline, one
-/// timer brings it back as ``SessionEnding/Event/tick`` through `onTick`. How bytes move, and
-/// how an end, a reset or the finish is carried out, is the transport's business; when and
-/// whether is only the machine's.
+/// activity each way; it tells the machine what the transport reports (from any thread), and
+/// carries out what the machine decides through the transport (``RelayTransport``): pass an end
+/// on, reset both sides, finish, once. A deadline the machine names comes back as a tick from
+/// its one timer. How bytes move is the transport's business; when an end goes on, when the
+/// session is over and whether a cut is a reset are only the machine's.
 ///
 /// ```swift
-/// let engine = RelayEngine<String>(.relay(holdingFirstEnd: nil), timerQueue: queue) { relay.report(.tick) }
-/// let actions = engine.handle(.inputEnded)   // closeWrite: pass the first side's end on
+/// let engine = RelayEngine<String>(.relay(holdingFirstEnd: nil), timerQueue: queue)
+/// engine.attach(transport)
+/// engine.report(.inputEnded)   // the transport passes the first side's end on
 /// ```
 package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Sendable {
-    // @unchecked Sendable: the machine and the timer are under their locks; the rest is atomic
-    // or immutable.
+    // @unchecked Sendable: the machine, the transport and the timer are under their locks; the
+    // rest is atomic or immutable.
 
     package typealias Ending = SessionEnding<Failure>
 
@@ -29,7 +30,16 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
     /// without one no move reads the clock.
     private let timesMoves: Bool
     private let timer: Locked<Timer>
-    private let onTick: @Sendable () -> Void
+    /// The transport until the session is over (then nil: the engine and the transport no
+    /// longer hold each other).
+    private let carrier = Locked<Carrier?>(nil)
+    /// How the session ended, as the transport was told (a clean end whose passing-on failed
+    /// is a failure here, though the machine had it clean).
+    private let ended = Locked<Ending.Outcome?>(nil)
+
+    private struct Carrier: Sendable {
+        let transport: any RelayTransport<Failure>
+    }
 
     /// The pending tick, if any, and where it runs.
     private struct Timer: Sendable {
@@ -41,11 +51,45 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
 
     /// An engine for `policy`. Ticks run on `timerQueue` (a relay's own serial queue), or on a
     /// queue made the first time a deadline is pending (a session on threads).
-    package init(_ policy: Ending.Policy, timerQueue: DispatchQueue? = nil, onTick: @escaping @Sendable () -> Void) {
+    package init(_ policy: Ending.Policy, timerQueue: DispatchQueue? = nil) {
         machine = Locked(Ending(policy))
         timesMoves = policy.idleTimeout != nil || policy.waitAfterInputEnd != nil || policy.hold != .none
         timer = Locked(Timer(queue: timerQueue))
-        self.onTick = onTick
+    }
+
+    /// The transport that carries the actions out; before the first report.
+    package func attach(_ transport: any RelayTransport<Failure>) {
+        carrier.withLock { $0 = Carrier(transport: transport) }
+    }
+
+    /// How the session ended (nil: it goes on).
+    package var outcome: Ending.Outcome? { ended.withLock { $0 } }
+
+    /// Whether the session is over (the transport was told to finish).
+    package var isOver: Bool { ended.withLock { $0 != nil } }
+
+    /// Tells the machine `event` and carries out what it decides, in order: the input's end,
+    /// the peer's end, a reset, the finish. An end that cannot be passed on is a failure: the
+    /// session is cut (both sides reset where the policy says so), or, when it was ending
+    /// cleanly in the same step, it ends as that failure. Callable from any thread.
+    package func report(_ event: Ending.Event) {
+        let actions = handle(event)
+        guard let transport = carrier.withLock({ $0?.transport }) else { return }
+        var outcome = actions.finish
+        for (d, pass) in [(0, actions.closeWrite), (1, actions.closeOutput)] where pass {
+            guard let failure = transport.passEnd(d, finishing: outcome != nil) else { continue }
+            guard outcome != nil else { return report(.failed(failure)) }
+            outcome = .failed(failure)
+        }
+        if actions.reset { transport.resetBoth() }
+        guard let outcome,
+            carrier.withLock({ carrier in
+                defer { carrier = nil }
+                return carrier != nil
+            })
+        else { return }
+        ended.withLock { $0 = outcome }
+        transport.finish(outcome)
     }
 
     /// The time since the session started.
@@ -60,10 +104,9 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
     /// Reads the machine (its policy, what has ended, its outcome).
     package func state<R>(_ body: (Ending) -> R) -> R { machine.withLock { body($0) } }
 
-    /// Tells the machine `event` and returns what to do now, in the order of
-    /// ``SessionEnding/Actions``; arms the timer for the next deadline, or stops it when the
-    /// session is over. Callable from any thread; the caller carries the actions out.
-    package func handle(_ event: Ending.Event) -> Ending.Actions {
+    /// Tells the machine `event` and returns what to do; arms the timer for the next deadline,
+    /// or stops it when the session is over.
+    private func handle(_ event: Ending.Event) -> Ending.Actions {
         let at = now
         let activity = activity
         let (actions, deadline) = machine.withLock { machine in
@@ -101,7 +144,7 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
         clock.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
     }
 
-    /// Fires `onTick` at `deadline` (since the start), unless a tick comes sooner: a later one
+    /// Reports a tick at `deadline` (since the start), unless one comes sooner: a later one
     /// changes nothing, since each tick asks the machine again.
     private func schedule(at deadline: Duration) {
         timer.withLock { timer in
@@ -118,8 +161,26 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
                     timer.source = nil
                     return !timer.stopped
                 }
-                if live { self.onTick() }
+                if live { self.report(.tick) }
             }
         }
     }
+}
+
+/// How a relay's bytes move, and how its ending's actions are carried out, for its
+/// ``RelayEngine``: splice between two descriptors on dispatch sources, two ``AsyncSocket``s'
+/// queued reads and writes, or (the CLI) blocking threads over stdin, stdout and a descriptor,
+/// a TLS stream, a WebSocket or a terminal. It reports what happens to the engine (ends,
+/// failures, moves); the engine calls it back.
+package protocol RelayTransport<Failure>: AnyObject, Sendable {
+    associatedtype Failure: Sendable & Equatable
+    /// Passes direction `d`'s end on after what is already on its way (0: the input's end to
+    /// the peer, a half-close; 1: the peer's end to the output). `finishing`: the session ends
+    /// in the same step (an end may then wait for the transport's own finish). A failure if it
+    /// could not be passed on.
+    func passEnd(_ d: Int, finishing: Bool) -> Failure?
+    /// Makes both sides' close a reset: no end of stream, no close_notify.
+    func resetBoth()
+    /// The session is over, as `outcome` says: called once, last.
+    func finish(_ outcome: SessionEnding<Failure>.Outcome)
 }

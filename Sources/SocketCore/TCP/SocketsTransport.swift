@@ -8,7 +8,7 @@ import Dispatch
 /// half-close), a cut by ``AsyncSocket/reset()``. The sockets' completions come on their own
 /// queues and are taken to the relay's. Touched only on the relay's queue (hence
 /// @unchecked Sendable).
-final class SocketsTransport: RelayTransport, @unchecked Sendable {
+final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
     /// The relay, until it is over: the sockets' completions may come after it has gone.
     private weak var relay: StreamRelay?
     private let queue: DispatchQueue

@@ -6,7 +6,7 @@ import Synchronization
 /// ``QueuePoller``). No byte in user space; bounded: a direction holds at most its pipe, and
 /// while the receiving side is slow the sending side is not read. Confined to the relay's queue
 /// (hence @unchecked Sendable).
-final class SpliceTransport: RelayTransport, @unchecked Sendable {
+final class SpliceTransport: SocketPairTransport, @unchecked Sendable {
     private unowned let relay: StreamRelay
     private let first: IOSources
     private let second: IOSources

@@ -55,9 +55,8 @@ public final class StreamRelay: @unchecked Sendable {
     let names: (String, String)
     /// Hears each move as it happens (true: first → second).
     let onMove: (@Sendable (Bool, Int) -> Void)?
-    private var transport: (any RelayTransport)!
+    private var transport: (any SocketPairTransport)!
     private var completion: (@Sendable (Report) -> Void)?
-    private var failure: String?
     /// Set when the relay is over: nothing more is done.
     private(set) var closed = false
     /// How the relay ends: the engine (and end-of-stream machine) every relay shares.
@@ -71,10 +70,8 @@ public final class StreamRelay: @unchecked Sendable {
         self.names = names
         self.onMove = onMove
         self.completion = completion
-        engine = RelayEngine(.relay(holdingFirstEnd: holdFirstEnd), timerQueue: queue) { [weak self] in
-            guard let self, !self.closed else { return }
-            self.handle(.tick)
-        }
+        engine = RelayEngine(.relay(holdingFirstEnd: holdFirstEnd), timerQueue: queue)
+        engine.attach(self)
     }
 
     /// A relay that splices between `a` and `b` (connected, non-blocking, never watched by a
@@ -138,7 +135,7 @@ public final class StreamRelay: @unchecked Sendable {
     /// wrote out all it read.
     func ended(_ d: Int) {
         guard !closed else { return }
-        handle(d == 0 ? .inputEnded : .peerEnded)
+        engine.report(d == 0 ? .inputEnded : .peerEnded)
     }
 
     /// Direction `d` wrote `count` bytes out.
@@ -150,32 +147,24 @@ public final class StreamRelay: @unchecked Sendable {
     /// Something failed: both sides are cut (the first reason is the one reported).
     func fail(_ reason: String) {
         guard !closed else { return }
-        failure = failure ?? reason
-        handle(.failed(reason))
+        engine.report(.failed(reason))
+    }
+}
+
+/// What the engine asks of the relay (on `queue`: every report comes from the transport's
+/// handlers or the engine's timer there), carried out by the transport between the sockets.
+extension StreamRelay: RelayTransport {
+    package func passEnd(_ d: Int, finishing: Bool) -> String? {
+        transport.passEnd(d).map { "ending the stream to \(d == 0 ? names.1 : names.0) failed: \($0)" }
     }
 
-    /// Tells the engine what happened and carries out what the ending decides.
-    private func handle(_ event: SessionEnding<String>.Event) {
-        let actions = engine.handle(event)
-        // A shutdown that fails ends the relay at once (`closed`): nothing more is done here.
-        if actions.closeWrite { passEnd(0) }
-        if actions.closeOutput && !closed { passEnd(1) }
-        if closed { return }
-        if actions.reset { transport.resetBoth() }
-        if actions.finish != nil { finish() }
-    }
+    package func resetBoth() { transport.resetBoth() }
 
-    /// Passes direction `d`'s end on to the side it writes to.
-    private func passEnd(_ d: Int) {
-        if let failure = transport.passEnd(d) {
-            fail("ending the stream to \(d == 0 ? names.1 : names.0) failed: \(failure)")
-        }
-    }
-
-    private func finish() {
+    package func finish(_ outcome: SessionEnding<String>.Outcome) {
         guard !closed else { return }
         closed = true
-        engine.stop()
+        var failure: String?
+        if case .failed(let reason) = outcome { failure = reason }
         let moved = transport.close(clean: failure == nil)
         let report = Report(forward: moved.forward, backward: moved.backward, failure: failure)
         let done = completion
@@ -185,10 +174,11 @@ public final class StreamRelay: @unchecked Sendable {
     }
 }
 
-/// How a ``StreamRelay``'s bytes move between its two sides. Its calls come on the relay's
+/// How a ``StreamRelay``'s bytes move between its two sockets. Its calls come on the relay's
 /// queue; it reports moves, ends and failures to the relay (``StreamRelay/moved(_:_:)``,
-/// ``StreamRelay/ended(_:)``, ``StreamRelay/fail(_:)``), which alone decides what they mean.
-protocol RelayTransport: AnyObject {
+/// ``StreamRelay/ended(_:)``, ``StreamRelay/fail(_:)``), whose engine alone decides what they
+/// mean.
+protocol SocketPairTransport: AnyObject {
     /// Starts both directions.
     func start()
     /// Shuts down the write half of the side direction `d` writes to (0: the second side, 1:

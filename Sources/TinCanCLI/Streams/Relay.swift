@@ -92,7 +92,8 @@ final class Relay: @unchecked Sendable {
         self.input = input
         self.output = output
         self.options = options
-        engine = RelayEngine(options.ending) { [weak self] in self?.report(.tick) }
+        engine = RelayEngine(options.ending)
+        engine.attach(self)
     }
 
     /// Runs until the relay ends; the caller then closes the socket.
@@ -117,8 +118,7 @@ final class Relay: @unchecked Sendable {
         }
         report(.tick)  // arms --idle-timeout
         finished.wait()
-        engine.stop()
-        var result = engine.state { $0.outcome! }
+        var result = engine.outcome!
         switch result {
         case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
             // A clean end: exit 0 promises that what stdin gave arrived.
@@ -161,26 +161,9 @@ final class Relay: @unchecked Sendable {
     /// descriptors may be closed.
     func join() { threads.wait() }
 
-    /// Feeds an event to the engine and carries out what the machine says.
-    private func report(_ event: Ending.Event) {
-        let actions = engine.handle(event)
-        if actions.closeWrite {
-            // A half-close held back until the end goes out after delivery was confirmed: a
-            // peer that has gone may reset it, and that reset says nothing about our data.
-            if actions.finish != nil { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
-        }
-        if actions.closeOutput {
-            if let terminal = options.terminal {
-                terminal.hangUp()
-            } else if options.socketSide {
-                try? Syscall.shutdown(output, .write)
-            } else {
-                Syscall.close(output)
-                closedOutput.store(true, ordering: .releasing)
-            }
-        }
-        if actions.finish != nil { finished.signal() }
-    }
+    /// Tells the engine what happened; it carries out what the machine decides through the
+    /// relay's ``RelayTransport`` side (below).
+    private func report(_ event: Ending.Event) { engine.report(event) }
 
     private func closeWrite() {
         // Said first: the peer may answer the end at once, and the run end before a line after it.
@@ -320,7 +303,7 @@ final class Relay: @unchecked Sendable {
         defer { pumpDone.signal() }
         var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
         while true {
-            switch pump.next(isOver: { engine.state { $0.outcome != nil } }) {
+            switch pump.next(isOver: { engine.isOver }) {
             case .over: return
             case .end(let failure?):
                 report(.failed(failure))
@@ -472,4 +455,29 @@ final class Relay: @unchecked Sendable {
         options.progress?.add(sent: n)
         bytesSent.add(n, ordering: .relaxed)
     }
+}
+
+/// What the engine asks of the relay, from whichever thread reported.
+extension Relay: RelayTransport {
+    func passEnd(_ d: Int, finishing: Bool) -> SessionFailure? {
+        if d == 0 {
+            // A half-close held back until the end goes out after delivery was confirmed: a
+            // peer that has gone may reset it, and that reset says nothing about our data.
+            if finishing { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
+        } else if let terminal = options.terminal {
+            terminal.hangUp()
+        } else if options.socketSide {
+            try? Syscall.shutdown(output, .write)
+        } else {
+            Syscall.close(output)
+            closedOutput.store(true, ordering: .releasing)
+        }
+        return nil
+    }
+
+    /// A stdin/stdout session never resets on failure (its policy does not ask it): the
+    /// transport's own abort ends the connection.
+    func resetBoth() {}
+
+    func finish(_ outcome: Ending.Outcome) { finished.signal() }
 }
