@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// When it ends is ``Ending``'s to say (the end-of-stream rules, in one place), through the
 /// engine every relay shares (SocketCore's `RelayEngine`, as `StreamRelay` between two sockets):
-/// the threads report what happened, its timer reports the passing of time when a rule has a
-/// deadline, and the relay carries out the machine's actions.
+/// the threads report what happened, the engine's timer the passing of time when a rule has a
+/// deadline, and the engine carries the machine's actions out through this relay's
+/// `RelayTransport` side (pass an end on, finish): the relay moves bytes and does as it is told.
 final class Relay: @unchecked Sendable {
     struct Options {
         var ending = Ending.Policy()
