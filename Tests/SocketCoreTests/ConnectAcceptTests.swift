@@ -342,4 +342,41 @@ final class SharedQueueTests: XCTestCase {
         XCTAssertEqual(queue.sync { echo.accepted.count }, 20)
         XCTAssertTrue(queue.sync { echo.accepted.allSatisfy { $0.socketQueue === queue } })
     }
+
+    /// The winner of a connect is handed over a queue turn after it connected (once dispatch let
+    /// go of its descriptor). A socket disconnected and connecting elsewhere in that turn must
+    /// get its new connection, not the abandoned one.
+    func testAConnectAbandonedAsItWonDoesNotBecomeTheNextOnesConnection() throws {
+        let first = AsyncSocket()
+        try first.accept(onInterface: "127.0.0.1", port: 0)
+        defer { first.disconnect() }
+        let second = AsyncSocket()
+        try second.accept(onInterface: "127.0.0.1", port: 0)
+        defer { second.disconnect() }
+        let queue = DispatchQueue(label: "test.redirect")
+        let redirect = Redirect(to: second.localPort)
+        let socket = AsyncSocket(delegate: redirect, delegateQueue: queue, socketQueue: queue)
+        try socket.connect(toHost: "127.0.0.1", port: first.localPort, timeout: .seconds(5))
+        XCTAssertEqual(redirect.connected.wait(timeout: .now() + .seconds(10)), .success, "connected")
+        XCTAssertEqual(redirect.redirected.withLock { $0 }, true, "the first connect's attempt was seen to win")
+        XCTAssertEqual(socket.connectedPort, second.localPort, "the second connect's connection, not the first's")
+        socket.disconnect()
+    }
+
+    /// On the first attempt that connects (on the socket queue, before the winner is handed
+    /// over), disconnects and connects to `port` instead.
+    private final class Redirect: AsyncSocketDelegate, @unchecked Sendable {
+        let port: UInt16
+        let redirected = Locked(false)
+        let connected = DispatchSemaphore(value: 0)
+        init(to port: UInt16) { self.port = port }
+
+        func socket(_ sock: AsyncSocket, connectAttempt event: ConnectAttemptEvent) {
+            guard case .connected = event.kind, !redirected.withLock({ $0 }) else { return }
+            redirected.withLock { $0 = true }
+            sock.disconnect()
+            try? sock.connect(toHost: "127.0.0.1", port: port, timeout: .seconds(5))
+        }
+        func socket(_ sock: AsyncSocket, didConnectToHost host: String, port: UInt16) { connected.signal() }
+    }
 }

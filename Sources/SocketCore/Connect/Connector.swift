@@ -34,6 +34,9 @@ final class Connector: @unchecked Sendable {
     /// The outcome, reported once every action of the step that produced it has run (so the
     /// losers' "abandoned" events come before the winner is announced).
     private var outcome: Outcome?
+    /// Cancelled (the socket closed, or moved on to another connect): a winner still on its
+    /// way to `onDone` is closed instead.
+    private var cancelled = false
 
     init(
         queue: DispatchQueue, host: String, port: UInt16, configuration: HappyEyeballs.Configuration,
@@ -55,7 +58,10 @@ final class Connector: @unchecked Sendable {
     }
 
     func start() { feed(.start) }
-    func cancel() { feed(.cancel) }
+    func cancel() {
+        cancelled = true
+        feed(.cancel)
+    }
     func timeOut() { feed(.timedOut) }
 
     /// Feeds one input; inputs raised while actions run are queued, so the machine never re-enters.
@@ -112,9 +118,12 @@ final class Connector: @unchecked Sendable {
             onEvent(ConnectAttemptEvent(address: address, kind: .connected, elapsed: .now - attempt.started))
             // Handed over once dispatch let go of it (its write source's cancel handler ran):
             // a source made on the descriptor while the old one is still being torn down was
-            // seen to miss events (a reset noticed by no one, one start in 25 under load).
-            let onDone = self.onDone
-            attempt.close(keepingDescriptor: true) { onDone(.success((fd, address))) }
+            // seen to miss events (a reset noticed by no one, one start in 25 under load). A
+            // connector cancelled meanwhile (or gone with its socket's connect) closes it.
+            attempt.close(keepingDescriptor: true) { [weak self] in
+                guard let self, !self.cancelled else { return Syscall.close(fd) }
+                self.onDone(.success((fd, address)))
+            }
         case .failed(let failure):
             cancelTimers()
             outcome = .failure(failure)
