@@ -76,7 +76,7 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
         let actions = handle(event)
         guard let transport = carrier.withLock({ $0?.transport }) else { return }
         var outcome = actions.finish
-        for (d, pass) in [(0, actions.closeWrite), (1, actions.closeOutput)] where pass {
+        for d in 0...1 where d == 0 ? actions.closeWrite : actions.closeOutput {
             guard let failure = transport.passEnd(d, finishing: outcome != nil) else { continue }
             guard outcome != nil else { return report(.failed(failure)) }
             outcome = .failed(failure)
@@ -93,7 +93,7 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
     }
 
     /// The time since the session started.
-    package var now: Duration { ContinuousClock.now - started }
+    private var now: Duration { ContinuousClock.now - started }
 
     /// The last activity each way, as the machine reads it.
     package var activity: Ending.Activity {
@@ -131,7 +131,7 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
     }
 
     /// Stops the timer for good (the session is over).
-    package func stop() {
+    private func stop() {
         timer.withLock { timer in
             timer.stopped = true
             timer.source?.cancel()
