@@ -201,8 +201,9 @@ FORWARD(int, SSL_set_session, (SSL *a0, SSL_SESSION *a1), (a0, a1))
 FORWARD(int, SSL_session_reused, (const SSL *a0), (a0))
 FORWARD(EVP_MD_CTX *, EVP_MD_CTX_new, (void), ())
 
-// Key logging (NSS key log format, for Wireshark): one file per process, opened once, appended
-// to; OpenSSL hands each line to the callback without its newline.
+// Key logging (NSS key log format, for Wireshark): one file per process, opened once (by the
+// system layer, which refuses links and other users' files), appended to; OpenSSL hands each
+// line to the callback without its newline.
 static int tincan_keylog_fd = -1;
 static pthread_mutex_t tincan_keylog_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -221,19 +222,18 @@ static void tincan_keylog_line(const SSL *ssl, const char *line) {
     free(buffer);
 }
 
-int tincan_keylog_enable(SSL_CTX *ctx, const char *path) {
+int tincan_keylog_enable(SSL_CTX *ctx, int fd) {
     pthread_mutex_lock(&tincan_keylog_lock);
-    if (tincan_keylog_fd < 0) {
-        int fd;
-        do { fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600); } while (fd == -1 && errno == EINTR);
-        if (fd < 0) {
-            int saved = errno;
-            pthread_mutex_unlock(&tincan_keylog_lock);
-            return saved;
-        }
-        tincan_keylog_fd = fd;
-    }
+    int taken = tincan_keylog_fd < 0;
+    if (taken) tincan_keylog_fd = fd;
     pthread_mutex_unlock(&tincan_keylog_lock);
     SSL_CTX_set_keylog_callback(ctx, tincan_keylog_line);
-    return 0;
+    return taken;
+}
+
+int tincan_keylog_is_open(void) {
+    pthread_mutex_lock(&tincan_keylog_lock);
+    int open = tincan_keylog_fd >= 0;
+    pthread_mutex_unlock(&tincan_keylog_lock);
+    return open;
 }

@@ -36,8 +36,21 @@ public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
         return error
     }
 
+    /// Why the call was refused by a check of our own rather than by the kernel (a file tincan
+    /// will not write: a symbolic link, another user's file), said instead of errno's text.
+    public private(set) var explanation: String?
+
+    /// A refusal of our own: `errno` for the record, `explanation` for people.
+    package static func refused(_ call: String, _ context: String, errno: Int32, _ explanation: String) -> SystemError {
+        var error = SystemError(errno: errno, call: call, context: context)
+        error.explanation = explanation
+        return error
+    }
+
     /// The C library's text for ``errno``, e.g. `"Connection refused"`.
-    public var reason: String { isRefusedByRules ? "Not allowed by the destination rules" : SystemError.describe(errno: errno) }
+    public var reason: String {
+        explanation ?? (isRefusedByRules ? "Not allowed by the destination rules" : SystemError.describe(errno: errno))
+    }
 
     /// ``reason`` for use mid-sentence: `"connection refused"`.
     public var lowercaseReason: String { reason.lowercasedFirst }

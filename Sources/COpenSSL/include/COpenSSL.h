@@ -13,11 +13,14 @@
 /// this before the first OpenSSL function, and report its error rather than go on.
 const char *tincan_openssl_load(void);
 
-/// Logs the TLS secrets of `ctx`'s sessions to `path` in the NSS key log format (what
-/// SSLKEYLOGFILE means to browsers and curl), for decrypting a capture in Wireshark. The file is
-/// created mode 0600 and appended to; one file per process (the first path given). Returns 0, or
-/// the errno value when the file cannot be opened.
-int tincan_keylog_enable(SSL_CTX *ctx, const char *path);
+/// Logs the TLS secrets of `ctx`'s sessions in the NSS key log format (what SSLKEYLOGFILE means
+/// to browsers and curl), for decrypting a capture in Wireshark, to the file open on `fd` (opened
+/// for appending by the caller). One file per process: the first descriptor given is kept, and
+/// 1 returned; when one is kept already it is used and 0 returned (the caller closes `fd`).
+int tincan_keylog_enable(SSL_CTX *ctx, int fd);
+
+/// Whether a key log file is open already (``tincan_keylog_enable`` took one).
+int tincan_keylog_is_open(void);
 
 // OpenSSL spells these as macros, which Swift does not import.
 

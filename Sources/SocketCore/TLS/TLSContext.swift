@@ -67,8 +67,15 @@ public final class TLSContext: @unchecked Sendable {
             throw .configuration("no usable group (curve) in '\(groups)'")
         }
         if let path = s.keyLogFile {
-            let code = tincan_keylog_enable(ctx, path)
-            if code != 0 { throw .configuration("cannot open the key log file \(path): \(SystemError.describe(errno: code))") }
+            if tincan_keylog_is_open() != 0 {
+                _ = tincan_keylog_enable(ctx, -1)
+            } else {
+                let fd: Int32
+                do throws(SystemError) { fd = try Syscall.openForWriting(path, append: true) } catch {
+                    throw .configuration("cannot open the key log file \(path): \(error.lowercaseReason)")
+                }
+                if tincan_keylog_enable(ctx, fd) == 0 { Syscall.close(fd) }
+            }
         }
         if !s.isServer && s.evaluatesTrustManually { tincan_SSL_CTX_use_manual_trust(ctx) }
         if !s.isServer && s.sessionCache != nil { tincan_SSL_CTX_use_client_session_cache(ctx) }

@@ -46,7 +46,7 @@ public enum OptionTable {
         OptionSpec(
             .output, short: "o", value: .path, valueName: "FILE",
             help:
-                "Capture the session to FILE (ncat's -o): the bytes each way, in the order they went, as they pass (created 0600, emptied first unless --append-output). With -k, --forward, --socks5 or --http-proxy, %n in FILE (the connection's number) or %a (the client's address) makes a file per connection; without, every connection shares FILE. A write that fails (a full disk) ends the session, said, with exit 1, unless --capture-best-effort."
+                "Capture the session to FILE (ncat's -o): the bytes each way, in the order they went, as they pass (mode 0600, emptied first unless --append-output; a symbolic link, a FIFO, another user's file or one with other names is refused, never written through). With -k, --forward, --socks5 or --http-proxy, %n in FILE (the connection's number) or %a (the client's address) makes a file per connection; without, every connection shares FILE. A write that fails (a full disk) ends the session, said, with exit 1, unless --capture-best-effort."
         ),
         OptionSpec(
             .hexDump, value: .path, valueName: "FILE",
@@ -83,7 +83,7 @@ public enum OptionTable {
         OptionSpec(
             .keylog, value: .path, valueName: "FILE",
             help:
-                "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
+                "Log the TLS secrets to FILE (NSS key log format, mode 0600, appended to; a symbolic link or another user's file is refused) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
         ),
         OptionSpec(
             .halfClose,
@@ -514,7 +514,7 @@ public enum OptionTable {
                 OptionSpec(
                     .keylog, value: .path, valueName: "FILE",
                     help:
-                        "Log the TLS secrets to FILE (NSS key log format, created mode 0600, appended to) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
+                        "Log the TLS secrets to FILE (NSS key log format, mode 0600, appended to; a symbolic link or another user's file is refused) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
                 ),
             ] + tlsControls + probing + datagramFraming + datagramOutput + webSocketSession,
         examples: [
