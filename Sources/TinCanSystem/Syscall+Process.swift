@@ -17,11 +17,14 @@ extension Syscall {
     /// The contents of a small file (at most `limit` bytes; more is an EFBIG error) and its
     /// permission bits, read through one descriptor so both describe the same file.
     package static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> (contents: [UInt8], permissions: UInt32) {
-        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC) }
+        // O_NONBLOCK: a FIFO must not hold the open until a writer comes (it is refused below).
+        let fd = try retrying("open", path) { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         defer { close(fd) }
         var info = stat()
         try retrying("fstat", path) { fstat(fd, &info) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw SystemError(errno: EINVAL, call: "open", context: path) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw .refused("open", path, errno: EINVAL, "it is not a regular file (a FIFO, a directory or a device), so it cannot be read whole at start")
+        }
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {

@@ -123,6 +123,36 @@
             }
         }
 
+        /// nginx as two web sites, `a` and `b` in this order of ``ports``, each answering a GET
+        /// with "site NAME PATH auth=PROXY-AUTHORIZATION\n" (keeping HTTP/1.1 connections open,
+        /// as nginx does), and `/echo` with the request body it read (chunked or not) after
+        /// "site NAME got ". Each logs the requests it got to `NAME.log` in ``directory``.
+        public static func nginxSites(file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+            try RealDaemon("nginx-sites", ports: 2, file: file, line: line) { dir, p in
+                let site = { (name: String, port: UInt16) in
+                    """
+                        server {
+                            listen 127.0.0.1:\(port); access_log \(dir)/\(name).log plain;
+                            location / { return 200 "site \(name) $request_uri auth=$http_proxy_authorization\\n"; }
+                            location /echo { echo_read_request_body; echo -n "site \(name) got "; echo_request_body; }
+                        }
+                    """
+                }
+                try write(
+                    """
+                    \(nginxHead(dir, module: "ngx_http_echo_module"))
+                    http {
+                        log_format plain '$request';
+                        client_body_temp_path \(dir)/body; proxy_temp_path \(dir)/proxy; fastcgi_temp_path \(dir)/fastcgi;
+                        uwsgi_temp_path \(dir)/uwsgi; scgi_temp_path \(dir)/scgi;
+                    \(site("a", p[0]))
+                    \(site("b", p[1]))
+                    }
+                    """, "\(dir)/nginx.conf")
+                return ["/usr/sbin/nginx", "-c", "\(dir)/nginx.conf", "-p", dir]
+            }
+        }
+
         /// haproxy as a TCP load balancer in front of `target` (a port on 127.0.0.1), telling it
         /// each client with the PROXY protocol, in this order of ``ports``: 127.0.0.1 with v1
         /// (`send-proxy`), 127.0.0.1 with v2 (`send-proxy-v2`), ::1 with v1, ::1 with v2; and

@@ -106,6 +106,63 @@ final class HTTPProxyServerTests: XCTestCase {
         XCTAssertFalse(listener.stderrText.contains("s3cret") || listener.stderrText.contains("guess"), listener.stderrText)
     }
 
+    /// The attack: curl reuses one proxy connection for two sites, and site a got the request
+    /// meant for b, with the client's Proxy-Authorization. Each request is now routed on its
+    /// own: the response says Connection: close, so curl asks for b on a new connection; a
+    /// client that pipelines b's request behind a's gets a's response, and b's request goes
+    /// nowhere (said at -v); an origin that keeps its connection open does not hold the client.
+    func testEachRequestGoesToItsOwnSiteEvenOnAReusedConnection() throws {
+        let sites = try RealDaemon.nginxSites()
+        defer { sites.stop() }
+        let (a, b) = (sites.ports[0], sites.ports[1])
+        let (listener, port) = try proxy(["--proxy-auth", "u:secret", "-v"])
+        defer { listener.stop() }
+        let both = try curl(["-x", "http://u:secret@127.0.0.1:\(port)", "http://127.0.0.1:\(a)/one", "http://127.0.0.1:\(b)/two"])
+        XCTAssertEqual(both.status, 0, both.err)
+        XCTAssertEqual(both.out, "site a /one auth=\nsite b /two auth=\n")
+        waitUntil("both sites logged") { sites.text("a.log").contains("/one") && sites.text("b.log").contains("/two") }
+        XCTAssertEqual(sites.text("a.log"), "GET /one HTTP/1.1\n", "site a got only its own request")
+
+        // Two requests in one write, for two sites, on one connection.
+        let script = """
+            import socket, sys
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            auth = b'Proxy-Authorization: Basic dTpzZWNyZXQ=\\r\\n'
+            c.sendall(b'GET http://127.0.0.1:' + sys.argv[2].encode() + b'/first HTTP/1.1\\r\\nHost: a\\r\\n' + auth + b'\\r\\n'
+                      + b'GET http://127.0.0.1:' + sys.argv[3].encode() + b'/piped HTTP/1.1\\r\\nHost: b\\r\\n' + auth + b'\\r\\n')
+            c.settimeout(10); got = b''
+            while True:
+                chunk = c.recv(65536)
+                if not chunk: break
+                got += chunk
+            head, _, body = got.partition(b'\\r\\n\\r\\n')
+            print(head.split(b'\\r\\n')[0].decode(), 'close' if b'\\r\\nConnection: close' in head else 'keep-alive', body.decode(), end='')
+            """
+        let piped = try Tool.run(["python3", "-c", script, String(port), String(a), String(b)], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(piped.status, 0, piped.err)
+        XCTAssertEqual(piped.out, "HTTP/1.1 200 OK close site a /first auth=\n", "a's response whole, ended, saying close")
+        waitUntil("the dropped request said") { listener.stderrText.contains("were not passed on") }
+        XCTAssertFalse(sites.text("a.log").contains("/piped") || sites.text("b.log").contains("/piped"), sites.text("a.log") + sites.text("b.log"))
+
+        // An origin that answers with a length and keeps its connection open (it ignores the
+        // close it was asked for): the client still has its answer, and its end, at once.
+        let keeper = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                c, _ = s.accept(); c.recv(65536)
+                c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 5\\r\\n\\r\\nkept\\n')
+                time.sleep(60)
+                """)
+        defer { keeper.stop() }
+        let kept = try Tool.run(["python3", "-c", script, String(port), String(keeper.port), String(b)], input: "", timeout: .seconds(20), program: "/usr/bin/env")
+        XCTAssertEqual(kept.out, "HTTP/1.1 200 OK close kept\n", kept.err)
+
+        // A chunked upload reaches its site whole, and nothing after it does.
+        let upload = try curl([
+            "-x", "http://u:secret@127.0.0.1:\(port)", "-H", "Transfer-Encoding: chunked", "--data-binary", "in chunks", "http://127.0.0.1:\(b)/echo",
+        ])
+        XCTAssertEqual(upload.out, "site b got in chunks", upload.err)
+    }
+
     func testHostileRequestsAreAnsweredAndClosed() throws {
         let (listener, port) = try proxy(["--handshake-timeout", "1s", "-v"])
         defer { listener.stop() }
@@ -136,6 +193,11 @@ final class HTTPProxyServerTests: XCTestCase {
             ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\n' + b'X-A: b\\r\\n' * 10000 + b'\\r\\n')
             ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nX-Long: ' + b'a' * 40000)
             ask(b'\\x16\\x03\\x01 not a request\\r\\n\\r\\n')
+            ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nX-Smuggle: a\\rb\\r\\n\\r\\n')
+            ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nX-Nul: a\\x00b\\r\\n\\r\\n')
+            ask(b'POST http://127.0.0.1:1/ HTTP/1.1\\r\\nContent-Length: 3\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n')
+            ask(b'POST http://127.0.0.1:1/ HTTP/1.1\\r\\nContent-Length: 3\\r\\nContent-Length: 4\\r\\n\\r\\nabcd')
+            ask(b'POST http://127.0.0.1:1/ HTTP/1.1\\r\\nTransfer-Encoding: chunked, gzip\\r\\n\\r\\n')
             ask(b'GET http://127.0.0.1:1/ HTTP/1.1\\r\\nHost: x\\r\\n')
             """
         let r = try Tool.run(["python3", "-c", script, String(port)], input: "", program: "/usr/bin/env")
@@ -144,7 +206,8 @@ final class HTTPProxyServerTests: XCTestCase {
             r.out.split(separator: "\n").map(String.init),
             [
                 "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 400 Bad Request",
-                "closed",
+                "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request", "HTTP/1.1 400 Bad Request",
+                "HTTP/1.1 501 Not Implemented", "closed",
             ], r.out)
         waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == before }
         XCTAssertTrue(listener.stderrText.contains("sent no whole request within 1 s"), listener.stderrText)

@@ -26,6 +26,10 @@ public struct HTTPHead: Sendable {
         case tooManyFields(Int)
         /// A line that is not `name: value` (escaped for a log).
         case malformedField(String)
+        /// A CR that does not end a line, or a NUL, in the start line or a field (RFC 9110
+        /// section 5.5: a recipient must reject such a message, or another one may read it
+        /// differently): the line, escaped for a log.
+        case forbiddenCharacter(String)
     }
 
     /// The most header fields a head may have.
@@ -47,9 +51,9 @@ public struct HTTPHead: Sendable {
     /// The head in `bytes` (its start line and fields, the blank line excluded).
     public static func parse(_ bytes: ArraySlice<UInt8>) throws(Problem) -> HTTPHead {
         // Lines split on LF as bytes ("\r\n" is one Character to Swift), each CR at the end dropped.
-        var lines = bytes.split(separator: 10, omittingEmptySubsequences: false).map { line in
-            String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
-        }[...]
+        let raw = bytes.split(separator: 10, omittingEmptySubsequences: false).map { $0.last == 13 ? $0.dropLast() : $0 }
+        if let bad = raw.first(where: { $0.contains(13) || $0.contains(0) }) { throw .forbiddenCharacter(escapedForLog(bad)) }
+        var lines = raw.map { String(decoding: $0, as: UTF8.self) }[...]
         let startLine = lines.popFirst() ?? ""
         guard lines.count <= fieldLimit else { throw .tooManyFields(lines.count) }
         var fields: [Field] = []

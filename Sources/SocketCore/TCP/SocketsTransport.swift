@@ -15,14 +15,17 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
     private let names: (String, String)
     private let sockets: [AsyncSocket]
     private let tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
+    /// Each direction's filter, if it has one (``RelayFilter``).
+    private let filters: [(any RelayFilter)?]
     private var moved = [0, 0]
 
-    init(relay: StreamRelay, _ a: AsyncSocket, _ b: AsyncSocket, tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?) {
+    init(relay: StreamRelay, _ a: AsyncSocket, _ b: AsyncSocket, tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?, filters: [(any RelayFilter)?] = [nil, nil]) {
         self.relay = relay
         queue = relay.queue
         names = relay.names
         sockets = [a, b]
         self.tap = tap
+        self.filters = filters
     }
 
     private func name(_ side: Int) -> String { side == 0 ? names.0 : names.1 }
@@ -44,12 +47,23 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
     private func received(_ d: Int, _ result: Result<ArraySlice<UInt8>, AsyncSocketError>) {
         guard let relay, !relay.closed else { return }
         switch result {
-        case .success(let bytes):
+        case .success(let read):
+            var bytes = read
+            var last = false
+            switch filters[d]?.filter(read) {
+            case nil: break
+            case .pass(let through)?: bytes = through
+            case .end(let through)?:
+                bytes = through
+                last = true
+            case .fail(let reason)?: return relay.fail(reason)
+            }
             if let tap, let reason = tap(d == 0, bytes) { return relay.fail(reason) }
+            guard !bytes.isEmpty else { return last ? relay.ended(d) : self.read(d) }
             let count = bytes.count
             // The read's own storage (exactly its bytes) goes on to the write: no copy.
-            sockets[1 - d].write(Array(bytes)) { [self] outcome in
-                queue.async { self.wrote(d, count, outcome) }
+            sockets[1 - d].write(Array(bytes)) { [self, last] outcome in
+                queue.async { self.wrote(d, count, outcome, last: last) }
             }
         case .failure(.readStreamClosed):
             // The socket queues the end after the writes already asked for.
@@ -59,13 +73,14 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
         }
     }
 
-    private func wrote(_ d: Int, _ count: Int, _ outcome: Result<Void, AsyncSocketError>) {
+    /// `last`: the filter ended the direction with these bytes: no more is read from that side.
+    private func wrote(_ d: Int, _ count: Int, _ outcome: Result<Void, AsyncSocketError>, last: Bool) {
         guard let relay, !relay.closed else { return }
         switch outcome {
         case .success:
             moved[d] += count
             relay.moved(d, count)
-            read(d)
+            if last { relay.ended(d) } else { read(d) }
         case .failure(let error):
             relay.fail("writing to \(name(1 - d)) failed: \(error)")
         }

@@ -73,6 +73,7 @@ public struct WebSocketServerHandshake: Sendable {
             switch error {
             case .tooManyFields(let count): return refuse(431, "Request Header Fields Too Large", "the request has \(count) header fields")
             case .malformedField(let line): return refuse(400, "Bad Request", "a malformed header field: '\(line)'")
+            case .forbiddenCharacter(let line): return refuse(400, "Bad Request", "a CR or NUL inside a line of the head: '\(line)'")
             }
         }
         let parts = head.startLine.split(separator: " ", omittingEmptySubsequences: false)

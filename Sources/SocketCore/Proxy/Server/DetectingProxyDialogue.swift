@@ -55,6 +55,11 @@ public struct DetectingProxyDialogue: ProxyServerDialogue {
         }
     }
 
+    /// An HTTP request passed on to its origin: where its body stands (``HTTPProxyServerDialogue/forwarding``).
+    public var forwarding: HTTPForwarding? {
+        if case .http(let dialogue) = inner { dialogue.forwarding } else { nil }
+    }
+
     public func reply(_ outcome: ProxyConnectOutcome) -> [UInt8] {
         switch inner {
         case .undecided: []

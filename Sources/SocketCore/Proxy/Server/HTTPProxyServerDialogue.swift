@@ -3,7 +3,10 @@
 /// origin with the request line in origin form, the `Host` of the URL, the hop-by-hop fields
 /// dropped (`Connection` and those it names, `Proxy-Connection`, `Keep-Alive`, `TE`,
 /// `Trailer`, `Upgrade`, `Proxy-Authorization`) and `Connection: close`: one request per
-/// connection, whose response the origin ends by closing.
+/// connection (its body delimited as section 6 says, nothing after it passed on: see
+/// ``forwarding`` and ``HTTPForwarding``). A head with a CR or NUL inside a line, or with both
+/// `Content-Length` and `Transfer-Encoding`, gets `400`; a transfer coding that does not end in
+/// `chunked`, `501`.
 ///
 /// With ``ProxyUsers`` a request needs `Proxy-Authorization: Basic` with a listed user; without
 /// it the answer is `407` with `Proxy-Authenticate`. A head longer than ``headLimit`` or with
@@ -18,6 +21,9 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
     /// client sending a byte at a time costs a scan of each byte once, not of the whole head.
     private var searched = 0
     public private(set) var leftover: [UInt8] = []
+    /// For a request passed on to its origin (not CONNECT): where its body stands after
+    /// ``leftover``, for the relay that passes the rest on.
+    public private(set) var forwarding: HTTPForwarding?
 
     /// The longest request head read (request line and fields).
     public static let headLimit = 32 * 1024
@@ -54,6 +60,8 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
                 return [refuse(431, "Request Header Fields Too Large", .malformed, "the request has \(count) header fields (at most \(HTTPProxyServerDialogue.fieldLimit))")]
             case .malformedField(let line):
                 return [refuse(400, "Bad Request", .malformed, "a malformed header field: '\(line)'")]
+            case .forbiddenCharacter(let line):
+                return [refuse(400, "Bad Request", .malformed, "a CR or NUL inside a line of the head (RFC 9110 section 5.5): '\(line)'")]
             }
         }
     }
@@ -100,7 +108,19 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
         var path = String(rest[authorityEnd...])
         if let fragment = path.firstIndex(of: "#") { path = String(path[..<fragment]) }
         if path.isEmpty || path.hasPrefix("?") { path = "/" + path }
-        leftover = Array(forwardedHead(method: method, path: path, version: String(parts[2]), authority: String(rest[..<authorityEnd]), fields: fields).utf8) + body
+        var framed: HTTPBody
+        let taken: Int
+        do throws(HTTPBody.Problem) {
+            framed = HTTPBody(try HTTPBody.framing(request: head, version: String(parts[2])))
+            taken = try framed.consume(body[...])
+        } catch {
+            if case .unsupportedCoding = error { return refuse(501, "Not Implemented", .unsupported, "\(error)") }
+            return refuse(400, "Bad Request", .malformed, "\(error)")
+        }
+        leftover =
+            Array(forwardedHead(method: method, path: path, version: String(parts[2]), authority: String(rest[..<authorityEnd]), fields: fields).utf8)
+            + body[..<taken]
+        forwarding = HTTPForwarding(method: method, body: framed, discarded: body.count - taken)
         return .connect(ProxyRequest(version: .http, method: method, target: host, port: port, user: user))
     }
 

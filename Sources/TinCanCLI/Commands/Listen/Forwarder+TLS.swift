@@ -123,12 +123,19 @@ extension Forwarder {
                 return failure
             }
         }
+        // An HTTP request passed on to its origin: that request, its response, and no more.
+        let request = client.forwarding.map(HTTPRequestPassing.init)
         let bridge = StreamRelay(
             clientEnd, upstreamEnd, names: names(client), holdFirstEnd: hold, onMove: Forwarder.count, tap: tap,
-            queue: client.queue
+            filters: (request, client.forwarding.map(HTTPResponsePassing.init)), queue: client.queue
         ) { [self] report in
             capture?.close()
             idle?.forget(watched.token.withLock { $0 })
+            if let discarded = request?.discarded, discarded > 0 {
+                Console.note(
+                    "\(client.peer): \(discarded) bytes the client sent after its request were not passed on (a next request goes on a new connection: the response said Connection: close)",
+                    level: 1)
+            }
             closed(client, report)
         }
         if !client.isWebSocketStandIn {

@@ -162,6 +162,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var answer: ProxyAnswer?
         /// With --socks5 or --http-proxy: what it asked for.
         var request: ProxyRequest?
+        /// With --http-proxy, a request passed on to its origin (not CONNECT): its body's state,
+        /// for the relay that passes that one request and its response, and nothing more.
+        var forwarding: HTTPForwarding?
         /// With --allow-dest/--deny-dest: which of its target's addresses may be dialled.
         var admits: (@Sendable (SocketAddress) -> Bool)?
         /// -o, --hex-dump: its capture, from the moment its upstream is connected.
@@ -319,7 +322,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 ("client", .string(client.peer)), ("upstream", .string(name)), ("result", .string("connected")),
                 ("connect_ms", .number(took.milliseconds.rounded(toPlaces: 3))),
             ])
-        if clientSocket == nil && upstream.tls == nil && settings.capture == nil {
+        if clientSocket == nil && upstream.tls == nil && settings.capture == nil && client.forwarding == nil {
             splice(client, upstream: descriptor)
         } else {
             secureAndBridge(client, clientSocket, upstream: fd)
@@ -367,10 +370,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
 
     func closed(_ client: Client, _ report: StreamRelay.Report) {
-        let summary = "\(client.peer): closed; \(report.forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
+        // What the proxy dialogue passed on before the relay (a forwarded request's head) counts too.
+        let forward = report.forward + (client.answer?.leftover.count ?? 0)
+        let summary = "\(client.peer): closed; \(forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
         if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
         var fields: [(String, JSONValue)] = [
-            ("client", .string(client.peer)), ("upstream", .string(client.target.description)), ("sent", .number(Double(report.forward))),
+            ("client", .string(client.peer)), ("upstream", .string(client.target.description)), ("sent", .number(Double(forward))),
             ("received", .number(Double(report.backward))), ("duration_ms", .number((ContinuousClock.now - client.started).milliseconds.rounded(toPlaces: 3))),
             ("error", report.failure.map(JSONValue.string) ?? .null),
         ]

@@ -192,6 +192,7 @@ extension Forwarder {
         client.target = .tcp(host: request.target.description, port: request.port)
         client.answer = ProxyAnswer(reply: { dialogue.reply($0) }, leftover: dialogue.leftover)
         client.request = request
+        client.forwarding = dialogue.forwarding
         if let rules = service?.destinations, !rules.isEmpty {
             if let refusal = rules.refusal(request.target, port: request.port) {
                 client.answer?.refuse(.notAllowed, client: client.fd, secured: secured)
