@@ -1,5 +1,6 @@
 #if canImport(XCTest)
     import Foundation
+    import Synchronization
     import XCTest
 
     /// A python3 peer (standard library only) on a loopback port of its own, the one way tests start
@@ -24,10 +25,23 @@
                 throw Listeners.Failure(reason: "no port from the python peer")
             }
             self.port = port
-            // Whatever else it prints is read and dropped, so it never blocks on a full pipe.
+            // Whatever else it prints is read (so it never blocks on a full pipe) and kept.
             let handle = output.fileHandleForReading
-            Thread { while !handle.availableData.isEmpty {} }.start()
+            let printed = self.printed
+            Thread {
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    printed.data.withLock { $0.append(data) }
+                }
+            }.start()
         }
+
+        private final class Printed: Sendable { let data = Mutex(Data()) }
+        private let printed = Printed()
+
+        /// What it printed after its port, so far.
+        public var output: String { String(decoding: printed.data.withLock { $0 }, as: UTF8.self) }
 
         /// The first line written to `fd`, waiting at most `timeout`; nil if none came.
         private static func firstLine(_ fd: Int32, timeout: Duration) -> String? {

@@ -94,8 +94,14 @@ public struct Dial: Sendable {
         case .host(let host, let port):
             var connector = connector
             let first = proxies.first
-            // A proxy server's destination rules are for the target's addresses, not a proxy's.
-            if first != nil { connector.admits = nil }
+            var sent = host
+            if let admits = connector.admits, first != nil {
+                // A proxy server's destination rules are for the target's addresses, not a
+                // proxy's: the target is judged here, and the address judged is what the last
+                // proxy is asked for (a name could resolve elsewhere to what the rules refuse).
+                sent = try Dial.judged(host, port: port, admits: admits, configuration: connector.configuration)
+                connector.admits = nil
+            }
             let connected: (descriptor: SourcelessDescriptor, address: SocketAddress)
             do throws(AsyncSocketError) {
                 connected = try connector.connect(
@@ -109,12 +115,40 @@ public struct Dial: Sendable {
             let chain = BlockingProxyChain(
                 proxies: proxies, ipv4Enabled: connector.configuration.ipv4Enabled, ipv6Enabled: connector.configuration.ipv6Enabled)
             do throws(AsyncSocketError) {
-                try chain.negotiate(on: connected.descriptor.fd, host: host, port: port, timeout: budget, onHop: events.hop)
+                try chain.negotiate(on: connected.descriptor.fd, host: sent, port: port, timeout: budget, onHop: events.hop)
             } catch {
                 Syscall.close(connected.descriptor.fd)
                 throw .proxyDialogue(error)
             }
             return (connected.descriptor, connected.address)
         }
+    }
+
+    /// The address to ask a proxy chain for instead of `host`, when destination rules
+    /// (`admits`) apply: `host` itself if numeric and admitted, else the first address it
+    /// resolves to here (the enabled families, IPv4 first) that the rules admit. A name that
+    /// does not resolve here cannot be judged, and is refused like one the rules refuse.
+    static func judged(
+        _ host: String, port: UInt16, admits: @Sendable (SocketAddress) -> Bool, configuration: HappyEyeballs.Configuration
+    ) throws(Failure) -> String {
+        let target = Endpoint(host: host, port: port).description
+        var addresses: [SocketAddress] = []
+        var reasons: [String] = []
+        if let literal = Resolver.literal(host: host, port: port, family: nil) {
+            addresses = literal
+        } else {
+            for family in [SocketAddress.Family.ipv4, .ipv6] where family == .ipv4 ? configuration.ipv4Enabled : configuration.ipv6Enabled {
+                do throws(ResolveError) { addresses += try Resolver.lookup(host: host, port: port, family: family) } catch { reasons.append(error.reason) }
+            }
+        }
+        // IPv4 first, as a proxy resolving the name itself would most likely connect.
+        addresses = addresses.filter { $0.family == .ipv4 } + addresses.filter { $0.family != .ipv4 }
+        if let admitted = addresses.first(where: admits) { return admitted.host }
+        guard addresses.isEmpty else {
+            let refused = addresses.map { ConnectFailure.Attempt(address: $0, outcome: .failed(.refusedByRules($0.description))) }
+            throw .unreachable(.connectFailed(ConnectFailure(target: target, attempts: refused)), proxy: nil)
+        }
+        let why = "it does not resolve here, so the destination rules cannot judge it before the proxy chain (\(reasons.joined(by: "; ")))"
+        throw .unreachable(.connectFailed(ConnectFailure(target: target, resolveErrors: [ResolveError(host: host, family: nil, reason: why)])), proxy: nil)
     }
 }

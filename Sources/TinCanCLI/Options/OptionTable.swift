@@ -487,12 +487,12 @@ public enum OptionTable {
                 OptionSpec(
                     .allowDest, value: .text, valueName: "HOST[:PORTS]", repeatable: true,
                     help:
-                        "With --socks5 or --http-proxy: let clients reach only these destinations (repeat for more). HOST is * , a network (10.0.0.0/8, [2001:db8::]/32), a name (db.internal) or a domain with every name under it (.example.org); PORTS as 443 or 80,8000-8100. Names are checked as sent and every address a name resolves to is checked too; a refused client hears SOCKS 0x02 or HTTP 403."
+                        "With --socks5 or --http-proxy: let clients reach only these destinations (repeat for more). HOST is * , a network (10.0.0.0/8, [2001:db8::]/32), a name (db.internal) or a domain with every name under it (.example.org); PORTS as 443 or 80,8000-8100. Names are checked as sent and every address a name resolves to is checked too; 0.0.0.0 and :: count as this host (loopback). With --proxy a name is resolved here, checked, and the last proxy asked for the address checked (a name that does not resolve here is refused). A refused client hears SOCKS 0x02 or HTTP 403; a refused UDP datagram is dropped and counted."
                 ),
                 OptionSpec(
                     .denyDest, value: .text, valueName: "HOST[:PORTS]", repeatable: true,
                     help:
-                        "With --socks5 or --http-proxy: never let clients reach these destinations (as --allow-dest; a deny rule wins). For example --deny-dest 127.0.0.0/8 --deny-dest [::1] keeps clients off this machine's own services, whatever name they use."
+                        "With --socks5 or --http-proxy: never let clients reach these destinations (as --allow-dest; a deny rule wins). For example --deny-dest 127.0.0.0/8 --deny-dest [::1] keeps clients off this machine's own services, whatever name or spelling (0, 0.0.0.0, ::, 127.1) they use, directly or through --proxy."
                 ),
                 OptionSpec(
                     .open,

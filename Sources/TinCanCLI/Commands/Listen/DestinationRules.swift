@@ -6,7 +6,9 @@ import SocketCore
 /// list (`:443`, `:80,8000-8100`). A deny rule that matches refuses; with allow rules, one must
 /// match. Names are checked as the client sent them, and every address tried is checked too —
 /// what a name resolves to (so `--deny-dest 127.0.0.0/8` holds for `localhost`), with name rules
-/// matching the addresses of the name they were given for.
+/// matching the addresses of the name they were given for. The unspecified addresses (0.0.0.0,
+/// ::) reach this host and are judged as loopback too. Through a `--proxy` chain a name is
+/// resolved here, judged, and the proxy asked for the address judged (``Dial``).
 struct DestinationRules: Sendable, Equatable {
     struct Rule: Sendable, Equatable, CustomStringConvertible {
         enum Host: Sendable, Equatable {
@@ -80,11 +82,28 @@ struct DestinationRules: Sendable, Equatable {
         }
     }
 
-    /// Whether `address` (of the name the client gave, if it gave one) may be connected to.
+    /// Whether `address` (of the name the client gave, if it gave one) may be connected to. An
+    /// unspecified address (0.0.0.0, anything in 0.0.0.0/8, ::, or their IPv4-mapped forms)
+    /// reaches this host, so it is judged as loopback too: a deny of 127.0.0.0/8 refuses it, and
+    /// an allow rule must admit both it and loopback.
     func admits(_ address: SocketAddress, name: String?, port: UInt16) -> Bool {
-        if deny.contains(where: { $0.matches(port: port) && ($0.matches(address: address) || $0.matches(name: name)) }) { return false }
-        return allow.isEmpty || allow.contains { $0.matches(port: port) && ($0.matches(address: address) || $0.matches(name: name)) }
+        let reached = DestinationRules.reached(address)
+        if deny.contains(where: { rule in rule.matches(port: port) && (rule.matches(name: name) || reached.contains(where: rule.matches(address:))) }) {
+            return false
+        }
+        return allow.isEmpty || allow.contains { rule in rule.matches(port: port) && (rule.matches(name: name) || reached.allSatisfy(rule.matches(address:))) }
     }
+
+    /// The addresses a connect to `address` reaches: itself, and loopback when it is unspecified.
+    static func reached(_ address: SocketAddress) -> [SocketAddress] {
+        guard address.isThisHost else { return [address] }
+        let loopback: SocketAddress =
+            address.family == .ipv6 && !DestinationRules.thisNetwork.contains(address) ? .loopbackIPv6(port: address.port) : .loopbackIPv4(port: address.port)
+        return [address, loopback]
+    }
+
+    /// 0.0.0.0/8, "this host on this network" (RFC 1122): Linux connects its 0.0.0.0 to loopback.
+    static let thisNetwork = try! CIDR(parsing: "0.0.0.0/8")
 
     static func rule(_ text: String, option: String) throws(UsageError) -> Rule {
         func bad(_ why: String) -> UsageError {
@@ -143,4 +162,12 @@ struct DestinationRules: Sendable, Equatable {
     }
 
     private static func isNameCharacter(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber || c == "-" || c == "." || c == "_") }
+}
+
+extension SocketAddress {
+    /// An address that means this host when connected to: 0.0.0.0/8, ::, and ::ffff:0.0.0.0/104.
+    var isThisHost: Bool {
+        guard !isUnix else { return false }
+        return DestinationRules.thisNetwork.contains(self) || (family == .ipv6 && (networkBytes?.allSatisfy { $0 == 0 } ?? false))
+    }
 }
