@@ -158,9 +158,11 @@
         /// (`send-proxy`), 127.0.0.1 with v2 (`send-proxy-v2`), ::1 with v1, ::1 with v2; and
         /// `echo`, an HTTP frontend that reads a PROXY header (`accept-proxy`) and answers
         /// "src=ADDR sport=PORT dst=ADDR dport=PORT". Clients of the Unix socket `lb.sock` in its
-        /// ``directory`` are sent as v1 UNKNOWN.
-        public static func haproxyBalancer(to target: UInt16, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
-            try RealDaemon("haproxy", ports: 5, file: file, line: line) { dir, p in
+        /// ``directory`` are sent as v1 UNKNOWN. `source`: the address haproxy connects to
+        /// `target` from (127.0.0.1 when nil).
+        public static func haproxyBalancer(to target: UInt16, from source: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+            let from = source.map { " source \($0)" } ?? ""
+            return try RealDaemon("haproxy", ports: 5, file: file, line: line) { dir, p in
                 try write(
                     """
                     global
@@ -185,9 +187,9 @@
                       bind [::1]:\(p[3])
                       default_backend v2
                     backend v1
-                      server target 127.0.0.1:\(target) send-proxy
+                      server target 127.0.0.1:\(target) send-proxy\(from)
                     backend v2
-                      server target 127.0.0.1:\(target) send-proxy-v2
+                      server target 127.0.0.1:\(target) send-proxy-v2\(from)
                     frontend echo
                       mode http
                       bind 127.0.0.1:\(p[4]) accept-proxy

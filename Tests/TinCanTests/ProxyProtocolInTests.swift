@@ -83,6 +83,47 @@ final class ProxyProtocolInTests: XCTestCase {
         XCTAssertTrue(connectionLine("127.0.0.1:\(allowed)", in: hub.stderrText), hub.stderrText)
     }
 
+    /// The attack: anyone who reaches the port sends `PROXY TCP4 <an allowed address> ...` and
+    /// is taken for that client. Only the balancers of --proxy-protocol-from may send a header;
+    /// the rest are refused before a byte is read, and counted.
+    func testOnlyTrustedBalancersMaySendAHeader() throws {
+        let (hub, port) = try Tool.listener(["-k", "--accept-proxy-protocol", "--proxy-protocol-from", "127.0.0.3", "--allow", "127.0.0.1/32"])
+        defer { hub.stop() }
+        let balancer = try RealDaemon.haproxyBalancer(to: port, from: "127.0.0.3")
+        defer { balancer.stop() }
+        let honest = freePort()
+        try client(from: "127.0.0.1", honest, to: "127.0.0.1", balancer.ports[1], "through haproxy\n")
+        waitUntil("the balancer's client") { hub.stdoutText == "through haproxy\n" }
+        XCTAssertTrue(hub.stderrText.contains("connection from 127.0.0.1:\(honest) (PROXY header from 127.0.0.3:"), hub.stderrText)
+        // Straight to the listener from 127.0.0.1, claiming an allowed address: refused.
+        // (Refused before its bytes are read: the client may see a reset.)
+        _ = try Tool.run(["connect", "127.0.0.1", String(port)], input: "PROXY TCP4 127.0.0.1 127.0.0.1 1111 2222\r\nspoofed\n")
+        waitUntil("the refusal") { hub.stderrText.contains("is not in --proxy-protocol-from (127.0.0.3/32): only those may send a PROXY header") }
+        XCTAssertEqual(hub.stdoutText, "through haproxy\n", "nothing of the spoofer's reached stdout")
+        hub.signal(SIGTERM)
+        _ = hub.wait(timeout: .seconds(5))
+        XCTAssertTrue(hub.stderrText.contains("1 connections from peers not allowed to send a PROXY header (--proxy-protocol-from)"), hub.stderrText)
+        // The option needs the header.
+        let alone = try Tool.run(["listen", "--proxy-protocol-from", "10.0.0.0/8", "127.0.0.1", "0"], input: "")
+        XCTAssertEqual(alone.status, 2)
+        XCTAssertTrue(alone.err.contains("add --accept-proxy-protocol"), alone.err)
+    }
+
+    /// By default only this machine may send a header: a peer on another address (198.18.0.2 in
+    /// a namespace of the test's own) claiming the one address --allow admits is refused.
+    func testByDefaultOnlyThisMachineMaySendAHeader() throws {
+        try Namespace.scenario(self, setup: Namespace.testNetwork(extra: ["198.18.0.2"])) {
+            let (hub, port) = try Tool.listener(["-k", "--accept-proxy-protocol", "--allow", "10.9.9.9/32"], host: "198.18.0.1")
+            defer { hub.stop() }
+            _ = try Tool.run(["connect", "-s", "198.18.0.2", "198.18.0.1", String(port)], input: "PROXY TCP4 10.9.9.9 198.18.0.1 1111 2222\r\nfrom afar\n")
+            waitUntil("the refusal") { hub.stderrText.contains("refused connection from 198.18.0.2:") && hub.stderrText.contains("127.0.0.0/8,::1/128") }
+            // From this machine's loopback the same header is believed.
+            let local = try Tool.run(["connect", "-s", "127.0.0.1", "198.18.0.1", String(port)], input: "PROXY TCP4 10.9.9.9 198.18.0.1 1111 2222\r\nlocal\n")
+            XCTAssertEqual(local.status, 0, local.err)
+            waitUntil("the local balancer's client") { hub.stdoutText == "local\n" }
+        }
+    }
+
     func testAConnectionWithoutAValidHeaderIsRefusedAndSaid() throws {
         let (hub, port) = try Tool.listener(["-k", "--accept-proxy-protocol", "v1", "--handshake-timeout", "1s"])
         defer { hub.stop() }

@@ -92,6 +92,7 @@ public enum Option: String, CaseIterable, Sendable {
     case proxyAuth = "proxy-auth"
     case proxyAuthFile = "proxy-auth-file"
     case proxyProtocol = "proxy-protocol"
+    case proxyProtocolFrom = "proxy-protocol-from"
     case proxyType = "proxy-type"
     case proxyUser = "proxy-user"
     case pty

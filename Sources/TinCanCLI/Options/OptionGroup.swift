@@ -16,7 +16,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
-            .forwardCa, .forwardInsecure, .forwardPin, .forwardRetry, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .acceptProxyProtocol, .broker, .chat, .socks5,
+            .forwardCa, .forwardInsecure, .forwardPin, .forwardRetry, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .acceptProxyProtocol, .proxyProtocolFrom, .broker,
+            .chat, .socks5,
             .httpProxy, .allowDest,
             .denyDest,
             .proxyAuth,

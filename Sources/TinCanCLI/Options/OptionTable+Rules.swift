@@ -121,6 +121,7 @@ extension OptionTable {
             // TLS at the listener.
             .needs([.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves], .given(.tls), "%o needs --tls"),
             .needs([.keylog], .anyOf(.tls, .forwardTls), "%o needs --tls"),
+            .needs([.proxyProtocolFrom], .given(.acceptProxyProtocol), "%o names who may send a PROXY header: add --accept-proxy-protocol"),
             .needs([.handshakeTimeout], .anyOf(.tls, .socks5, .httpProxy, .acceptProxyProtocol, .ws), "%o needs --tls"),
             // The upstream.
             .exclusive([.forward, .forwardUnix], "%o and %w name one upstream: give one"),

@@ -448,7 +448,12 @@ public enum OptionTable {
                 OptionSpec(
                     .acceptProxyProtocol, value: .choice(["v1", "v2", "any"]), valueName: "v1|v2|any", default: "any", valueIsOptional: true,
                     help:
-                        "Behind a load balancer that sends HAProxy's PROXY protocol header (haproxy's send-proxy or send-proxy-v2, nginx's proxy_protocol on): read it first on every connection, in any listen mode, before TLS or a proxy request, and take the client's address from it for -v, --json, --allow/--deny and the header --proxy-protocol writes upstream (LOCAL, UNKNOWN or a non-TCP family: the connection's own address). Not a byte past the header is read. A connection without a valid header of that version within --handshake-timeout is closed (counted, said at -v). Anyone who can reach the port can claim any address: let only the balancer reach it."
+                        "Behind a load balancer that sends HAProxy's PROXY protocol header (haproxy's send-proxy or send-proxy-v2, nginx's proxy_protocol on): read it first on every connection, in any listen mode, before TLS or a proxy request, and take the client's address from it for -v, --json, --allow/--deny and the header --proxy-protocol writes upstream (LOCAL, UNKNOWN or a non-TCP family: the connection's own address). Not a byte past the header is read. A connection without a valid header of that version within --handshake-timeout is closed (counted, said at -v). Only peers in --proxy-protocol-from (loopback unless given) may send one: a connection from anyone else is refused before any byte is read, and counted."
+                ),
+                OptionSpec(
+                    .proxyProtocolFrom, value: .cidrList, valueName: "CIDR[,CIDR...]", repeatable: true, default: "127.0.0.0/8,::1",
+                    help:
+                        "With --accept-proxy-protocol: the load balancers trusted to send a PROXY header (repeat for more). A connection from any other address is refused and counted, so nobody else can claim an address that --allow, --deny and the logs would believe. Unix peers are trusted (the socket file's permissions decide)."
                 ),
                 OptionSpec(
                     .connectTimeout, value: .duration, valueName: "DURATION", default: "none",

@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader, untrustedProxyHeader
 
         var summary: String {
             switch self {
@@ -24,6 +24,7 @@ enum Refusals {
             case .proxyRequest: "proxy requests refused or never made"
             case .destination: "proxy requests for destinations not allowed (--allow-dest/--deny-dest)"
             case .proxyHeader: "connections without a valid PROXY protocol header (--accept-proxy-protocol)"
+            case .untrustedProxyHeader: "connections from peers not allowed to send a PROXY header (--proxy-protocol-from)"
             }
         }
     }

@@ -4,11 +4,18 @@ import SocketCore
 /// `--accept-proxy-protocol`: the PROXY protocol header a load balancer (haproxy's
 /// `send-proxy`, nginx's `proxy_protocol on`) sends first, read before the gate, bounded and
 /// within --handshake-timeout. Its addresses then stand for the client's everywhere: -v,
-/// --json, --allow/--deny, and the header --proxy-protocol writes upstream. A connection
-/// without a valid header is closed and said (-v), counted as refused.
+/// --json, --allow/--deny, and the header --proxy-protocol writes upstream. Only the balancers
+/// of --proxy-protocol-from (loopback by default) may send one: a connection from anyone else
+/// is refused before a byte is read. A connection without a valid header is closed and said
+/// (-v), counted as refused.
 struct ProxyHeaderStep: Sendable {
     let versions: Set<ProxyProtocolHeader.Version>
     let timeout: Duration
+    /// --proxy-protocol-from: who may send a header.
+    let trusted: [CIDR]
+
+    /// Who may send a header when --proxy-protocol-from is not given: this machine.
+    static let trustedByDefault = [try! CIDR(parsing: "127.0.0.0/8"), try! CIDR(parsing: "::1/128")]
 
     /// Shared queues (one per processor) where raw connections wait for their headers.
     private let queues: [DispatchQueue]
@@ -18,6 +25,8 @@ struct ProxyHeaderStep: Sendable {
         guard let value = args.value(.acceptProxyProtocol) else { return nil }
         versions = ProxyProtocolHeader.Version(rawValue: value).map { [$0] } ?? Set(ProxyProtocolHeader.Version.allCases)
         self.timeout = timeout
+        let given = args.cidrs(.proxyProtocolFrom)
+        trusted = given.isEmpty ? ProxyHeaderStep.trustedByDefault : given
         queues = (0..<max(1, Syscall.processorCount())).map { index in
             (try? AsyncSocket.sharedQueue(label: "tincan.proxy-header.\(index)")) ?? DispatchQueue(label: "tincan.proxy-header.\(index)")
         }
@@ -27,6 +36,11 @@ struct ProxyHeaderStep: Sendable {
     /// then `then` with it recorded in ``AcceptedConnection/proxied``, on a shared queue; or
     /// with nil once a connection without a valid header was closed and said.
     func read(_ accepted: AcceptedConnection, then: @escaping @Sendable (AcceptedConnection?) -> Void) {
+        if let distrust = distrust(accepted.peer) {
+            Syscall.close(accepted.descriptor)
+            ProxyHeaderStep.refused(accepted.peer, distrust, kind: .untrustedProxyHeader)
+            return then(nil)
+        }
         let queue = queues[
             next.withLock { n in
                 n += 1
@@ -54,6 +68,10 @@ struct ProxyHeaderStep: Sendable {
     /// Reads the header through `socket`, records it in its `userData`, then `then` on `queue`.
     func read(_ socket: AsyncSocket, on queue: DispatchQueue, then: @escaping @Sendable (AsyncSocket) -> Void) {
         let peer = socket.connectedAddress
+        if let distrust = distrust(peer) {
+            socket.disconnect()
+            return ProxyHeaderStep.refused(peer, distrust, kind: .untrustedProxyHeader)
+        }
         ProxyHeaderReader.run(on: socket, accepting: versions, timeout: timeout) { outcome in
             switch outcome {
             case .header(let header):
@@ -64,14 +82,21 @@ struct ProxyHeaderStep: Sendable {
         }
     }
 
+    /// Why `peer` may not send a header (it is not a trusted balancer), or nil when it may.
+    /// Unix peers may: the socket file's permissions say who reaches it.
+    func distrust(_ peer: SocketAddress?) -> String? {
+        guard let peer, !peer.isUnix, !trusted.contains(where: { $0.contains(peer) }) else { return nil }
+        return "is not in --proxy-protocol-from (\(trusted.map(\.description).joined(by: ","))): only those may send a PROXY header"
+    }
+
     /// The `via` field of an `accepted` event: the load balancer whose PROXY header named the client.
     static func via(_ balancer: SocketAddress?) -> [(String, JSONValue)] {
         balancer.map { [("via", .string($0.isUnix ? "a Unix peer" : $0.description))] } ?? []
     }
 
-    private static func refused(_ peer: SocketAddress?, _ reason: String) {
+    private static func refused(_ peer: SocketAddress?, _ reason: String, kind: Refusals.Kind = .proxyHeader) {
         Refusals.accepted()
-        Refusals.note(.proxyHeader, "refused connection from \(peer.map { $0.isUnix ? "a Unix peer" : $0.description } ?? "a Unix peer"): it \(reason)")
+        Refusals.note(kind, "refused connection from \(peer.map { $0.isUnix ? "a Unix peer" : $0.description } ?? "a Unix peer"): it \(reason)")
     }
 }
 
