@@ -378,6 +378,55 @@ final class ProxyServerTests: XCTestCase {
         waitUntil("the listener is back to its descriptors") { openDescriptors(listener.process.processIdentifier) == afterFirst }
     }
 
+    /// The attacks: another process on the client's host (or a stranger) sends to the relay
+    /// port first, to take the association or break it. The association belongs to its client:
+    /// with its port named, only that port is the client; answers are taken only from where the
+    /// client sent; anything else is dropped, counted, and changes nothing. And datagrams go
+    /// whole both ways up to the largest IPv4 carries (they were cut to 9 216 bytes).
+    func testAUDPAssociationBelongsToItsClientAndCarriesWholeDatagrams() throws {
+        let echo = try PythonPeer(
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
+            while True:
+                d, a = s.recvfrom(65536); s.sendto(d, a)
+            """)
+        defer { echo.stop() }
+        let (listener, port) = try proxy(["-v"])
+        defer { listener.stop() }
+        let script = """
+            import socket, sys
+            port, echo = int(sys.argv[1]), int(sys.argv[2])
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
+            u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
+            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
+            r = b''
+            while len(r) < 10: r += c.recv(10 - len(r))
+            relay = ('127.0.0.1', int.from_bytes(r[8:10], 'big'))
+            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
+            # Another process of this host, and a stranger (127.0.0.2), send first.
+            for source in ['127.0.0.1', '127.0.0.2']:
+                other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); other.bind((source, 0))
+                other.sendto(header + b'from ' + source.encode(), relay)
+                other.sendto(b'a reply nobody asked for', relay)
+            # The client's own datagrams still go, and their answers come back, whole.
+            for size in [5, 9217, 65497]:
+                payload = bytes((i * 7) % 251 for i in range(size))
+                u.sendto(header + payload, relay)
+                data, source = u.recvfrom(70000)
+                print(size, source == relay, data[:10] == header, data[10:] == payload, flush=True)
+            c.close()
+            """
+        let r = try Tool.run(["python3", "-c", script, String(port), String(echo.port)], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertEqual(r.out, "5 True True True\n9217 True True True\n65497 True True True\n")
+        waitUntil("the association's end") { listener.stderrText.contains("UDP association closed") }
+        XCTAssertTrue(listener.stderrText.contains("3 datagrams to targets, 3 back; 4 dropped"), listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("neither the client nor a destination it sent to"), listener.stderrText)
+    }
+
     func testIdleTimeoutEndsAnAssociationWhoseDatagramsStopped() throws {
         let echo = try PythonPeer(
             """

@@ -2,12 +2,16 @@ import Dispatch
 import SocketCore
 
 /// A SOCKS5 UDP ASSOCIATE (RFC 1928 §7): a UDP socket on the address the client reached, whose
-/// port the client is told. Datagrams from the client's address (its IP, and the port it named
-/// or the first one it sends from) lose their SOCKS header (``SOCKSDatagram``) and go to their
-/// destination; datagrams from anywhere else come back to the client with a header naming their
-/// sender. Fragments, datagrams from elsewhere before the client's port is known, and datagrams
-/// the destination rules refuse (a name is then resolved here, and its address checked) are
-/// dropped and counted. The association lives as long as its TCP connection: the client's
+/// port the client is told. The association belongs to its TCP client: datagrams from the
+/// client (its TCP connection's IP, and the port it named, or, when it named none, the first
+/// port of that IP a datagram comes from) lose their SOCKS header (``SOCKSDatagram``) and go to
+/// their destination; datagrams from a destination the client sent to come back to it with a
+/// header naming their sender. Anything else — another port of the client's host, a stranger,
+/// a fragment, a datagram the destination rules refuse (a name is then resolved here, and its
+/// address checked) — is dropped and counted, and changes nothing. With no port named
+/// (0.0.0.0:0, as most clients send), another process on the client's host that sends first is
+/// taken for the client: the man page says so. Datagrams are carried whole up to the largest
+/// the family allows (65 535 bytes read; what cannot be sent is dropped and counted). The association lives as long as its TCP connection: the client's
 /// close (or reset) ends it, and so does `--idle-timeout` when no datagram has passed either
 /// way for that long (the TCP connection is quiet while datagrams flow, so it is the datagrams
 /// that count); `--keepalive` notices a client that vanished.
@@ -21,6 +25,10 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let clientIP: SocketAddress
     private var clientPort: UInt16?
     private let rules: DestinationRules
+    /// The destinations the client sent to, whose answers it gets (the newest ``repliersLimit``).
+    private var repliers: Set<SocketAddress> = []
+    private var replierOrder: [SocketAddress] = []
+    static let repliersLimit = 1024
     private var out = 0
     private var back = 0
     private var dropped = 0
@@ -61,6 +69,9 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         if case .address(let named) = request.target, !named.isUnspecified, named.host != client.host { port = nil }
         let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, idle: idle, ended: ended)
         association.udp.setDelegate(association, delegateQueue: queue)
+        // Whole datagrams, as large as UDP carries (GCDAsyncUdpSocket's default is 9216).
+        association.udp.maxReceiveIPv4BufferSize = 65535
+        association.udp.maxReceiveIPv6BufferSize = 65535
         do throws(UDPSocketError) {
             try association.udp.bind(to: local.withPort(0))
             try association.udp.beginReceiving()
@@ -129,11 +140,14 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         guard !over else { return }
         quiet?.moved(at: .now)
         let source = datagram.source
+        guard !datagram.isTruncated else { return drop("a datagram from \(source) of \(datagram.length) bytes, cut to \(datagram.data.count)") }
         if source.host == clientIP.host && (clientPort == nil || clientPort == source.port) {
             if clientPort == nil { clientPort = source.port }
             return fromClient(datagram.data)
         }
-        guard let port = clientPort else { return drop("a datagram from \(source) before the client sent any") }
+        guard let port = clientPort, repliers.contains(source) else {
+            return drop("a datagram from \(source), neither the client nor a destination it sent to")
+        }
         let reply = SOCKSDatagram.wrap(datagram.data, from: source)
         udp.send(reply, to: clientIP.withPort(port), timeout: nil, tag: 0)
         Statistics.received.add(datagram.data.count, ordering: .relaxed)
@@ -149,26 +163,31 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         switch outbound.target {
         case .address(let address):
             guard rules.admits(address, name: nil, port: outbound.port) else { return drop("a datagram for \(address), not allowed by the destination rules") }
+            sending(to: address)
             udp.send(payload, to: address, timeout: nil, tag: 0)
             Statistics.sent.add(payload.count, ordering: .relaxed)
             out += 1
-        case .name(let name) where rules.isEmpty:
-            udp.send(payload, toHost: name, port: outbound.port, timeout: nil, tag: 0)
-            Statistics.sent.add(payload.count, ordering: .relaxed)
-            out += 1
         case .name(let name):
-            // Resolved here, so that the address is checked too.
+            // Resolved here, so that the address is checked, and known when it answers.
             if let refusal = rules.refusal(.name(name), port: outbound.port) { return drop("a datagram: \(refusal)") }
             let family: SocketAddress.Family = clientIP.family == .ipv6 ? .ipv6 : .ipv4
             SystemResolver().resolve(host: name, port: outbound.port, family: family, queue: queue) { [self] result in
                 guard !over else { return }
                 guard case .success(let addresses) = result, let address = addresses.first else { return drop("a datagram for \(name), which does not resolve") }
                 guard rules.admits(address, name: name, port: outbound.port) else { return drop("a datagram for \(name) (\(address)), not allowed by the destination rules") }
+                sending(to: address)
                 udp.send(payload, to: address, timeout: nil, tag: 0)
                 Statistics.sent.add(payload.count, ordering: .relaxed)
                 out += 1
             }
         }
+    }
+
+    /// The client sends to `address`: its answers will be taken.
+    private func sending(to address: SocketAddress) {
+        guard repliers.insert(address).inserted else { return }
+        replierOrder.append(address)
+        if replierOrder.count > UDPAssociation.repliersLimit { repliers.remove(replierOrder.removeFirst()) }
     }
 
     func udpSocket(_ sock: AsyncUDPSocket, didNotSendDataWithTag tag: Int, error: UDPSocketError) { drop("a datagram not sent: \(error)") }
