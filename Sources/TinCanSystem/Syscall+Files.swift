@@ -4,9 +4,11 @@ extension Syscall {
     /// Opens `path` for writing a file tincan keeps (a capture, a key log): what a session carried
     /// may be secret, and the path may be in a directory others can write (/tmp). So no symbolic
     /// link is followed (O_NOFOLLOW), a file that is there already is taken only when it is a
-    /// regular file of this user's with one name (not a FIFO, a device, another user's file, or a
-    /// hard link to a file elsewhere), and its mode is 0600 whatever it was. It is emptied only
-    /// after those checks, unless `append`. Close-on-exec, blocking.
+    /// regular file of this user's with one name (not a FIFO, a block device, another user's
+    /// file, or a hard link to a file elsewhere), and its mode is 0600 whatever it was. It is
+    /// emptied only after those checks, unless `append`. A character device (/dev/null,
+    /// /dev/full, a terminal), which nobody without privileges can plant, is written as it is.
+    /// Close-on-exec, blocking.
     package static func openForWriting(_ path: String, append: Bool) throws(SystemError) -> Int32 {
         // O_NONBLOCK: opening a FIFO must not wait for a reader (it is refused below anyway).
         let flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (append ? O_APPEND : 0)
@@ -21,6 +23,10 @@ extension Syscall {
         do throws(SystemError) {
             var info = stat()
             try retrying("fstat", path) { fstat(fd, &info) }
+            if info.st_mode & S_IFMT == S_IFCHR {
+                try setNonBlocking(fd, false)
+                return fd
+            }
             if let refusal = refusal(path, info) { throw refusal }
             if info.st_mode & 0o7777 != 0o600 { try retrying("fchmod", path) { fchmod(fd, 0o600) } }
             if !append { try retrying("ftruncate", path) { ftruncate(fd, 0) } }
@@ -39,7 +45,7 @@ extension Syscall {
         case S_IFLNK:
             return .refused("open", path, errno: ELOOP, "it is a symbolic link, which tincan does not follow for a file it writes: remove it or choose another path")
         case S_IFIFO, S_IFSOCK: return .refused("open", path, errno: ENXIO, "it is a FIFO or a socket, not a regular file: choose a file's path")
-        default: return .refused("open", path, errno: EINVAL, "it is not a regular file (a directory or a device): choose a file's path")
+        default: return .refused("open", path, errno: EINVAL, "it is not a regular file (a directory or a block device): choose a file's path")
         }
         guard info.st_uid == geteuid() else {
             return .refused(

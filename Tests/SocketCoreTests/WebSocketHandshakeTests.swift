@@ -45,8 +45,8 @@ final class WebSocketHandshakeTests: XCTestCase {
             (WebSocketServerHandshake(), Array("GET / HTTP/1.1\r\nHost: a\r\n\r\n".utf8), "HTTP/1.1 426 "),
             (WebSocketServerHandshake(), request(version: "8"), "HTTP/1.1 426 "),
             (WebSocketServerHandshake(), request(method: "POST"), "HTTP/1.1 405 "),
-            (WebSocketServerHandshake(origins: ["https://app.example"]), request("Origin: https://evil.example\r\n"), "HTTP/1.1 403 "),
-            (WebSocketServerHandshake(origins: ["https://app.example"]), request(), "HTTP/1.1 403 "),
+            (WebSocketServerHandshake(origins: .only(["https://app.example"])), request("Origin: https://evil.example\r\n"), "HTTP/1.1 403 "),
+            (WebSocketServerHandshake(origins: .only(["https://app.example"])), request(), "HTTP/1.1 403 "),
             (WebSocketServerHandshake(protocols: ["mqtt"]), request("Sec-WebSocket-Protocol: chat\r\n"), "HTTP/1.1 400 "),
             (
                 WebSocketServerHandshake(),
@@ -65,8 +65,27 @@ final class WebSocketHandshakeTests: XCTestCase {
             XCTAssertTrue(String(decoding: response, as: UTF8.self).hasPrefix(status), "\(status) for \(reason)")
             XCTAssertFalse(reason.isEmpty)
         }
-        var origin = WebSocketServerHandshake(origins: ["https://app.example"])
+        var origin = WebSocketServerHandshake(origins: .only(["https://app.example"]))
         guard case .accept = origin.received(request("Origin: HTTPS://App.Example\r\n")) else { return XCTFail("an allowed origin, any case") }
+    }
+
+    func testByDefaultOnlyThisHostsPagesAreTaken() throws {
+        let loopback = WebSocketOrigins.ownHost(local: try SocketAddress(ip: "127.0.0.1", port: 9000))
+        for own in [nil, "http://localhost:8080", "http://127.0.0.1:9000", "https://[::1]", "http://app.localhost", "HTTP://LOCALHOST"] {
+            XCTAssertNil(loopback.refusal(own), "\(own ?? "no origin")")
+        }
+        // Another site, one that rebinds its name to 127.0.0.1, a file or sandboxed frame, junk.
+        for other in ["https://evil.example", "http://evil.example:9000", "null", "file://", "http://user@localhost", "localhost"] {
+            XCTAssertNotNil(loopback.refusal(other), other)
+        }
+        let lan = WebSocketOrigins.ownHost(local: try SocketAddress(ip: "198.18.0.1", port: 9000))
+        XCTAssertNil(lan.refusal("http://198.18.0.1:8000"))
+        XCTAssertNotNil(lan.refusal("http://localhost:8000"), "reached on 198.18.0.1, a loopback page is not known to be this host's")
+        XCTAssertNil(WebSocketOrigins.any.refusal("https://evil.example"))
+        var server = WebSocketServerHandshake(origins: loopback)
+        guard case .refuse(let response, let reason) = server.received(request("Origin: https://evil.example\r\n")) else { return XCTFail("another site's page taken") }
+        XCTAssertTrue(String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 403 "))
+        XCTAssertTrue(reason.contains("a page of another site"), reason)
     }
 
     func testTheClientChecksTheAcceptAndTheSubprotocol() {

@@ -289,7 +289,7 @@ final class ProxyServerTests: XCTestCase {
         let open = try Tool(["listen", "--socks5", "--open", "-4", "127.0.0.1", String(openPort)])
         defer { open.stop() }
         waitForListener(port: openPort)
-        waitUntil("the open line") { open.stderrText.contains("an open SOCKS proxy") }
+        waitUntil("the open line") { open.stderrText.contains("a SOCKS proxy on 127.0.0.1:\(openPort): open to anyone who reaches it (--open)") }
     }
 
     func testHostileClientsAreClosedAndNothingIsLeftOpen() throws {

@@ -56,7 +56,8 @@ final class UDPNamespaceCommandTests: XCTestCase {
         let expected = "198.18.0.3 198.18.0.3\n2001:db8::3 2001:db8::3\n"
         for (name, arguments) in [
             ("udp-recv --echo", ["udp-recv", "--echo", "-t", "20s"]),
-            ("listen -u -k --exec cat", ["listen", "-u", "-k", "--exec", "/bin/cat"]),
+            // A program per peer binds loopback unless opened: this one is, on purpose.
+            ("listen -u -k --exec cat", ["listen", "-u", "-k", "--open", "--exec", "/bin/cat"]),
         ] {
             let port: UInt16 = 46_100
             let server = try Tool(arguments + [String(port)])

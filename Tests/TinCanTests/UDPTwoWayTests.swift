@@ -158,7 +158,8 @@ final class UDPTwoWayTests: XCTestCase {
     /// they sent to; each program ends when its peer goes idle.
     func testAProgramPerPeerEchoesFromTheAddressEachPeerSentTo() throws {
         let port = freeUDPPort()
-        let listener = try listen(["-4", "-k", "-v", "--exec", "/bin/cat", "--idle-timeout", "1s"], port: port)
+        // --open: a program per peer binds loopback's 127.0.0.1 alone unless opened, and one peer talks to 127.0.0.2.
+        let listener = try listen(["-4", "-k", "-v", "--open", "--exec", "/bin/cat", "--idle-timeout", "1s"], port: port)
         defer { listener.stop() }
         let peers = try python(
             """

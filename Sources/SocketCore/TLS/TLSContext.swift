@@ -72,7 +72,7 @@ public final class TLSContext: @unchecked Sendable {
             } else {
                 let fd: Int32
                 do throws(SystemError) { fd = try Syscall.openForWriting(path, append: true) } catch {
-                    throw .configuration("cannot open the key log file \(path): \(error.lowercaseReason)")
+                    throw .configuration("cannot open the key log file \(path): \(error.reason)")
                 }
                 if tincan_keylog_enable(ctx, fd) == 0 { Syscall.close(fd) }
             }

@@ -1,7 +1,7 @@
 /// A WebSocket server's side of the opening handshake (RFC 6455 section 4.2) as a pure machine:
 /// the client's request read as it arrives, then either the `101 Switching Protocols` answer or
 /// a plain HTTP refusal with its reason: `400` for a malformed request, `404` for another path,
-/// `403` for an origin not allowed, `405` for a method other than GET, `426 Upgrade Required`
+/// `403` for an origin not allowed (``WebSocketOrigins``), `405` for a method other than GET, `426 Upgrade Required`
 /// (with `Sec-WebSocket-Version: 13`) for a plain HTTP request or another protocol version,
 /// `431` for a head too long.
 ///
@@ -40,19 +40,19 @@ public struct WebSocketServerHandshake: Sendable {
     public static let headLimit = 32 * 1024
 
     private let path: String?
-    private let origins: [String]?
+    private let origins: WebSocketOrigins
     private let protocols: [String]
     private let compresses: Bool
     private var held: [UInt8] = []
     private var searched = 0
     private var settled = false
 
-    /// A server for `path` (nil: any), taking only clients whose `Origin` is one of `origins`
-    /// (nil: any, with or without), choosing the first subprotocol of `protocols` the client
-    /// offers, and accepting permessage-deflate when `compresses`.
-    public init(path: String? = nil, origins: [String]? = nil, protocols: [String] = [], compresses: Bool = false) {
+    /// A server for `path` (nil: any), taking the clients `origins` admits (``WebSocketOrigins``:
+    /// any, a list, or this host's pages), choosing the first subprotocol of `protocols` the
+    /// client offers, and accepting permessage-deflate when `compresses`.
+    public init(path: String? = nil, origins: WebSocketOrigins = .any, protocols: [String] = [], compresses: Bool = false) {
         self.path = path
-        self.origins = origins.map { $0.map { $0.lowercased() } }
+        self.origins = origins
         self.protocols = protocols
         self.compresses = compresses
     }
@@ -107,12 +107,7 @@ public struct WebSocketServerHandshake: Sendable {
             return refuse(400, "Bad Request", "the request's Sec-WebSocket-Key is missing or not 16 bytes in base64")
         }
         let origin = head.value("origin")
-        if let origins {
-            guard let origin, origins.contains(origin.lowercased()) else {
-                let said = origin.map { "the origin '\(escapedForLog(Array($0.utf8)))'" } ?? "no origin"
-                return refuse(403, "Forbidden", "\(said), which --allow-origin does not name")
-            }
-        }
+        if let refusal = origins.refusal(origin) { return refuse(403, "Forbidden", refusal) }
         let offered = head.rawTokens("sec-websocket-protocol")
         let chosen = protocols.first(where: offered.contains)
         if !protocols.isEmpty && chosen == nil {

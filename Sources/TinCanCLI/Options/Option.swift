@@ -69,6 +69,7 @@ public enum Option: String, CaseIterable, Sendable {
     case keylog
     case lines
     case maxConns = "max-conns"
+    case maxPendingPerSource = "max-pending-per-source"
     case maxSize = "max-size"
     case maxMessage = "max-message"
     case message

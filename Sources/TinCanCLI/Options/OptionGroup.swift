@@ -12,7 +12,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
 
     public static func of(_ option: Option) -> OptionGroup {
         switch option {
-        case .ipv4, .ipv6, .preferIPv4, .preferIPv6, .attemptDelay, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .allow, .deny,
+        case .ipv4, .ipv6, .preferIPv4, .preferIPv6, .attemptDelay, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .maxPendingPerSource, .allow,
+            .deny,
             .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,

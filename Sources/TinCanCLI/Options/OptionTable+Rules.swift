@@ -9,7 +9,7 @@ extension OptionTable {
 
     /// What listen takes with -u; anything else is for TCP.
     static let listenDatagramMode: Set<Option> = [
-        .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec,
+        .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec, .open,
         .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
     ]
 
@@ -121,6 +121,7 @@ extension OptionTable {
             // TLS at the listener.
             .needs([.cert, .key, .ca, .requireClientCert, .alpn, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves], .given(.tls), "%o needs --tls"),
             .needs([.keylog], .anyOf(.tls, .forwardTls), "%o needs --tls"),
+            .needs([.maxPendingPerSource], .anyOf(.tls, .ws, .socks5, .httpProxy), "%o counts handshakes: it is for --tls, --ws, --socks5 or --http-proxy"),
             .needs([.proxyProtocolFrom], .given(.acceptProxyProtocol), "%o names who may send a PROXY header: add --accept-proxy-protocol"),
             .needs([.handshakeTimeout], .anyOf(.tls, .socks5, .httpProxy, .acceptProxyProtocol, .ws), "%o needs --tls"),
             // The upstream.
@@ -133,7 +134,10 @@ extension OptionTable {
             .needs([.forwardKey], .given(.forwardCert), "%o needs --forward-cert"),
             .needs([.forwardRetry], .anyOf(.forward, .forwardUnix), "--forward-retry retries the upstream of --forward"),
             // A proxy server.
-            .needs([.proxyAuth, .proxyAuthFile, .open, .allowDest, .denyDest], .anyOf(.socks5, .httpProxy), "%o is for a proxy server: add --socks5 or --http-proxy"),
+            .needs([.proxyAuth, .proxyAuthFile, .allowDest, .denyDest], .anyOf(.socks5, .httpProxy), "%o is for a proxy server: add --socks5 or --http-proxy"),
+            .needs(
+                [.open], .anyOf(.socks5, .httpProxy, .exec, .shExec, .forward, .forwardUnix),
+                "--open is for a listener that runs a program or carries traffic onward (the others listen on every address given, or all)"),
             .forbids([.forward, .forwardUnix], when: .anyOf(.socks5, .httpProxy), "%w takes each client's upstream from its request: not with %o"),
             .forbids([.exec, .shExec, .broker, .chat], when: .anyOf(.socks5, .httpProxy), "%w relays each client to its target: not with %o"),
             .forbids([.send, .expect], when: .anyOf(.socks5, .httpProxy), "%o talks over stdin/stdout: not with %w"),

@@ -402,6 +402,11 @@ public enum OptionTable {
                 .maxConns, short: "m", value: .integer(1...100_000), valueName: "N", default: "1000",
                 help: "With -k, refuse connections beyond N at once."),
             OptionSpec(
+                .maxPendingPerSource, value: .integer(0...100_000), valueName: "N", default: "100",
+                help:
+                    "With --tls, --ws, --socks5 or --http-proxy: refuse a connection from an address that has N others still in their handshake or request (0: no cap), so one address that opens connections and never finishes them cannot take every --max-conns place for --handshake-timeout. Behind a trusted balancer the address is the one its PROXY header names."
+            ),
+            OptionSpec(
                 .sendTimeout, value: .duration, valueName: "DURATION", default: "30s",
                 help:
                     "With -k (the hub, --broker, --chat): drop a client that has not taken what was sent to it for this long, and name it, so one that never reads does not stop the others (every client waits for the slowest, which keeps memory bounded)."
@@ -502,7 +507,7 @@ public enum OptionTable {
                 OptionSpec(
                     .open,
                     help:
-                        "With --socks5 or --http-proxy: allow listening beyond loopback with no --proxy-auth and no --allow, an open proxy anyone who reaches the port can use (said at start)."
+                        "Open to anyone who reaches it, on purpose, a listener that runs a program or a terminal (--exec, --sh-exec, --pty) or carries traffic onward (--forward, --socks5, --http-proxy): without an address it listens on every address instead of loopback, and a proxy with nothing to protect it may take a non-loopback address. Said at start. (With --ws, web pages of other sites still need --allow-origin.)"
                 ),
             ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
                 OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),

@@ -7,7 +7,7 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader, untrustedProxyHeader
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader, untrustedProxyHeader, pending
 
         var summary: String {
             switch self {
@@ -25,6 +25,7 @@ enum Refusals {
             case .destination: "proxy requests for destinations not allowed (--allow-dest/--deny-dest)"
             case .proxyHeader: "connections without a valid PROXY protocol header (--accept-proxy-protocol)"
             case .untrustedProxyHeader: "connections from peers not allowed to send a PROXY header (--proxy-protocol-from)"
+            case .pending: "refused at --max-pending-per-source (handshakes unfinished from one address)"
             }
         }
     }

@@ -1,15 +1,15 @@
 /// One absolute-form request an HTTP proxy passes on (`GET http://host/...`), and its response:
 /// a proxy handles requests one at a time, so a client's next request on the same connection
 /// never reaches the previous request's origin. The request goes to its origin with its body
-/// and nothing after it (``HTTPRequestPassing``); the response comes back with
-/// `Connection: close` (``HTTPResponsePassing``), so the client sends its next request on a
+/// and nothing after it (the relay's `HTTPRequestPassing`); the response comes back with
+/// `Connection: close` (`HTTPResponsePassing`), so the client sends its next request on a
 /// new connection, where it is read and routed on its own. Bytes the client sent after its
 /// request (a pipelined request) are not passed on; the close tells it to send them again.
 ///
 /// ```swift
-/// // What HTTPProxyServerDialogue leaves for a `GET http://a/` it passed on:
-/// let request = HTTPRequestPassing(forwarding)     // client -> origin
-/// let response = HTTPResponsePassing(forwarding)   // origin -> client
+/// var dialogue = HTTPProxyServerDialogue(users: nil)
+/// _ = dialogue.received(Array("GET http://a/ HTTP/1.1\r\n\r\n".utf8))
+/// dialogue.forwarding?.body.isComplete   // true: no body, nothing more goes to a
 /// ```
 public struct HTTPForwarding: Sendable, Equatable {
     /// The request's method (a HEAD request's response has no body).

@@ -9,12 +9,13 @@ extension Forwarder {
     func upgrade(_ client: Client, connection: Connection, quick: SocketAddress?) {
         guard let webSocket else { return }
         let peer = client.peer
+        let local = Syscall.localAddress(client.fd)
         do throws(SystemError) {
             try Syscall.startThread { [self] in
                 let transport = HandOver.transport(connection)
                 do throws(CommandError) {
                     let end = try WebSocketShim.start(
-                        try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer), peer: peer, idle: idle)
+                        try webSocket.upgrade(transport, local: local, timeout: settings.handshakeTimeout, peer: peer), peer: peer, idle: idle)
                     var standIn = client
                     standIn.descriptor = end
                     standIn.isWebSocketStandIn = true

@@ -102,18 +102,25 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// thread hand-off on the path of its reply; in a burst (`burst`), each goes to its queue's
     /// thread, so the work is spread over the processors.
     private func take(_ accepted: AcceptedConnection, burst: Bool, quick: SocketAddress?) {
+        var preamble: PreambleSlot?
+        if clientTLS != nil || webSocket != nil || service != nil {
+            do throws(PreambleRefused) { preamble = try gate.preamble(for: accepted.client) } catch {
+                Syscall.close(accepted.descriptor)
+                return gate.closed()
+            }
+        }
         if clientTLS != nil {
-            let client = client(accepted)
+            let client = client(accepted, preamble: preamble)
             if burst {
                 client.queue.async { [self] in serve(client, quick: quick) }
             } else {
                 client.queue.sync { serve(client, quick: quick) }
             }
         } else if webSocket != nil {
-            let client = client(accepted)
+            let client = client(accepted, preamble: preamble)
             upgrade(client, connection: .plain(descriptor: client.fd, readAhead: []), quick: quick)
         } else if service != nil {
-            greet(client(accepted), startHere: !burst)
+            greet(client(accepted, preamble: preamble), startHere: !burst)
         } else {
             reachUpstream(client(accepted), secured: nil, quick: quick)
         }
@@ -169,6 +176,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var admits: (@Sendable (SocketAddress) -> Bool)?
         /// -o, --hex-dump: its capture, from the moment its upstream is connected.
         var capture: CaptureTap?
+        /// Its place among its address's preambles (TLS, WebSocket, proxy request), released
+        /// once its upstream is asked for (or when it fails on the way).
+        var preamble: PreambleSlot?
         let started = ContinuousClock.now
         /// The queue its sockets and relay run on: one of a few shared by every client, so the
         /// events of a connection (handshake, reads, writes) meet no thread hand-off.
@@ -181,14 +191,15 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     }
     private let nextQueue = Atomic<Int>(0)
 
-    private func client(_ accepted: AcceptedConnection) -> Client {
+    private func client(_ accepted: AcceptedConnection, preamble: PreambleSlot? = nil) -> Client {
         let peer = accepted.client.flatMap { $0.isUnix ? nil : $0.description } ?? "a Unix peer"
-        let client = Client(
+        var client = Client(
             descriptor: accepted.sourceless, peer: peer, source: accepted.client,
             destination: upstream.proxyHeader == nil ? nil : accepted.reached, log: EventLog.current.withLock { $0 },
             target: upstream.target ?? .tcp(host: "", port: 0), answer: nil, request: nil, admits: nil,
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))] + ProxyHeaderStep.via(accepted.proxied == nil ? nil : accepted.peer))
+        client.preamble = preamble
         return client
     }
 
@@ -196,6 +207,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     /// too when the kernel connects at once; a connect still under way, or a dial that blocks
     /// (a name to look up, proxies), runs on a thread of its own.
     func reachUpstream(_ client: Client, secured clientSocket: AsyncSocket?, quick address: SocketAddress?) {
+        client.preamble?.release()  // its handshakes and request are over
         // With --forward-retry a dial may wait between tries: never on the accepting thread.
         guard let address, upstream.dial.retry == nil else {
             return onThread(client, secured: clientSocket) { [self] in dialUpstream(client, secured: clientSocket) }

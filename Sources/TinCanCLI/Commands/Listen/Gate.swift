@@ -36,11 +36,47 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         init(_ body: @escaping @Sendable (AsyncSocket) -> Void) { self.body = body }
     }
 
-    init(settings: StreamSettings, filter: PeerFilter, limit: Int, proxyHeader: ProxyHeaderStep? = nil) {
+    /// --max-pending-per-source: how many connections one address may have in their handshake
+    /// or preamble (TLS, WebSocket, a proxy request) at once; nil: no cap.
+    let pendingLimit: Int?
+    /// Connections in their preamble, by the client's address.
+    private let pending = Locked<[SocketAddress: Int]>([:])
+
+    init(settings: StreamSettings, filter: PeerFilter, limit: Int, proxyHeader: ProxyHeaderStep? = nil, pendingLimit: Int? = nil) {
         self.settings = settings
         self.filter = filter
         self.limit = limit
         self.proxyHeader = proxyHeader
+        self.pendingLimit = pendingLimit
+    }
+
+    /// A place for `client`'s preamble (its TLS or WebSocket handshake, its proxy request), held
+    /// until ``PreambleSlot/release()`` (or the slot's end); nil when no cap applies (none set,
+    /// a Unix peer). Throws when `client` has --max-pending-per-source connections in theirs
+    /// already: the connection is refused (counted, said at -v), so one address that opens
+    /// connections and never finishes their handshakes cannot hold every --max-conns place.
+    func preamble(for client: SocketAddress?) throws(PreambleRefused) -> PreambleSlot? {
+        guard let pendingLimit, let client, !client.isUnix else { return nil }
+        let key = client.withPort(0)
+        let taken = pending.withLock { counts -> Bool in
+            guard counts[key, default: 0] < pendingLimit else { return false }
+            counts[key, default: 0] += 1
+            return true
+        }
+        guard taken else {
+            Refusals.note(
+                .pending, "refused connection from \(client): --max-pending-per-source \(pendingLimit) reached (its other connections have not finished their handshakes)")
+            throw PreambleRefused()
+        }
+        return PreambleSlot(gate: self, key: key)
+    }
+
+    /// A preamble is over: its place is free.
+    fileprivate func preambleEnded(_ key: SocketAddress) {
+        pending.withLock { counts in
+            let left = counts[key, default: 1] - 1
+            counts[key] = left > 0 ? left : nil
+        }
     }
 
     /// The listener's delegate queue, where a connection goes on once its PROXY header is read.
@@ -142,4 +178,27 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         }
         handler(newSocket)
     }
+}
+
+/// A connection refused at --max-pending-per-source (already counted and said).
+struct PreambleRefused: Error {}
+
+/// One connection's place among its address's connections in their preamble: released once,
+/// by ``release()`` when the preamble is over, or when the last holder of the slot lets it go
+/// (a connection that failed on the way).
+final class PreambleSlot: Sendable {
+    private let gate: Gate
+    private let key: SocketAddress
+    private let held = Atomic<Bool>(true)
+
+    fileprivate init(gate: Gate, key: SocketAddress) {
+        self.gate = gate
+        self.key = key
+    }
+
+    func release() {
+        if held.exchange(false, ordering: .acquiringAndReleasing) { gate.preambleEnded(key) }
+    }
+
+    deinit { release() }
 }

@@ -34,6 +34,8 @@ struct ListenCommand {
     let proxyHeaderIn: ProxyHeaderStep?
     /// --ws: a WebSocket handshake on every connection, then messages.
     let webSocket: WebSocketServing?
+    /// Who can reach it: where it binds and what it says at start.
+    let exposure: Exposure
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -75,14 +77,16 @@ struct ListenCommand {
         } else {
             upstream = nil
         }
-        service = try ProxyService.parse(args, address: address, target: target, filter: filter, settings: settings)
-        if let activation, service?.loopbackOnly == true {
-            // The service manager chose the addresses: a proxy anyone may use must be on loopback.
+        service = try ProxyService.parse(args, settings: settings)
+        exposure = try Exposure(
+            args, target: target, address: address, passed: activation != nil || stdioSocket, program: program, upstream: upstream,
+            proxyUsers: service?.users?.count ?? 0)
+        if let activation {
+            // The service manager chose the addresses: what guards nothing must be on loopback.
             for socket in activation {
-                guard let local = Syscall.localAddress(socket.fd), !local.isUnix, !local.isLoopback else { continue }
-                throw UsageError(
-                    "socket activation passed \(socket.name) on \(local), not loopback; a proxy with no --proxy-auth and no --allow serves loopback only: add one, or --open",
-                    command: name)
+                if let refusal = exposure.refusal(passed: Syscall.localAddress(socket.fd), what: "socket activation's \(socket.name)") {
+                    throw UsageError(refusal, command: name)
+                }
             }
         }
         switch upstream {
@@ -126,7 +130,11 @@ struct ListenCommand {
         // Many clients at once, each with a socket (and a relay's upstream and pipes): as many
         // descriptors as the system allows this process.
         if keepOpen { Syscall.raiseDescriptorLimit() }
-        let gate = Gate(settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1, proxyHeader: proxyHeaderIn)
+        // Connections with a preamble (a handshake, a proxy request) hold a place per address while in it.
+        let hasPreamble = context != nil || webSocket != nil || service != nil
+        let pendingLimit = hasPreamble ? args.integer(.maxPendingPerSource) ?? ListenCommand.pendingPerSourceDefault : 0
+        let gate = Gate(
+            settings: settings, filter: filter, limit: keepOpen ? maxConnections : 1, proxyHeader: proxyHeaderIn, pendingLimit: pendingLimit > 0 ? pendingLimit : nil)
         // --idle-timeout per connection where no session relay of ours measures it.
         let idle = settings.idleTimeout.flatMap { limit in keepOpen || upstream != nil || service != nil ? IdleWatch(limit: limit, text: settings.idleText) : nil }
         // How connections are served is decided before the first one can arrive.
@@ -150,7 +158,7 @@ struct ListenCommand {
         // and --echo speak messages themselves.
         let step = ConnectionStep(
             context: context, mode: mode, handshakeTimeout: settings.handshakeTimeout, webSocket: keepOpen && webSocket?.settings.echo == false ? webSocket : nil,
-            idle: idle)
+            idle: idle, preambles: keepOpen && gate.pendingLimit != nil ? gate : nil)
         if stdioSocket { return try serveStdin(mode: mode, step: step, gate: gate) }
         gate.onConnection = { socket in step.handle(socket) }
 
@@ -174,7 +182,7 @@ struct ListenCommand {
             switch target {
             case _ where activation != nil: try listener.accept(inheriting: activation!.map(\.fd))
             case .unix(let path): try listener.accept(onUnixPath: path)
-            case .tcp(_, let port): try listener.accept(onInterface: service?.loopbackOnly == true ? "loopback" : address, port: port)
+            case .tcp(_, let port): try listener.accept(onInterface: exposure.bindAddress, port: port)
             }
         } catch {
             throw CommandError(ListenCommand.explain(error, target: target, address: address))
@@ -185,7 +193,8 @@ struct ListenCommand {
         } else {
             Console.note("listening on " + listener.listeningAddresses.joined(by: ", "), level: 1)
         }
-        if let service { Console.note(service.announcement(listening: listener.listeningAddresses, filter: filter), level: service.isOpen || service.loopbackOnly ? 0 : 1) }
+        let listening = activation.map { $0.map { Syscall.localAddress($0.fd)?.description ?? $0.name } } ?? listener.listeningAddresses
+        if let said = exposure.announcement(listening: listening, unix: !target.isTCP) { Console.note(said.line, level: said.level) }
         try mode.run(listener: listener)
     }
 
@@ -198,12 +207,10 @@ struct ListenCommand {
             throw CommandError("--stdio-socket: stdin is not a connected socket (\(error)); it is for a program inetd or systemd (Accept=yes) starts", code: .usage)
         }
         Console.note("serving the connection on stdin, from \(accepted.peer?.description ?? "a Unix peer")", level: 1)
-        if service?.loopbackOnly == true, let local = Syscall.localAddress(accepted.descriptor), !local.isUnix, !local.isLoopback {
-            // The service manager listened where it liked: a proxy anyone may use stays on loopback.
+        if let refusal = exposure.refusal(passed: Syscall.localAddress(accepted.descriptor), what: "the connection on stdin") {
+            // The service manager listened where it liked: what nothing protects stays on loopback.
             Syscall.close(accepted.descriptor)
-            throw CommandError(
-                "the connection on stdin came to \(local), not loopback; a proxy with no --proxy-auth and no --allow serves loopback only: add one, or --open",
-                code: .usage)
+            throw CommandError(refusal, code: .usage)
         }
         if let forwarder = mode as? Forwarder { return try forwarder.serve(inherited: accepted) }
         guard let accepted = gate.passWaiting(accepted) else {
@@ -220,6 +227,9 @@ struct ListenCommand {
         // The mode waits for its one client as for one accepted; there is no listener to close.
         try mode.run(listener: AsyncSocket())
     }
+
+    /// --max-pending-per-source when not given.
+    static let pendingPerSourceDefault = 100
 
     /// TLS material, loaded (or a certificate made) once for every connection.
     static func load(_ settings: TLSSettings) throws(CommandError) -> TLSContext {

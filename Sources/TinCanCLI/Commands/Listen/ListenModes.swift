@@ -18,10 +18,13 @@ protocol ListenMode: Sendable {
     func run(listener: AsyncSocket) throws
 }
 
-/// What the secure step found: the TLS session's details and how long its handshake took.
+/// What the secure step found: the TLS session's details and how long its handshake took,
+/// and the connection's place among its address's preambles (``Gate/preamble(for:)``), for a
+/// mode whose own handshake comes next (WebSocket --echo) to release when it is done.
 struct SecuredConnection: Sendable {
     let info: TLSInfo?
     let took: Duration
+    var preamble: PreambleSlot? = nil
 }
 
 /// The step every admitted connection takes: a TLS handshake when the listener serves TLS
@@ -36,24 +39,38 @@ struct ConnectionStep: Sendable {
     var webSocket: WebSocketServing?
     /// --idle-timeout, which the WebSocket stand-in keeps for its client.
     var idle: IdleWatch?
+    /// The gate, when connections have a preamble (TLS, WebSocket) whose places
+    /// --max-pending-per-source counts.
+    var preambles: Gate?
 
     func handle(_ socket: AsyncSocket) {
         let peer = socket.clientAddress?.description ?? socket.connectedPath ?? "a Unix peer"
-        guard let context else { return secured(socket, peer: peer, .success(SecuredConnection(info: nil, took: .zero))) }
+        let slot: PreambleSlot?
+        do throws(PreambleRefused) { slot = try preambles?.preamble(for: socket.clientAddress) } catch {
+            socket.disconnect()
+            return preambles?.closed() ?? ()
+        }
+        guard let context else { return secured(socket, peer: peer, .success(SecuredConnection(info: nil, took: .zero, preamble: slot))) }
         let started = ContinuousClock.now
         socket.startTLS(context.settings, context: context, timeout: handshakeTimeout) { [self] result in
             switch result {
-            case .success(let info): secured(socket, peer: peer, .success(SecuredConnection(info: info, took: .now - started)))
-            case .failure(let error): mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
+            case .success(let info): secured(socket, peer: peer, .success(SecuredConnection(info: info, took: .now - started, preamble: slot)))
+            case .failure(let error):
+                slot?.release()
+                mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
             }
         }
     }
 
     private func secured(_ socket: AsyncSocket, peer: String, _ outcome: Result<SecuredConnection, CommandError>) {
-        guard let webSocket, case .success(let done) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
+        guard let webSocket, case .success(let secured) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
+        // The WebSocket handshake ends the preamble: the mode gets a connection in session.
+        let slot = secured.preamble
+        let done = SecuredConnection(info: secured.info, took: secured.took)
         // The handshake waits on a thread of the connection's own, never on a shared worker.
         socket.setDelegate(nil, delegateQueue: nil)
         let client = socket.clientAddress
+        let local = socket.localAddress
         let connection: Connection
         do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
             return mode.admitted(socket, peer: peer, secured: .failure(error))
@@ -61,8 +78,11 @@ struct ConnectionStep: Sendable {
         do throws(SystemError) {
             try Syscall.startThread { [mode, handshakeTimeout, idle] in
                 let transport = HandOver.transport(connection)
+                defer { slot?.release() }
                 do throws(CommandError) {
-                    let end = try WebSocketShim.start(try webSocket.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer, idle: idle)
+                    let upgraded = try webSocket.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer)
+                    slot?.release()
+                    let end = try WebSocketShim.start(upgraded, peer: peer, idle: idle)
                     let standIn: AsyncSocket
                     do throws(AsyncSocketError) { standIn = try AsyncSocket.adopting(connected: end.fd) } catch {
                         Syscall.close(end.fd)
@@ -130,12 +150,13 @@ final class OneClient: ListenMode, @unchecked Sendable {
                 for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
             }
         }
+        let local = socket.localAddress
         let connection = try HandOver.take(socket, peer: peer)
         if let program, webSocket == nil { return try ProgramSession.run(program, connection: connection, settings: settings, peer: peer) }
         var transport = HandOver.transport(connection)
         if let webSocket {
             let upgraded: WebSocketTransport
-            do throws(CommandError) { upgraded = try webSocket.upgrade(transport, timeout: settings.handshakeTimeout, peer: peer) } catch {
+            do throws(CommandError) { upgraded = try webSocket.upgrade(transport, local: local, timeout: settings.handshakeTimeout, peer: peer) } catch {
                 transport.abort()
                 throw error
             }

@@ -13,22 +13,15 @@ struct ProxyService: Sendable {
     let users: ProxyUsers?
     /// --handshake-timeout: how long a client has for its whole request.
     let timeout: Duration
-    /// No credentials, no --allow, no --open, no address given: it listens on loopback only.
-    let loopbackOnly: Bool
-    /// --open made it a proxy anyone who reaches it may use.
-    let isOpen: Bool
     /// --allow-dest, --deny-dest.
     let destinations: DestinationRules
 
     /// The largest --proxy-auth-file read.
     static let usersFileLimit = 1 << 20
 
-    /// The settings of --socks5 and --http-proxy (nil without either), and the rules that keep a proxy from being open by
-    /// accident: without credentials or --allow it listens on loopback, and only --open takes
-    /// it beyond.
-    static func parse(_ args: ParsedArguments, address: String?, target: Target, filter: PeerFilter, settings: StreamSettings) throws(UsageError)
-        -> ProxyService?
-    {
+    /// The settings of --socks5 and --http-proxy (nil without either). Who may reach the proxy
+    /// is ``Exposure``'s to say, as for every listener.
+    static func parse(_ args: ParsedArguments, settings: StreamSettings) throws(UsageError) -> ProxyService? {
         let name = args.command.name
         guard args.has(.socks5) || args.has(.httpProxy) else { return nil }
         var credentials: [ProxyCredentials] = []
@@ -57,41 +50,8 @@ struct ProxyService: Sendable {
             }
         }
         let users = credentials.isEmpty ? nil : ProxyUsers(credentials)
-        var loopbackOnly = false
-        var isOpen = false
-        // Client certificates (mutual TLS) admit only their holders, as credentials do.
-        if case .tcp = target, users == nil, filter.allow.isEmpty, !args.has(.requireClientCert) {
-            if args.has(.open) {
-                isOpen = true
-            } else if let address {
-                let loopback = ["localhost", "loopback"].contains(address.lowercased()) || ((try? SocketAddress(ip: address, port: 0))?.isLoopback ?? false)
-                guard loopback else {
-                    throw UsageError(
-                        "a proxy on \(address) with no --proxy-auth and no --allow is open to anyone who reaches it: add --proxy-auth USER:PASS or --allow CIDR, or --open if that is what you want",
-                        command: name)
-                }
-            } else {
-                loopbackOnly = true
-            }
-        }
         let destinations = try DestinationRules(allow: args.values(.allowDest), deny: args.values(.denyDest))
-        return ProxyService(
-            socks: args.has(.socks5), http: args.has(.httpProxy), users: users, timeout: settings.handshakeTimeout, loopbackOnly: loopbackOnly, isOpen: isOpen,
-            destinations: destinations)
-    }
-
-    /// The line said at start: who may use the proxy (always said when it is open, or kept to
-    /// loopback though no address was given).
-    func announcement(listening: [String], filter: PeerFilter) -> String {
-        let place = listening.joined(by: ", ")
-        let kind = socks && http ? "SOCKS and HTTP proxy" : socks ? "SOCKS proxy" : "HTTP proxy"
-        if isOpen { return "an open \(kind) on \(place): anyone who reaches it may use it (--open)" }
-        if loopbackOnly {
-            return "\(kind) on \(place): loopback only, as it has no --proxy-auth and no --allow (add one, or --open, to serve other hosts)"
-        }
-        if users == nil && filter.allow.isEmpty { return "\(kind) on \(place) for anyone on this machine (no --proxy-auth and no --allow)" }
-        if let users { return "\(kind) on \(place) for \(users.count) user\(users.count == 1 ? "" : "s")" + (filter.allow.isEmpty ? "" : " in --allow") }
-        return "\(kind) on \(place) for clients in --allow"
+        return ProxyService(socks: args.has(.socks5), http: args.has(.httpProxy), users: users, timeout: settings.handshakeTimeout, destinations: destinations)
     }
 }
 
@@ -225,6 +185,7 @@ extension Forwarder {
     /// A SOCKS5 UDP ASSOCIATE: a UDP socket on the address the client reached, told in the
     /// reply; the TCP connection stays open until the client ends it, and the association with it.
     private func associate(_ client: Client, _ dialogue: DetectingProxyDialogue, _ request: ProxyRequest, secured: AsyncSocket?) {
+        client.preamble?.release()  // its request is over; the association lives with its connection
         let control: AsyncSocket
         if let secured {
             control = secured

@@ -26,6 +26,8 @@ struct UDPListenCommand {
     let marking: TrafficMarking?
     /// Socket activation: the datagram socket passed, taken instead of binding.
     let inherited: SocketActivation.Socket?
+    /// Who can reach it (a program per peer binds loopback unless opened).
+    let exposure: Exposure
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -53,6 +55,12 @@ struct UDPListenCommand {
         limit = args.integer(.maxConns) ?? 1000
         maxSize = args.integer(.maxSize) ?? 65535
         marking = try TrafficMarking.parse(args)
+        exposure = try Exposure(
+            args, target: unix.map { .unix($0.host) } ?? .tcp(host: address ?? "", port: port), address: address, passed: inherited != nil, program: program,
+            upstream: nil, proxyUsers: 0)
+        if let inherited, let refusal = exposure.refusal(passed: Syscall.localAddress(inherited.fd), what: "socket activation's \(inherited.name)") {
+            throw UsageError(refusal, command: name)
+        }
     }
 
     func run() throws {
@@ -76,7 +84,7 @@ struct UDPListenCommand {
                 place = Endpoint(host: address ?? "*", port: port).description
                 socket.isIPv4Enabled = !ipv6Only
                 socket.isIPv6Enabled = !ipv4Only
-                try socket.bind(port: port, interface: address)
+                try socket.bind(port: port, interface: exposure.bindAddress)
             }
         } catch {
             throw CommandError(
@@ -84,6 +92,7 @@ struct UDPListenCommand {
         }
         let bound = unix.map { [$0.host] } ?? [socket.localAddressIPv4, socket.localAddressIPv6].compactMap { $0?.description }
         Console.note("listening for datagrams on \(bound.joined(by: " and "))", level: 1)
+        if let said = exposure.announcement(listening: bound, unix: unix != nil) { Console.note(said.line, level: said.level) }
         let reporter = marking.map { MarkingReporter($0, on: socket) }
         defer { withExtendedLifetime(reporter) {} }
         let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit)

@@ -6,7 +6,7 @@ import SocketCore
 struct WebSocketServing: Sendable {
     /// The resource served (nil: any).
     let path: String?
-    /// --allow-origin: the only origins taken (nil: any, or none).
+    /// --allow-origin: the only origins taken (`*`: any page); nil: this host's pages only.
     let origins: [String]?
     /// --protocol: the subprotocols spoken, in the order of preference.
     let protocols: [String]
@@ -23,10 +23,19 @@ struct WebSocketServing: Sendable {
         return WebSocketServing(path: path, origins: origins, protocols: protocols, settings: try WebSocketSettings(args))
     }
 
-    /// The server's handshake over `transport` within `timeout`: the connection speaking
-    /// messages, or the refusal (its plain HTTP answer sent) to report.
-    func upgrade(_ transport: any Transport, timeout: Duration, peer: String) throws(CommandError) -> WebSocketTransport {
-        var handshake = WebSocketServerHandshake(path: path, origins: origins, protocols: protocols, compresses: settings.compresses)
+    /// Which pages may connect through `local` (the address the connection reached): those
+    /// --allow-origin names (`*`: any), else this host's (a page of another site could make a
+    /// browser here connect to 127.0.0.1 and use whatever the listener runs).
+    func origins(local: SocketAddress?) -> WebSocketOrigins {
+        guard let origins else { return .ownHost(local: local) }
+        return origins.contains("*") ? .any : .only(origins)
+    }
+
+    /// The server's handshake over `transport` (a connection that reached `local`) within
+    /// `timeout`: the connection speaking messages, or the refusal (its plain HTTP answer sent)
+    /// to report.
+    func upgrade(_ transport: any Transport, local: SocketAddress?, timeout: Duration, peer: String) throws(CommandError) -> WebSocketTransport {
+        var handshake = WebSocketServerHandshake(path: path, origins: origins(local: local), protocols: protocols, compresses: settings.compresses)
         let outcome = try WebSocketUpgrade.read(transport, timeout: timeout, peer: peer, what: "a WebSocket handshake request", more: .more) {
             handshake.received($0)
         }
@@ -68,14 +77,21 @@ struct WebSocketEchoServer: ListenMode {
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
         socket.setDelegate(nil, delegateQueue: nil)
         do {
-            _ = try secured.get()
+            let slot = try secured.get().preamble
+            let local = socket.localAddress
             let connection = try HandOver.take(socket, peer: peer)
             try Syscall.startThread { [serving, gate, handshakeTimeout] in
                 defer { gate.closed() }
                 let transport = HandOver.transport(connection)
                 defer { HandOver.release(transport) }
                 do {
-                    _ = try WebSocketEcho.run(try serving.upgrade(transport, timeout: handshakeTimeout, peer: peer), peer: peer)
+                    let upgraded: WebSocketTransport
+                    do { upgraded = try serving.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer) } catch {
+                        slot?.release()
+                        throw error
+                    }
+                    slot?.release()
+                    _ = try WebSocketEcho.run(upgraded, peer: peer)
                 } catch {
                     Console.note("\(error)", level: 1)
                 }
