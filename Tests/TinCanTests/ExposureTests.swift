@@ -84,6 +84,24 @@ final class ExposureTests: XCTestCase {
         XCTAssertTrue(pointless.err.contains("--open is for a listener that runs a program or carries traffic onward"), pointless.err)
     }
 
+    /// The README's "Who can reach it" table quotes what each kind of listener says at start.
+    func testTheReadmeQuotesWhatRuns() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let table = try XCTUnwrap(readme.components(separatedBy: "## Who can reach it").dropFirst().first?.components(separatedBy: "\n## ").first)
+        for (arguments, port) in [(["--exec", "/bin/sh"], "9000"), (["--forward", "db:5432"], "9000"), (["--socks5"], "1080")] {
+            // On a port of its own; the README's port put in its place.
+            let listener = try Tool(["listen"] + arguments + ["0"])
+            defer { listener.stop() }
+            waitUntil("its start line") { listener.stderrText.contains("loopback only") || !listener.process.isRunning }
+            let said = try XCTUnwrap(listener.stderrText.split(separator: "\n").first { $0.contains("loopback only") })
+            let place = try XCTUnwrap(said.split(separator: " ").first { $0.hasPrefix("127.0.0.1:") }).dropFirst("127.0.0.1:".count).dropLast()
+            let quoted =
+                said.dropFirst("tincan: ".count).replacingOccurrences(of: ":\(place)", with: ":\(port)").components(separatedBy: "loopback only")[0] + "loopback only, ...`"
+            XCTAssertTrue(table.contains("`" + quoted), "the README quotes '\(quoted)'")
+        }
+    }
+
     /// From another address (198.18.0.2, in a namespace of the test's own): a program per
     /// connection started with no address cannot be reached; with --open it can.
     func testAStrangerCannotReachAProgramUnlessItWasOpened() throws {

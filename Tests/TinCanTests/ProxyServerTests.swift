@@ -292,6 +292,16 @@ final class ProxyServerTests: XCTestCase {
         waitUntil("the open line") { open.stderrText.contains("a SOCKS proxy on 127.0.0.1:\(openPort): open to anyone who reaches it (--open)") }
     }
 
+    /// A FIFO as --proxy-auth-file held start-up until a writer came: refused at once, said why.
+    func testAFIFOAsTheUsersFileIsRefusedAtOnce() throws {
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-users-fifo-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: fifo) }
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let run = try Tool.run(["listen", "--socks5", "--proxy-auth-file", fifo, "127.0.0.1", "0"], input: "", timeout: .seconds(10))
+        XCTAssertEqual(run.status, 2, run.err)
+        XCTAssertTrue(run.err.contains("cannot read --proxy-auth-file \(fifo): it is not a regular file (a FIFO"), run.err)
+    }
+
     func testHostileClientsAreClosedAndNothingIsLeftOpen() throws {
         let (listener, port) = try proxy(["--handshake-timeout", "1s", "-v"])
         defer { listener.stop() }

@@ -12,6 +12,15 @@ extension ManPage {
             ]
         ),
         (
+            "Who can reach a listener",
+            [
+                "A listener that runs a program or a terminal (`--exec`, `--sh-exec`, `--pty`, in any mode, over TCP, TLS, WebSocket or UDP) or carries traffic onward (`--forward`, `--forward-unix`, `--socks5`, `--http-proxy`, `--ws --forward`) is reachable from this machine only unless it was opened on purpose: with no address it listens on loopback (127.0.0.1 and ::1); given an address it listens there; `--open` makes it listen on every address. What really protects it lets it listen on every address as other listeners do: `--allow` (judged on the peer's address, or on the address a trusted balancer's PROXY header names), `--require-client-cert`, a proxy's `--proxy-auth`. A proxy that nothing protects refuses a non-loopback address (or a socket systemd passed on one) without `--open`. It says at start, in one line, who can reach it: `tincan: a program (/bin/sh) for each client on 127.0.0.1:1321, [::1]:1321: loopback only, as nothing protects it (--allow, client certificates); give an address, or --open, to serve other hosts` (always where tincan chose loopback or the listener is open beyond this machine; at `-v` where the address given is loopback, the socket is a file, or something protects it). The other listeners (stdin and stdout, `--broker`, `--chat`, `--echo`) listen on every address, as nc does.",
+                "A WebSocket listener (`--ws`) takes a browser's page only when it is this host's: a page of any site can make a browser on this machine open `ws://127.0.0.1:PORT`, so an `Origin` whose host is not the address the client reached (or, on loopback, a loopback address or a `localhost` name) gets `403`, however the listener was opened; `--allow-origin` names the origins to take (`*` for any). A name that an attacker's DNS points at 127.0.0.1 is not this host. Clients that send no `Origin` are not browsers and are not judged.",
+                "`--accept-proxy-protocol` believes a PROXY header only from `--proxy-protocol-from` (loopback unless given): a connection from any other address is refused before a byte is read. `--max-pending-per-source N` (100) caps the connections one address holds in their TLS or WebSocket handshake or proxy request, so it cannot take every `--max-conns` place for `--handshake-timeout`.",
+                "Files tincan writes (`-o`, `--hex-dump`, `--keylog`) are opened without following a symbolic link; a file that is there already is taken only when it is a regular file of the user's with one name (or a character device such as /dev/null), and made mode 0600; anything else is refused with a line saying why.",
+            ]
+        ),
+        (
             "A listener that holds",
             [
                 "`listen -k` serves each client on its own (a program, a relay or the hub) and no client can stop the others: programs, relays and slow dials run on threads of their own, never on the shared workers that accept and handshake, so a newcomer is served while hundreds of sessions are busy.",

@@ -390,7 +390,9 @@ public enum OptionTable {
             ),
             OptionSpec(
                 .allowOrigin, value: .text, valueName: "LIST",
-                help: "With --ws: take only clients whose Origin is one of these (comma-separated, as https://app.example); others get 403."),
+                help:
+                    "With --ws: take only clients whose Origin is one of these (comma-separated, as https://app.example; null for a page opened from a file; * for any page); others get 403. Without it a browser's page is taken only when it is this host's (its origin's host is the address the client reached, or a loopback address or localhost when that is loopback), so a page of another site cannot use the listener through a browser on this machine; clients that send no Origin (not browsers) are not judged."
+            ),
             OptionSpec(
                 .protocol, value: .text, valueName: "LIST",
                 help: "With --ws: the subprotocols spoken, in the order of preference; a client offering none of them gets 400."),
