@@ -427,6 +427,11 @@ final class Relay: @unchecked Sendable {
     }
 
     private func inputEnded() {
+        // What the transport still holds of the input (a WebSocket message's last frame) goes
+        // now; only the end itself may be held.
+        do throws(TransportError) { try transport.endInput() } catch {
+            return report(.failed(notDelivered(error.reason, nil), code: error.code))
+        }
         let holding = engine.state { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
         if !options.ending.halfClose {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")

@@ -11,6 +11,10 @@ protocol Transport: Sendable {
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int?
     /// Sends all of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
+    /// The input has ended: what the transport still holds of it goes out now (a WebSocket
+    /// message's last frame: a message is complete when its input is), before the end itself
+    /// (``closeWrite()``), which the relay may hold.
+    func endInput() throws(TransportError)
     /// Ends our direction (half-close), keeping the other open.
     func closeWrite()
     /// Ends both directions at once, waking any blocked call.
@@ -30,6 +34,7 @@ protocol Transport: Sendable {
 }
 
 extension Transport {
+    func endInput() throws(TransportError) {}
     var descriptor: Int32? { nil }
     var endNote: String? { nil }
     var closeNotify: Bool? { nil }

@@ -35,9 +35,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// When the peer last sent anything: after our close, its silence is what is timed.
     private var lastHeard: ContinuousClock.Instant?
 
-    // The sending thread's: a line not yet ended.
+    // The sending thread's: a line not yet ended, and whether stdin's end was passed on.
     private var partial: [UInt8] = []
     private var lineNumber = 0
+    private var inputDone = false
 
     private struct Writing {
         var closeSent = false
@@ -304,13 +305,20 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         try sendFrame(.text, line)
     }
 
-    func closeWrite() {
-        if settings.framing != .binary && !partial.isEmpty { try? sendLine(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        // --chunk's last, shorter message; --whole's one message (empty stdin: an empty one).
+    /// The last message goes out at once: a line without its newline, --chunk's last, shorter
+    /// message, --whole's one message (empty stdin: an empty one). Only the close waits.
+    func endInput() throws(TransportError) {
+        guard !inputDone else { return }
+        inputDone = true
+        if settings.framing != .binary && !partial.isEmpty { try sendLine(UnsafeRawBufferPointer(start: nil, count: 0)) }
         if settings.framing == .binary, let cut = settings.binaryCut, !partial.isEmpty || cut == .whole {
-            try? sendFrame(.binary, partial)
+            try sendFrame(.binary, partial)
             partial.removeAll()
         }
+    }
+
+    func closeWrite() {
+        try? endInput()
         try? sendClose(code: 1000, reason: "")
     }
 
