@@ -333,4 +333,9 @@ int csystem_window_size(int fd, unsigned short *columns, unsigned short *rows) {
     return 0;
 }
 
+int csystem_readable_bytes(int fd) {
+    int count = 0;
+    return ioctl(fd, FIONREAD, &count) == 0 ? count : -1;
+}
+
 short csystem_spawn_setsid_flag(void) { return POSIX_SPAWN_SETSID; }

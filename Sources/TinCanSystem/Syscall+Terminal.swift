@@ -62,6 +62,28 @@ extension Syscall {
     }
 
     /// Sends `signal` to process group `group`.
+    /// Whether the terminal `fd` (a pty master speaks for its slave) is in canonical mode
+    /// (lines, with the EOF character as an end of file); nil if it is not a terminal.
+    package static func isCanonical(_ fd: Int32) -> Bool? {
+        terminalModes(fd).map { $0.c_lflag & tcflag_t(ICANON) != 0 }
+    }
+
+    /// The input the program on the pseudo-terminal whose slave is `slave` has not read yet
+    /// (opened for the look only, never as a controlling terminal); nil if it cannot be told.
+    package static func unreadTerminalInput(_ slave: String) -> Int? {
+        let fd = open(slave, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        let count = csystem_readable_bytes(fd)
+        return count >= 0 ? Int(count) : nil
+    }
+
+    /// The terminal's end-of-file character (VEOF, Ctrl-D unless changed), nil if `fd` is not a terminal.
+    package static func endOfFileCharacter(_ fd: Int32) -> UInt8? {
+        guard var modes = terminalModes(fd) else { return nil }
+        return withUnsafeBytes(of: &modes.c_cc) { $0[Int(VEOF)] }
+    }
+
     package static func signalGroup(_ group: pid_t, _ signal: Int32) {
         _ = kill(-group, signal)
     }

@@ -10,7 +10,8 @@ final class PtyExecTests: XCTestCase {
 
     /// A python client: connects, and for each step waits until what arrived contains its
     /// text, then sends its bytes; then reads until the server closes, keeping its own end open
-    /// (a half-close would hang the terminal up), and prints what arrived.
+    /// (a half-close would be the terminal's end of file), and prints what arrived after the
+    /// session's question for the window size (it fails without one).
     private func pythonClient(port: UInt16, steps: [(waitFor: String, send: [UInt8])] = [], runs: Int = 1, tls: Bool = false) throws -> Tool {
         let plan = steps.map { "\($0.waitFor.utf8.map { String(format: "%02x", $0) }.joined()):\($0.send.map { String(format: "%02x", $0) }.joined())" }
         return try Tool(
@@ -36,7 +37,9 @@ final class PtyExecTests: XCTestCase {
                         b = s.recv(65536)
                         if not b: break
                         got += b
-                    sys.stdout.write(got.decode("utf-8", "replace") + "\\n--end--\\n"); sys.stdout.flush()
+                    # The session opens by asking for the window size (IAC DO NAWS), as telnet's.
+                    if not got.startswith(b"\\xff\\xfd\\x1f"): sys.exit("the session did not ask for the window size: %r" % got[:10])
+                    sys.stdout.write(got[3:].decode("utf-8", "replace") + "\\n--end--\\n"); sys.stdout.flush()
                     s.close()
                 """, String(port), String(runs), tls ? "1" : "0",
             ] + plan, program: "/usr/bin/env")
@@ -128,16 +131,51 @@ final class PtyExecTests: XCTestCase {
         XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
-    /// The peer's end of stream hangs the terminal up: the program gets SIGHUP.
-    func testThePeersEndHangsTheTerminalUp() throws {
-        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", "trap 'echo hung-up >&2; exit 7' HUP; echo ready; while :; do sleep 0.1; done"])
+    /// The peer's end of stream is the terminal's end of file, as Ctrl-D typed after what it
+    /// sent: the program reads every line first (a hang-up beat bash to piped commands, which
+    /// never ran, and the client exited 0). A session cut by a reset hangs the terminal up.
+    func testThePeersEndIsTheTerminalsEndOfFileAndACutHangsItUp() throws {
+        let program = "trap 'echo hung-up >&2; exit 7' HUP; echo ready; read line; echo \"got $line\"; read more || { echo 'end of file'; exit 5; }"
+        let (listener, port) = try Tool.listener(["--pty", "--sh-exec", program])
         defer { listener.stop() }
         let client = try Tool(["connect", "127.0.0.1", String(port)])
         waitUntil("the program's first line") { client.stdoutText.contains("ready") }
+        client.send("first\nsecond without its newline")
         client.closeInput()
         XCTAssertEqual(listener.wait(), 1, listener.stderrText)
-        XCTAssertTrue(listener.stderrText.contains("exited with status 7"), listener.stderrText)
+        XCTAssertTrue(listener.stderrText.contains("exited with status 5"), listener.stderrText)
         _ = client.wait()
+        XCTAssertTrue(client.stdoutText.contains("got first\r\n"), client.stdoutText.debugDescription)
+        XCTAssertTrue(client.stdoutText.contains("end of file\r\n"), client.stdoutText.debugDescription)
+
+        let hungUp = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-pty-hup-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: hungUp) }
+        let (cut, cutPort) = try Tool.listener(["--pty", "--sh-exec", "trap 'touch \(hungUp); exit 7' HUP; echo ready; while :; do sleep 0.1; done"])
+        defer { cut.stop() }
+        let resetter = """
+            import socket, struct, sys
+            c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); got = b''
+            while b'ready' not in got: got += c.recv(100)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+            """
+        XCTAssertEqual(try Tool.run(["python3", "-c", resetter, String(cutPort)], input: "", program: "/usr/bin/env").status, 0)
+        XCTAssertEqual(cut.wait(), 1, cut.stderrText)
+        XCTAssertTrue(cut.stderrText.contains("the connection failed: connection reset by peer"), cut.stderrText)
+        waitUntil("the program hung up") { FileManager.default.fileExists(atPath: hungUp) }
+    }
+
+    /// `printf 'cmd\n' | tincan connect` to an interactive bash on a terminal runs the command
+    /// and ends as the shell does at Ctrl-D (socat's EXEC:...,pty and ssh -tt run it too).
+    func testCommandsPipedIntoAnInteractiveShellRun() throws {
+        let marker = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-pty-mark-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: marker) }
+        let (listener, port) = try Tool.listener(["--pty", "--exec", "/bin/bash --norc --noprofile -i"])
+        defer { listener.stop() }
+        let client = try Tool.run(["connect", "127.0.0.1", String(port)], input: "echo MARK > \(marker)\necho done-\(getpid())\n", timeout: .seconds(20))
+        XCTAssertEqual(client.status, 0, client.err)
+        XCTAssertEqual(fileText(marker), "MARK\n", client.out.debugDescription)
+        XCTAssertTrue(client.out.contains("done-\(getpid())\r\n"), client.out.debugDescription)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
     }
 
     /// TLS and -k: 20 sessions at once, each on a terminal of its own.

@@ -169,4 +169,24 @@ final class RawTerminalTests: XCTestCase {
         try tmux.keys("exit", "Enter")
         assertRestored(tmux, status: "0")
     }
+
+    /// socat's EXEC:...,pty does not ask for the window size: it gets the keystrokes and
+    /// nothing else (its first command was `Z\372\377echo ...`, framing bytes typed into bash).
+    /// The size still reaches a `tincan --pty` peer, which asks (the test above).
+    func testAPeerThatDoesNotAskGetsOnlyTheKeystrokes() throws {
+        let port = freePort()
+        let socat = try Tool(
+            [
+                "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr", "EXEC:bash --norc --noprofile -i,pty,stderr,setsid,sigint,sane",
+            ], program: "/usr/bin/socat", environment: ["PS1": "remote$ ", "PATH": "/usr/bin:/bin"])
+        defer { socat.stop() }
+        waitForListener(port: port)
+        let tmux = try Tmux(self)
+        try startClient(tmux, port: port)
+        try tmux.keys("echo typed-$((40+2))", "Enter")
+        waitUntil("the command's answer") { tmux.screen.contains("\ntyped-42") }
+        XCTAssertFalse(tmux.screen.contains("command not found"), tmux.screen)
+        try tmux.keys("exit", "Enter")
+        assertRestored(tmux, status: "0")
+    }
 }

@@ -122,4 +122,34 @@ final class TerminalFramingTests: XCTestCase {
             XCTAssertTrue(usageError(line) { RawSettings.parse($0) }?.contains(says) ?? false, "\(line): \(usageError(line) { RawSettings.parse($0) } ?? "accepted")")
         }
     }
+
+    /// The client's negotiation: the peer's question, split anywhere, is taken out and answered;
+    /// other first bytes (even the question's first byte alone, then something else) pass
+    /// whole, and the session goes without framing.
+    func testTheClientAnswersOnlyAPeerThatAsks() {
+        func run(_ chunks: [[UInt8]]) -> (out: [UInt8], asked: Bool) {
+            let asked = Locked(false)
+            let negotiation = WindowSizeNegotiation { asked.withLock { $0 = true } }
+            var out: [UInt8] = []
+            for chunk in chunks {
+                chunk.withUnsafeBytes { raw in
+                    let (held, rest) = negotiation.filter(raw)
+                    out += held
+                    out += rest
+                }
+            }
+            return (out, asked.withLock { $0 } && negotiation.waitForVerdict())
+        }
+        let prompt = Array("remote$ ".utf8)
+        for chunks in [[[255, 253, 31] + prompt], [[255], [253], [31] + prompt], [[255, 253], [31], prompt]] {
+            let (out, asked) = run(chunks)
+            XCTAssertEqual(out, prompt, "\(chunks)")
+            XCTAssertTrue(asked, "\(chunks)")
+        }
+        for chunks in [[prompt], [[255], [251, 31] + prompt], [[255, 253, 32]], [[255, 253], [255, 253, 31]]] {
+            let (out, asked) = run(chunks)
+            XCTAssertEqual(out, chunks.flatMap { $0 }, "passed whole: \(chunks)")
+            XCTAssertFalse(asked, "\(chunks)")
+        }
+    }
 }

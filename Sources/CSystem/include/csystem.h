@@ -134,6 +134,10 @@ int csystem_set_window_size(int fd, unsigned short columns, unsigned short rows)
 /// TIOCGWINSZ: the window size of the terminal `fd`. 0 or -1 with errno set.
 int csystem_window_size(int fd, unsigned short *columns, unsigned short *rows);
 
+/// FIONREAD: the bytes waiting to be read on `fd` (on a terminal's slave: the input its
+/// program has not read yet, a canonical terminal's whole lines). The count, or -1 with errno set.
+int csystem_readable_bytes(int fd);
+
 /// posix_spawn's POSIX_SPAWN_SETSID flag (a GNU extension the Swift importer does not see).
 short csystem_spawn_setsid_flag(void);
 

@@ -144,11 +144,13 @@ enum ProgramSession {
         peer: String, level: Int
     ) throws(CommandError) {
         let master: Int32
+        let slave: String
         let output: Int32
         let pid: pid_t
         do throws(SystemError) {
             let made = try Syscall.openPseudoTerminal()
             master = made.master
+            slave = made.slave
             do throws(SystemError) {
                 try Syscall.setWindowSize(master, pty.size)
                 // The relay writes the client's bytes through a descriptor of its own.
@@ -168,13 +170,18 @@ enum ProgramSession {
             transport.abort()
             throw CommandError("cannot run \(program[0]) on a terminal: \(error.reason)")
         }
-        let terminal = ProgramTerminal(master: master, session: pid, capacity: Relay.chunkSize)
+        let terminal = ProgramTerminal(master: master, slave: slave, session: pid, capacity: Relay.chunkSize)
         var options = Relay.Options()
         options.ending.passesPeerEnd = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
         options.terminal = terminal
         options.capture = settings.capture?.tap(client: peer)
         defer { options.capture?.close() }
+        // A listener's session asks for the client's window size, as a telnet server does (a
+        // `--raw` client answers; other clients see the three bytes before the program's output).
+        if pty.asksWindowSize {
+            _ = WindowSizeFraming.question.withUnsafeBytes { raw in Result { () throws(TransportError) in try transport.send(raw) } }
+        }
         let relay = Relay(transport: transport, input: master, output: output, options: options)
         let outcome = relay.run()
         transport.abort()

@@ -32,6 +32,7 @@ struct Session {
         let raw = try settings.raw.map { (raw) throws(CommandError) in try RawTerminal(raw) }
         var options = settings.relay
         options.capture = capture
+        options.negotiation = raw?.negotiation
         if options.reconnect { options.pump = InputPump.standardInput }
         let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: options)
         let outcome = relay.run()

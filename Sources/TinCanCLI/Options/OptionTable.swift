@@ -160,7 +160,7 @@ public enum OptionTable {
             OptionSpec(
                 .pty,
                 help:
-                    "Run the --exec or --sh-exec program on a new pseudo-terminal (socat's EXEC:...,pty,setsid,ctty): a session of its own with the terminal as its controlling terminal and as stdin, stdout and stderr, sane modes, TERM and a window size, so shells edit lines, Ctrl-C and job control work and full-screen programs draw. A `tincan connect --raw` client's window size follows its terminal. The peer's end of stream hangs the terminal up (SIGHUP to the program's session); everything the program writes until it ends reaches the peer."
+                    "Run the --exec or --sh-exec program on a new pseudo-terminal (socat's EXEC:...,pty,setsid,ctty): a session of its own with the terminal as its controlling terminal and as stdin, stdout and stderr, sane modes, TERM and a window size, so shells edit lines, Ctrl-C and job control work and full-screen programs draw. On listen each session opens by asking the client for its window size (telnet's IAC DO NAWS: three bytes a plain client sees before the program's output), and a `tincan connect --raw` or telnet client's size then follows its terminal. The peer's end of stream is the terminal's end of file, as Ctrl-D typed after everything it sent (again at a line editor's prompt, where the first became a NUL): the program reads every line first, so commands piped in run; a session cut by a reset hangs the terminal up (SIGHUP). Everything the program writes until it ends reaches the peer."
             ),
             OptionSpec(
                 .ptyTerm, value: .text, valueName: "TERM", default: "$TERM, else xterm-256color",
@@ -176,12 +176,12 @@ public enum OptionTable {
         OptionSpec(
             .raw,
             help:
-                "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). To a `tincan --pty` peer the window size is sent at the start and at each resize (telnet NAWS framing), unless --no-window-size."
+                "Make this terminal the remote program's (for a shell served with --pty, or socat's pty exec): raw mode without local echo, so Ctrl-C, Ctrl-Z, arrows and tab reach the program; the terminal's modes come back however the session ends. Type ~. after a newline to quit (--escape). The window size goes only to a peer that asks for it (`tincan listen --pty` opens its sessions with telnet's IAC DO NAWS): then at the start and at each resize (telnet NAWS framing), unless --no-window-size; any other peer (socat, sshd, a plain server) gets nothing but the keystrokes. The first keystrokes wait up to 300 ms for the peer's first bytes to know which it is."
         ),
         OptionSpec(
             .escape, value: .escapeCharacter, valueName: "CHAR|none", default: "~",
             help: "With --raw: the escape character; CHAR then . after a newline quits, CHAR twice sends it once. A control character as ^X (e.g. ^]); none for no escape."),
-        OptionSpec(.noWindowSize, help: "With --raw: send nothing but keystrokes (no window size framing), for a peer other than `tincan --pty`."),
+        OptionSpec(.noWindowSize, help: "With --raw: send nothing but keystrokes, even to a peer that asks for the window size (it is not answered)."),
     ]
 
     /// How a client reaches its server: connect and tls.

@@ -28,10 +28,12 @@ final class Relay: @unchecked Sendable {
         /// Where -vv notes go (the half-close story); nil when not that verbose.
         var trace: (@Sendable (String) -> Void)?
         /// The other end is a program on a pseudo-terminal (`--pty`): the client's window size
-        /// framing is taken out of what it sends, the peer's end of stream hangs the terminal
-        /// up instead of closing the program's stdin, and the terminal's end (EIO once the
+        /// framing is taken out of what it sends, the peer's end of stream is the terminal's end
+        /// of file (its EOF character, as Ctrl-D) instead of closing the program's stdin, and the terminal's end (EIO once the
         /// program and everything it started closed it) is the end of input.
         var terminal: ProgramTerminal?
+        /// A `--raw` client's window size negotiation: the peer's first bytes go through it.
+        var negotiation: WindowSizeNegotiation?
         /// The input and the output are one socket (a WebSocket's stand-in for a listen mode): the
         /// peer's end of stream shuts its write half down instead of closing it.
         var socketSide = false
@@ -207,7 +209,10 @@ final class Relay: @unchecked Sendable {
 
     /// Splice when the data is not transformed or shown on the way and the network side is a
     /// plain descriptor.
-    private var splicing: Bool { options.hex == nil && options.capture == nil && options.pump == nil && !options.crlf && options.terminal == nil && transport.descriptor != nil }
+    private var splicing: Bool {
+        options.hex == nil && options.capture == nil && options.pump == nil && !options.crlf && options.terminal == nil && options.negotiation == nil
+            && transport.descriptor != nil
+    }
 
     private func networkToOutput() {
         defer { networkLoopDone.signal() }
@@ -239,6 +244,17 @@ final class Relay: @unchecked Sendable {
                 return
             }
             received(n)
+            if let negotiation = options.negotiation {
+                let (held, rest) = negotiation.filter(chunk)
+                if !held.isEmpty {
+                    let written = held.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(output, raw, isSocket: false) } }
+                    if case .failure(let error) = written {
+                        outputFailed(error)
+                        return
+                    }
+                }
+                chunk = rest
+            }
             if let terminal = options.terminal {
                 chunk = terminal.decode(chunk)
                 // The program's terminal is gone (EIO): what still comes is read and dropped,
@@ -471,7 +487,7 @@ extension Relay: RelayTransport {
             // peer that has gone may reset it, and that reset says nothing about our data.
             if finishing { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
         } else if let terminal = options.terminal {
-            terminal.hangUp()
+            terminal.endOfInput()
         } else if options.socketSide {
             try? Syscall.shutdown(output, .write)
         } else {

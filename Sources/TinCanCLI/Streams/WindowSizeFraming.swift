@@ -1,14 +1,18 @@
+import Dispatch
 import SocketCore
 
 /// The window size of a `--raw` client, carried in-band to a `--pty` peer as telnet does it
-/// (RFC 854 framing, the NAWS option of RFC 1073), and only when both ends opted in.
+/// (RFC 854 framing, the NAWS option of RFC 1073), and only when both ends agree.
 ///
-/// The client opens its stream with `IAC WILL NAWS`, then sends `IAC SB NAWS <width> <height>
-/// IAC SE` (16-bit, network order, a 255 in them doubled) at the start and at each resize; a 255
-/// in the user's bytes is sent as `IAC IAC`. A `--pty` server reads the framing only when its
-/// stream opens with exactly `IAC WILL NAWS`: any other opening is the user's bytes, untouched
-/// (a plain `nc` client types into the program as it would into a pipe). Nothing ever goes the
-/// other way: the program's output reaches the client as it is.
+/// The `--pty` server asks first: its session opens with `IAC DO NAWS`, before the program's
+/// output (a real `telnet` client answers it too). A `--raw` client that sees exactly that as
+/// its peer's first bytes takes it out and answers: its stream opens with `IAC WILL NAWS`, then
+/// `IAC SB NAWS <width> <height> IAC SE` (16-bit, network order, a 255 in them doubled) at the
+/// start and at each resize, and a 255 in the user's bytes is sent as `IAC IAC`. A peer that does
+/// not ask (socat's `EXEC:bash,pty`, sshd, anything else) gets nothing but the keystrokes. A
+/// `--pty` server reads the framing only when its client's stream opens with exactly `IAC WILL
+/// NAWS`: any other opening is the user's bytes, untouched (a plain `nc` client types into the
+/// program as it would into a pipe, and sees the three bytes of the question).
 enum WindowSizeFraming {
     static let iac: UInt8 = 255
     static let will: UInt8 = 251
@@ -21,6 +25,8 @@ enum WindowSizeFraming {
 
     /// What a client sends first: it will frame its window size.
     static let opening: [UInt8] = [iac, will, naws]
+    /// What a `--pty` server sends first: it takes the client's window size.
+    static let question: [UInt8] = [iac, `do`, naws]
 
     /// The subnegotiation that carries `size`.
     static func message(_ size: WindowSize) -> [UInt8] {
@@ -176,5 +182,68 @@ struct WindowSizeDecoder: ~Copyable {
             }
         }
         return (UnsafeRawBufferPointer(rebasing: buffer[0..<count]), size)
+    }
+}
+
+/// A `--raw` client's side of the negotiation: the peer's first bytes say whether it asked for
+/// the window size (``WindowSizeFraming/question``, taken out of what reaches stdout), and the
+/// keystroke pump waits for the answer before its first keystroke (at most ``patience``: a peer
+/// that says nothing until spoken to gets plain keystrokes, and a question that comes later is
+/// still taken out, but not answered).
+final class WindowSizeNegotiation: @unchecked Sendable {
+    // @unchecked Sendable: `held` and `judged` are the network thread's; the verdict is under
+    // its lock.
+    /// The peer's first bytes while they may still be the question.
+    private var held: [UInt8] = []
+    /// Whether the peer's opening was judged (question or not).
+    private var judged = false
+    private let verdict = Locked<Bool?>(nil)
+    private let decided = DispatchSemaphore(value: 0)
+    /// Called once, when the peer asked in time: the pump sends the opening and the size.
+    private let onAsked: @Sendable () -> Void
+
+    /// How long a first keystroke waits for the peer's first bytes.
+    static let patience: Duration = .milliseconds(300)
+
+    init(onAsked: @escaping @Sendable () -> Void) { self.onAsked = onAsked }
+
+    /// What of the peer's `chunk` goes to stdout: its first bytes without the question — bytes
+    /// held from an earlier chunk that were not the question after all (`held`, written first),
+    /// then the rest of `chunk`. Called by the relay's network thread for every chunk.
+    func filter(_ chunk: UnsafeRawBufferPointer) -> (held: [UInt8], rest: UnsafeRawBufferPointer) {
+        guard !judged else { return ([], chunk) }
+        let question = WindowSizeFraming.question
+        let seen = held + chunk.prefix(question.count - held.count)
+        if seen.count < question.count && question.starts(with: seen) {
+            held = seen
+            return ([], UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        judged = true
+        let asked = seen.starts(with: question)
+        decide(asked)
+        defer { held = [] }
+        return asked ? ([], UnsafeRawBufferPointer(rebasing: chunk[(question.count - held.count)...])) : (held, chunk)
+    }
+
+    /// Whether the peer asked, waiting up to ``patience`` for its first bytes (if they have not
+    /// come by then, the session goes without framing).
+    func waitForVerdict() -> Bool {
+        if let known = verdict.withLock({ $0 }) { return known }
+        _ = decided.wait(timeout: .now() + .milliseconds(Int(WindowSizeNegotiation.patience.milliseconds)))
+        return verdict.withLock { current in
+            if current == nil { current = false }
+            return current!
+        }
+    }
+
+    private func decide(_ asked: Bool) {
+        let first = verdict.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = asked
+            return true
+        }
+        guard first else { return }
+        if asked { onAsked() }
+        decided.signal()
     }
 }

@@ -5,7 +5,7 @@ import SocketCore
 struct RawSettings: Sendable {
     /// The local escape character (`~.` quits), nil for none.
     let escape: UInt8?
-    /// Whether the window size is sent to the peer (a `tincan --pty` peer reads it).
+    /// Whether the window size is offered to a peer that asks for it (a `tincan --pty` peer).
     let sendsWindowSize: Bool
 
     /// The settings the options give, nil without --raw.
@@ -32,6 +32,11 @@ final class RawTerminal: @unchecked Sendable {
     /// The relay's input.
     let input: Int32
     private var cleanup: Interruption.Handle?
+    /// The window size goes only to a peer that asks (a `tincan --pty` server); nil with
+    /// --no-window-size. The relay hands it the peer's first bytes.
+    private(set) var negotiation: WindowSizeNegotiation?
+    /// Set once the peer asked: each resize is sent.
+    private let framing = Locked(false)
 
     /// Reads at most this much from the terminal at once: doubled 255s included, a write to
     /// the pipe stays under PIPE_BUF.
@@ -54,9 +59,10 @@ final class RawTerminal: @unchecked Sendable {
         }
         cleanup = Interruption.install { [self] in restore() }
         if settings.sendsWindowSize {
-            send(WindowSizeFraming.opening)
-            sendWindowSize()
-            Interruption.onWindowChange { [weak self] in self?.sendWindowSize() }
+            negotiation = WindowSizeNegotiation { [weak self] in self?.startFraming() }
+            Interruption.onWindowChange { [weak self] in
+                if self?.framing.withLock({ $0 }) == true { self?.sendWindowSize() }
+            }
         }
         do throws(SystemError) { try Syscall.startThread { [self] in pump() } } catch {
             restore()
@@ -80,6 +86,13 @@ final class RawTerminal: @unchecked Sendable {
         cleanup?.cancel()
         closeWriter()
         Syscall.close(input)
+    }
+
+    /// The peer asked for the window size: the stream opens with the framing, then the size.
+    private func startFraming() {
+        framing.withLock { $0 = true }
+        send(WindowSizeFraming.opening)
+        sendWindowSize()
     }
 
     private func sendWindowSize() {
@@ -107,7 +120,7 @@ final class RawTerminal: @unchecked Sendable {
 
     /// Reads the terminal until `~.` or its end; either ends the relay's input.
     private func pump() {
-        var filter = KeyboardFilter(escape: settings.escape, framed: settings.sendsWindowSize)
+        var filter: KeyboardFilter?
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: RawTerminal.readSize, alignment: 16)
         defer { buffer.deallocate() }
         var out: [UInt8] = []
@@ -117,7 +130,9 @@ final class RawTerminal: @unchecked Sendable {
             do throws(SystemError) { n = try Syscall.readWaiting(0, into: buffer) } catch { break }
             if n == 0 { break }
             out.removeAll(keepingCapacity: true)
-            let quit = filter.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), into: &out)
+            // The first keystrokes wait (briefly) to know whether the peer takes the framing.
+            if filter == nil { filter = KeyboardFilter(escape: settings.escape, framed: negotiation?.waitForVerdict() ?? false) }
+            let quit = filter!.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), into: &out)
             if !out.isEmpty { send(out) }
             if quit { break }
         }
