@@ -220,13 +220,17 @@
 
         /// squid as an HTTP proxy (CONNECT and plain requests) that wants Basic credentials
         /// `user`:`password`; names are never looked up (its DNS points at loopback).
-        public static func squid(user: String, password: String, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
-            try RealDaemon("squid", ports: 1, user: "proxy", file: file, line: line) { dir, p in
+        /// With `https`, a second port (``ports``[1]) serves the same proxy inside TLS (squid's
+        /// `https_port`, as the squid-openssl build has it), with ``TLSFixtures``' server
+        /// certificate: an HTTPS proxy.
+        public static func squid(user: String, password: String, https: Bool = false, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+            try RealDaemon("squid", ports: https ? 2 : 1, user: "proxy", file: file, line: line) { dir, p in
                 let hash = try RealDaemon.output(["/usr/bin/openssl", "passwd", "-apr1", password])
                 try write("\(user):\(hash)\n", "\(dir)/passwd")
+                let tls = https ? "https_port 127.0.0.1:\(p[1]) tls-cert=\(dir)/server.pem tls-key=\(dir)/server.key\n" : ""
                 try write(
                     """
-                    http_port 127.0.0.1:\(p[0])
+                    \(tls)http_port 127.0.0.1:\(p[0])
                     visible_hostname proxy.test
                     dns_nameservers 127.0.0.1
                     pid_filename \(dir)/squid.pid

@@ -288,6 +288,55 @@ final class ProxyCommandTests: XCTestCase {
         XCTAssertEqual(r.out, "")
     }
 
+    /// https:// proxies (CONNECT inside TLS to the proxy, verified for its name) on every road:
+    /// squid's https_port (squid-openssl) and tincan's own HTTPS proxy, which curl could use
+    /// and tincan could not; TLS to the target inside (TLS in TLS); chains with microsocks
+    /// before and after; connect -z; a listener's upstream; and verification that holds.
+    func testHTTPSProxiesOnEveryRoadAndInChains() throws {
+        let target = try echoTarget()
+        defer { target.stop() }
+        let squid = try RealDaemon.squid(user: "alice", password: "pw", https: true)
+        defer { squid.stop() }
+        let (ours, oursPort) = try Tool.listener([
+            "-k", "--http-proxy", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--proxy-auth", "bob:pw2",
+        ])
+        defer { ours.stop() }
+        let socks = try RealProxy.microsocks()
+        defer { socks.stop() }
+        let t = String(target.port)
+        let ca = ["--proxy-ca", certs.path("ca.pem")]
+        let viaSquid = "https://alice:pw@localhost:\(squid.ports[1])"
+        let viaOurs = "https://bob:pw2@localhost:\(oursPort)"
+        for proxies in [[viaSquid], [viaOurs], ["socks5h://127.0.0.1:\(socks.port)", viaOurs], [viaSquid, "socks5h://127.0.0.1:\(socks.port)"], [viaSquid, viaOurs]] {
+            let r = try run(["connect"] + proxies.flatMap { ["--proxy", $0] } + ca + ["127.0.0.1", t])
+            XCTAssertEqual(r.status, 0, "\(proxies): \(r.err)")
+            XCTAssertEqual(r.out, "echo: hello\n", "\(proxies)")
+        }
+        // Verified: without its issuer the proxy is refused (exit 4), with a hint; or not checked.
+        var r = try run(["connect", "--proxy", viaSquid, "127.0.0.1", t])
+        XCTAssertEqual(r.status, 4, r.err)
+        XCTAssertTrue(r.err.contains("TLS with the proxy failed") && r.err.contains("--proxy-ca FILE"), r.err)
+        XCTAssertEqual(r.err.split(separator: "\n").count, 1, r.err)
+        XCTAssertEqual(try run(["connect", "--proxy", viaSquid, "--proxy-insecure", "127.0.0.1", t]).out, "echo: hello\n")
+        // TLS to the target inside the proxy's TLS, the target verified apart.
+        let tlsPort = freePort()
+        let tlsServer = try Tool(
+            ["s_server", "-accept", "127.0.0.1:\(tlsPort)", "-cert", certs.path("server.pem"), "-key", certs.path("server.key"), "-naccept", "1", "-quiet"],
+            program: "/usr/bin/openssl")
+        defer { tlsServer.stop() }
+        waitForListener(port: tlsPort)
+        r = try run(["tls", "--half-close", "--proxy", viaOurs] + ca + ["--ca", certs.path("ca.pem"), "-w", "10s", "localhost", String(tlsPort)], input: "tls in tls\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        waitUntil("the TLS server prints what it got") { tlsServer.stdoutText.contains("tls in tls") }
+        // connect -z, and a listener whose upstream is reached through the HTTPS proxy.
+        let closed = freePort()
+        r = try run(["connect", "-z", "-v", "--proxy", viaSquid] + ca + ["127.0.0.1", "\(target.port),\(closed)"], input: nil)
+        XCTAssertTrue(r.out.contains("127.0.0.1 \(target.port) open") && r.out.contains("127.0.0.1 \(closed) closed"), r.out + r.err)
+        let (relay, relayPort) = try Tool.listener(["-k", "--forward", "127.0.0.1:\(target.port)", "--proxy", viaOurs] + ca)
+        defer { relay.stop() }
+        XCTAssertEqual(try run(["connect", "127.0.0.1", String(relayPort)]).out, "echo: hello\n", relay.stderrText)
+    }
+
     func testUsageErrors() throws {
         let cases: [([String], String)] = [
             (["connect", "--proxy", "socks5://host:99999", "a", "1"], "bad proxy URL 'socks5://host:99999': the port"),

@@ -449,6 +449,14 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "through two proxies\n")
         XCTAssertTrue(r.err.contains("WebSocket open to localhost:\(port)"), r.err)
+        // wss:// through an HTTPS proxy (tincan's own): TLS to the server inside TLS to the proxy.
+        let (https, httpsPort) = try Tool.listener(["-k", "--http-proxy", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")])
+        defer { https.stop() }
+        let inside = try Tool.run(
+            ["ws", "--proxy", "https://localhost:\(httpsPort)", "--proxy-ca", certs.path("ca.pem"), "--ca", certs.path("ca.pem"), "-q", "1s", "wss://localhost:\(port)/"],
+            input: "through an https proxy\n")
+        XCTAssertEqual(inside.status, 0, inside.err)
+        XCTAssertEqual(inside.out, "through an https proxy\n")
     }
 
     func testAfterOurCloseThePeersSilenceIsTimedNotItsAnswer() throws {

@@ -69,6 +69,9 @@ public struct Dial: Sendable {
     /// The whole dial's limit: connect and proxy dialogues (nil: the connect has none, the
     /// dialogues ``defaultProxyTimeout``).
     public var timeout: Duration?
+    /// How `https://` proxies are secured (each checked for its own host name): the system's
+    /// trust store unless told otherwise.
+    public var proxyTLS = TLSSettings()
 
     /// A dial to `target`, directly, with the connector's defaults and no time limit.
     public init(_ target: Target) { self.target = target }
@@ -112,15 +115,21 @@ public struct Dial: Sendable {
             }
             guard !proxies.isEmpty else { return (connected.descriptor, connected.address) }
             let budget = timeout.map { max($0 - (ContinuousClock.now - started), .milliseconds(1)) } ?? Dial.defaultProxyTimeout
-            let chain = BlockingProxyChain(
+            var chain = BlockingProxyChain(
                 proxies: proxies, ipv4Enabled: connector.configuration.ipv4Enabled, ipv6Enabled: connector.configuration.ipv6Enabled)
+            chain.proxyTLS = proxyTLS
+            let through: Int32
             do throws(AsyncSocketError) {
-                try chain.negotiate(on: connected.descriptor.fd, host: sent, port: port, timeout: budget, onHop: events.hop)
+                through = try chain.negotiate(on: connected.descriptor.fd, host: sent, port: port, timeout: budget, onHop: events.hop)
             } catch {
                 Syscall.close(connected.descriptor.fd)
                 throw .proxyDialogue(error)
             }
-            return (connected.descriptor, connected.address)
+            // Through an https:// proxy the stream is its TLS session's end: the socket to the
+            // proxy is the session's now.
+            guard through != connected.descriptor.fd else { return (connected.descriptor, connected.address) }
+            Syscall.close(connected.descriptor.fd)
+            return (SourcelessDescriptor(through), connected.address)
         }
     }
 

@@ -20,6 +20,7 @@ extension AsyncSocket {
     /// (IPv4 first, as the socket's families allow); the others send it. `timeout` bounds the
     /// whole chain. `onHop` hears each hop as it ends; `completion` runs on the socket queue.
     /// A hop that fails disconnects the socket with ``AsyncSocketError/proxy(_:_:)``.
+    /// `https://` hops are not spoken here (``Dial`` reaches them): the chain fails at once.
     ///
     /// ```swift
     /// try await socket.connect(host: "127.0.0.1", port: 1080)
@@ -31,6 +32,12 @@ extension AsyncSocket {
         onHop: @escaping @Sendable (ProxyHopReport) -> Void = { _ in },
         completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void
     ) {
+        if let https = proxies.first(where: { $0.scheme == .https }) {
+            // TLS to a proxy, then TLS to the target inside it, is Dial's (ProxyTLSBridge).
+            let failure = ProxyFailure(.tls, "an https:// proxy is reached through Dial (or BlockingProxyChain), not a socket's own chain")
+            socketQueue.async { completion(.failure(.proxy(https, failure))) }
+            return
+        }
         let runner = ProxyChainRunner(
             socket: self, proxies: proxies, host: host, port: port,
             deadline: timeout.map { ContinuousClock.now + $0 }, onHop: onHop, completion: completion)

@@ -19,6 +19,9 @@ public struct BlockingProxyChain: Sendable {
     public var ipv4Enabled: Bool
     /// See ``ipv4Enabled``.
     public var ipv6Enabled: Bool
+    /// How `https://` hops are secured: the trust anchors, a client certificate, or
+    /// `insecure`; each hop's certificate is checked for its own host name.
+    public var proxyTLS = TLSSettings()
 
     /// A chain through `proxies` (first one first).
     public init(proxies: [ProxyEndpoint], ipv4Enabled: Bool = true, ipv6Enabled: Bool = true) {
@@ -29,15 +32,22 @@ public struct BlockingProxyChain: Sendable {
 
     /// Asks each proxy in turn for a tunnel to the next, the last to `host`:`port`, over `fd`
     /// (connected to the first; blocking or not), all within `timeout` (no limit when nil).
-    /// `onHop` hears each hop as it ends. Throws ``AsyncSocketError/proxy(_:_:)`` for a hop that
-    /// failed (the caller closes `fd`), or `.system` for the socket's own errors.
+    /// `onHop` hears each hop as it ends. Returns the descriptor the target's stream is on:
+    /// `fd` itself, or, after an `https://` hop, the end of that proxy's TLS session
+    /// (`ProxyTLSBridge`; non-blocking, the caller's to close, and `fd` too). Throws
+    /// ``AsyncSocketError/proxy(_:_:)`` for a hop that failed, or `.system` for the socket's
+    /// own errors (the caller closes `fd`; what the chain made is closed).
+    @discardableResult
     public func negotiate(
         on fd: Int32, host: String, port: UInt16, timeout: Duration? = nil,
         onHop: (ProxyHopReport) -> Void = { _ in }
-    ) throws(AsyncSocketError) {
+    ) throws(AsyncSocketError) -> Int32 {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ProxyDialogueLimits.lineLength, alignment: 1)
         defer { buffer.deallocate() }
+        var current = fd
+        var succeeded = false
+        defer { if current != fd && !succeeded { Syscall.close(current) } }
         for index in proxies.indices {
             let hop = proxies[index]
             let started = ContinuousClock.now
@@ -49,10 +59,15 @@ public struct BlockingProxyChain: Sendable {
                         took: .now - started, failure: failure))
             }
             do throws(ProxyFailure) {
+                if hop.scheme == .https {
+                    let secured = try ProxyTLSBridge.secure(current, for: hop, settings: proxyTLS, deadline: deadline)
+                    if current != fd { Syscall.close(current) }
+                    current = secured
+                }
                 let target =
                     hop.scheme.resolvesTargetLocally
                     ? try resolve(name, for: hop) : ProxyHop.sentTarget(name, port: destinationPort)
-                var io = DialogueIO(fd: fd, hop: hop, deadline: deadline, buffer: buffer)
+                var io = DialogueIO(fd: current, hop: hop, deadline: deadline, buffer: buffer)
                 try io.run(hop.dialogue(to: target, port: destinationPort))
                 report(nil)
             } catch {
@@ -60,6 +75,8 @@ public struct BlockingProxyChain: Sendable {
                 throw .proxy(hop, error)
             }
         }
+        succeeded = true
+        return current
     }
 
     /// socks4:// and socks5:// carry an address: look the name up here (IPv4 first).

@@ -67,6 +67,9 @@ public struct ProxyFailure: Error, Sendable, Equatable, CustomStringConvertible 
         case protocolError
         /// The proxy did not answer within the chain's time (never from a dialogue itself).
         case timedOut
+        /// TLS with an `https://` proxy failed: its certificate was not trusted for its name,
+        /// or the handshake broke.
+        case tls
     }
 
     /// What kind of failure it is.
@@ -89,7 +92,7 @@ extension ProxyEndpoint {
         switch scheme {
         case .socks4, .socks4a: SOCKS4Dialogue(target: target, port: port, userID: credentials?.user ?? "")
         case .socks5, .socks5h: SOCKS5Dialogue(target: target, port: port, credentials: credentials)
-        case .http: HTTPConnectDialogue(target: target, port: port, credentials: credentials)
+        case .http, .https: HTTPConnectDialogue(target: target, port: port, credentials: credentials)
         }
     }
 }

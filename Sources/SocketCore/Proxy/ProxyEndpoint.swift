@@ -18,9 +18,20 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
         case socks5h
         /// HTTP CONNECT (HTTP/1.1); the proxy resolves the name.
         case http
+        /// HTTP CONNECT inside TLS to the proxy, its certificate verified for its host name
+        /// (``Dial/proxyTLS``); the proxy resolves the name.
+        case https
 
-        /// 1080 for SOCKS, 3128 for HTTP.
-        public var defaultPort: UInt16 { self == .http ? 3128 : 1080 }
+        /// 1080 for SOCKS, 3128 for HTTP, 443 for HTTPS (as curl).
+        public var defaultPort: UInt16 {
+            switch self {
+            case .http: 3128
+            case .https: 443
+            default: 1080
+            }
+        }
+        /// Whether the proxy speaks HTTP CONNECT (in TLS or not).
+        public var isHTTP: Bool { self == .http || self == .https }
         /// Whether the target's name is looked up here (an address goes on the wire).
         public var resolvesTargetLocally: Bool { self == .socks4 || self == .socks5 }
     }
@@ -54,7 +65,7 @@ public struct ProxyEndpoint: Sendable, Equatable, CustomStringConvertible {
         if let range = rest.textRange(of: "://") {
             let name = rest[..<range.lowerBound].lowercased()
             guard let scheme = Scheme(rawValue: name) else {
-                throw bad("scheme", "'\(name)' is not one of socks4, socks4a, socks5, socks5h, http")
+                throw bad("scheme", "'\(name)' is not one of socks4, socks4a, socks5, socks5h, http, https")
             }
             self.scheme = scheme
             rest = rest[range.upperBound...]

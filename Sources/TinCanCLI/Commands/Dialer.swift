@@ -63,6 +63,7 @@ struct Dialer {
         case .unix(let path): dial = Dial(.unix(path: path))
         }
         dial.proxies = proxies?.hops ?? []
+        if let proxies { dial.proxyTLS = proxies.tls }
         dial.timeout = timeout
         dial.connector = BlockingConnector(
             configuration: HappyEyeballs.Configuration(
@@ -124,6 +125,9 @@ struct Dialer {
         case .timedOut:
             return CommandError(
                 "\(place): \(failure.detail) (the time -w or --connect-timeout allows; \(EventLog.format(Dial.defaultProxyTimeout)) without)", code: .timeout)
+        case .tls:
+            return CommandError(
+                "\(place): \(failure.detail) (trust its issuer with --proxy-ca FILE, or skip the check with --proxy-insecure)", code: .tlsVerification)
         }
     }
 

@@ -16,7 +16,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .deny,
             .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket:
             .connection
-        case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .forward, .forwardUnix, .forwardTls, .forwardServername,
+        case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey, .forward, .forwardUnix, .forwardTls, .forwardServername,
             .forwardCa, .forwardInsecure, .forwardPin, .forwardRetry, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .acceptProxyProtocol, .proxyProtocolFrom, .broker,
             .chat, .socks5,
             .httpProxy, .allowDest,

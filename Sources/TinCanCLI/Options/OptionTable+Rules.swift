@@ -63,6 +63,7 @@ extension OptionTable {
     /// This terminal as the remote program's, and STARTTLS: connect and tls.
     static let terminalRules: [OptionRule] = [
         .needs([.escape, .noWindowSize], .given(.raw), "%o is for --raw sessions: add --raw"),
+        .needs([.proxyKey], .given(.proxyCert), "%o needs --proxy-cert"),
         .forbids([.udp, .zeroIo, .crlf, .hex], when: .given(.raw), "--raw passes keystrokes as they are over a stream: not with %o"),
         .needs([.xmpphost], .equals(.starttls, "xmpp"), "%o is for --starttls xmpp"),
     ]
@@ -127,7 +128,8 @@ extension OptionTable {
             // The upstream.
             .exclusive([.forward, .forwardUnix], "%o and %w name one upstream: give one"),
             .needs(
-                [.connectTimeout, .source, .proxy, .proxyUser, .proxyProtocol], .anyOf(.forward, .forwardUnix, .socks5, .httpProxy),
+                [.connectTimeout, .source, .proxy, .proxyUser, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey, .proxyProtocol],
+                .anyOf(.forward, .forwardUnix, .socks5, .httpProxy),
                 "%o is for the upstream of --forward, --socks5 or --http-proxy"),
             .needs([.forwardTls], .anyOf(.forward, .forwardUnix), "--forward-tls is for the upstream of --forward"),
             .needs(forwardTLSOnly, .given(.forwardTls), "%o needs --forward-tls"),

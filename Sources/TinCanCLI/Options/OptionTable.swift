@@ -247,8 +247,14 @@ public enum OptionTable {
         OptionSpec(
             .proxy, value: .text, valueName: "URL", repeatable: true,
             help:
-                "Connect through this proxy; repeat for a chain, each hop reached through the one before. socks4://HOST[:PORT] (IPv4 address resolved here), socks4a:// and socks5h:// (the proxy resolves the name), socks5:// (resolved here), http:// (CONNECT; the default without a scheme). Default ports 1080 (SOCKS) and 3128 (HTTP); user:password@ (percent-encoded) for credentials. Without --proxy, ALL_PROXY (or all_proxy) is used unless NO_PROXY matches the host."
+                "Connect through this proxy; repeat for a chain, each hop reached through the one before. socks4://HOST[:PORT] (IPv4 address resolved here), socks4a:// and socks5h:// (the proxy resolves the name), socks5:// (resolved here), http:// (CONNECT; the default without a scheme), https:// (CONNECT inside TLS to the proxy, its certificate verified for its name: --proxy-ca, --proxy-insecure). Default ports 1080 (SOCKS), 3128 (HTTP) and 443 (HTTPS); user:password@ (percent-encoded) for credentials. Without --proxy, ALL_PROXY (or all_proxy) is used unless NO_PROXY matches the host."
         ),
+        OptionSpec(
+            .proxyCa, value: .path, valueName: "FILE",
+            help: "Trust anchors (PEM) for https:// proxies instead of the system's store (curl's --proxy-cacert). The target's own TLS is checked apart (--ca)."),
+        OptionSpec(.proxyInsecure, help: "Do not verify https:// proxies' certificates (curl's --proxy-insecure); the target's own TLS is still verified."),
+        OptionSpec(.proxyCert, value: .path, valueName: "FILE", help: "A client certificate (PEM) for https:// proxies that ask for one (curl's --proxy-cert)."),
+        OptionSpec(.proxyKey, value: .path, valueName: "FILE", help: "With --proxy-cert: its key, when it is not in that file (curl's --proxy-key)."),
         OptionSpec(
             .proxyUser, value: .text, valueName: "USER[:PASSWORD]",
             help:
@@ -511,7 +517,7 @@ public enum OptionTable {
                     help:
                         "Open to anyone who reaches it, on purpose, a listener that runs a program or a terminal (--exec, --sh-exec, --pty) or carries traffic onward (--forward, --socks5, --http-proxy): without an address it listens on every address instead of loopback, and a proxy with nothing to protect it may take a non-loopback address. Said at start. (With --ws, web pages of other sites still need --allow-origin.)"
                 ),
-            ] + proxying.filter { [.proxy, .proxyUser].contains($0.name) } + stream + [
+            ] + proxying.filter { [.proxy, .proxyUser, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey].contains($0.name) } + stream + [
                 OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
                 OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
                 OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),

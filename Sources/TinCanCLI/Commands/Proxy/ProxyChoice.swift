@@ -8,6 +8,8 @@ struct ProxyChoice: Sendable {
     let hops: [ProxyEndpoint]
     /// Why these (for -v): "--proxy", "ALL_PROXY", ...
     let reason: String
+    /// How `https://` hops are secured: --proxy-ca, --proxy-insecure, --proxy-cert, --proxy-key.
+    var tls = TLSSettings()
 
     /// The environment variable a password may come from.
     static let passwordVariable = "TINCAN_PROXY_PASSWORD"
@@ -76,12 +78,17 @@ struct ProxyChoice: Sendable {
                 if let problem = SOCKS5Dialogue.credentialsProblem(credentials) { throw usage("proxy \(hops[index]): \(problem)") }
             case .socks4, .socks4a:
                 if !credentials.password.isEmpty { throw usage("proxy \(hops[index]): SOCKS4 sends a user ID, not a password; use socks5:// for user name and password") }
-            case .http:
+            case .http, .https:
                 break
             }
             hops[index].credentials = credentials
         }
-        return (ProxyChoice(hops: hops, reason: reason), note)
+        var choice = ProxyChoice(hops: hops, reason: reason)
+        choice.tls.caFile = args.value(.proxyCa)
+        choice.tls.insecure = args.has(.proxyInsecure)
+        choice.tls.certificateFile = args.value(.proxyCert)
+        choice.tls.keyFile = args.value(.proxyKey)
+        return (choice, note)
     }
 
     /// The first of `names` set (and not empty), with its value: curl reads the lower-case
