@@ -99,6 +99,7 @@ extension OptionTable {
         + [
             .forbids([.tls, .unix, .send, .expect], when: .all([.given(.zeroIo), .absent(.udp)]), "-z only connects: it does not take %o"),
             .needs([.parallel], .given(.zeroIo), "%o needs -z"),
+            .forbids([.output, .hexDump], when: .given(.zeroIo), "%o captures a session's bytes; -z only probes ports: not with -z"),
             .needs([.lines, .stripNewline, .chunk, .whole, .format, .maxSize], .given(.udp), "%o is for datagrams: add -u"),
             .needs(tlsClientOnly, .given(.tls), "%o needs --tls"),
         ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules

@@ -46,7 +46,7 @@ public enum OptionTable {
         OptionSpec(
             .output, short: "o", value: .path, valueName: "FILE",
             help:
-                "Capture the session to FILE (ncat's -o): the bytes each way, in the order they went, as they pass (mode 0600, emptied first unless --append-output; a symbolic link, a FIFO, another user's file or one with other names is refused, never written through). With -k, --forward, --socks5 or --http-proxy, %n in FILE (the connection's number) or %a (the client's address) makes a file per connection; without, every connection shares FILE. A write that fails (a full disk) ends the session, said, with exit 1, unless --capture-best-effort."
+                "Capture the session to FILE (ncat's -o): the bytes each way, in the order they went, as they pass, in every stream mode (with --ws --echo each message as it came and went back; a SOCKS5 UDP association's datagram payloads; not with -z or -u) (mode 0600, emptied first unless --append-output; a symbolic link, a FIFO, another user's file or one with other names is refused, never written through). With -k, --forward, --socks5 or --http-proxy, %n in FILE (the connection's number) or %a (the client's address) makes a file per connection; without, every connection shares FILE. A write that fails (a full disk) ends the session, said, with exit 1, unless --capture-best-effort."
         ),
         OptionSpec(
             .hexDump, value: .path, valueName: "FILE",

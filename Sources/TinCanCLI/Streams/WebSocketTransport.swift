@@ -35,6 +35,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// When the peer last sent anything: after our close, its silence is what is timed.
     private var lastHeard: ContinuousClock.Instant?
 
+    /// --echo with -o or --hex-dump: each message as it came and as it went back (the
+    /// receiving thread's, set before the first receive).
+    var echoCapture: CaptureTap?
+
     // The sending thread's: a line not yet ended, and whether stdin's end was passed on.
     private var partial: [UInt8] = []
     private var lineNumber = 0
@@ -223,13 +227,21 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// A whole message received: sent back with --echo, else rendered for stdout.
     private func deliver(text: Bool, _ payload: [UInt8]) throws(TransportError) {
         if settings.echo {
+            try captured(payload, .received)
             try sendFrame(text ? .text : .binary, payload)
+            try captured(payload, .sent)
         } else if settings.framing == .binary && output.isEmpty {
             output = payload  // taken as it is: rendering a binary message is the message
             outputOffset = 0
         } else {
             settings.framing.render(text: text, payload, into: &output)
         }
+    }
+
+    /// An echoed message in the capture; a capture that failed ends the session.
+    private func captured(_ payload: [UInt8], _ direction: HexDump.Direction) throws(TransportError) {
+        guard let echoCapture, let failure = payload.withUnsafeBytes({ echoCapture.record($0, direction) }) else { return }
+        throw .failed(failure)
     }
 
     // MARK: Sending

@@ -145,7 +145,7 @@ struct ListenCommand {
             mode = Forwarder(
                 settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service, webSocket: webSocket)
         case (true, _) where webSocket?.settings.echo == true:
-            mode = WebSocketEchoServer(serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout)
+            mode = WebSocketEchoServer(serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout, capture: settings.capture)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
         case (true, nil):

@@ -161,7 +161,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
                 throw error
             }
             if webSocket.settings.echo {
-                _ = try WebSocketEcho.run(upgraded, peer: peer)
+                _ = try WebSocketEcho.run(upgraded, peer: peer, capture: settings.capture)
                 return
             }
             if let program { return try ProgramSession.run(program, over: upgraded, settings: settings, peer: peer, level: 1) }

@@ -204,7 +204,8 @@ extension Forwarder {
         do throws(UDPSocketError) {
             let (association, bound) = try UDPAssociation.open(
                 control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request,
-                rules: service?.destinations ?? DestinationRules.none, idle: idle.map { ($0.limit, $0.limitText) }
+                rules: service?.destinations ?? DestinationRules.none, idle: idle.map { ($0.limit, $0.limitText) },
+                capture: settings.capture?.tap(client: client.peer), captureIsFatal: keepOpen
             ) { [self] summary, out, back in
                 Console.note("\(client.peer): \(summary)", level: 1)
                 client.log?.emit(

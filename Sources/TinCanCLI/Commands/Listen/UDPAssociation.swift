@@ -36,6 +36,10 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     private var over = false
     private let ended: @Sendable (_ summary: String, _ out: Int, _ back: Int) -> Void
     private var retained: UDPAssociation?
+    /// -o, --hex-dump: each datagram's payload, the client's as received, the answers as sent.
+    private let capture: CaptureTap?
+    /// A capture that fails ends the whole run (a listener of many), not only this association.
+    private let captureIsFatal: Bool
     /// --idle-timeout: the limit as the user wrote it, when one is set.
     private let idleText: String
     private var quiet: QuietDeadline?
@@ -43,8 +47,10 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     private init(
         control: AsyncSocket, queue: DispatchQueue, peer: String, clientIP: SocketAddress, clientPort: UInt16?, rules: DestinationRules,
-        idle: (limit: Duration, text: String)?, ended: @escaping @Sendable (String, Int, Int) -> Void
+        idle: (limit: Duration, text: String)?, capture: CaptureTap?, captureIsFatal: Bool, ended: @escaping @Sendable (String, Int, Int) -> Void
     ) {
+        self.capture = capture
+        self.captureIsFatal = captureIsFatal
         self.rules = rules
         idleText = idle?.text ?? ""
         quiet = idle.map { QuietDeadline(limit: $0.limit, now: .now) }
@@ -62,12 +68,15 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
     /// Returns the bound UDP address, or throws why none could be opened.
     static func open(
         control: AsyncSocket, queue: DispatchQueue, peer: String, client: SocketAddress, local: SocketAddress, request: ProxyRequest,
-        rules: DestinationRules, idle: (limit: Duration, text: String)?, ended: @escaping @Sendable (String, Int, Int) -> Void
+        rules: DestinationRules, idle: (limit: Duration, text: String)?, capture: CaptureTap? = nil, captureIsFatal: Bool = false,
+        ended: @escaping @Sendable (String, Int, Int) -> Void
     ) throws(UDPSocketError) -> (UDPAssociation, SocketAddress) {
         // The port the client named, when it named its own address (zeros: not known yet).
         var port: UInt16? = request.port == 0 ? nil : request.port
         if case .address(let named) = request.target, !named.isUnspecified, named.host != client.host { port = nil }
-        let association = UDPAssociation(control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, idle: idle, ended: ended)
+        let association = UDPAssociation(
+            control: control, queue: queue, peer: peer, clientIP: client, clientPort: port, rules: rules, idle: idle, capture: capture,
+            captureIsFatal: captureIsFatal, ended: ended)
         association.udp.setDelegate(association, delegateQueue: queue)
         // Whole datagrams, as large as UDP carries (GCDAsyncUdpSocket's default is 9216).
         association.udp.maxReceiveIPv4BufferSize = 65535
@@ -77,10 +86,12 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
             try association.udp.beginReceiving()
         } catch {
             association.udp.close()
+            association.capture?.close()
             throw error
         }
         guard let bound = association.udp.localAddress else {
             association.udp.close()
+            association.capture?.close()
             throw .closed
         }
         association.retained = association
@@ -130,6 +141,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         udp.setDelegate(nil, delegateQueue: nil)
         udp.close()
         control.disconnect()
+        capture?.close()
         var summary = "UDP association closed (\(reason)); \(out) datagrams to targets, \(back) back"
         if dropped > 0 { summary += "; \(dropped) dropped (last: \(lastDrop ?? "?"))" }
         ended(summary, out, back)
@@ -148,6 +160,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         guard let port = clientPort, repliers.contains(source) else {
             return drop("a datagram from \(source), neither the client nor a destination it sent to")
         }
+        guard captured(datagram.data, .sent) else { return }
         let reply = SOCKSDatagram.wrap(datagram.data, from: source)
         udp.send(reply, to: clientIP.withPort(port), timeout: nil, tag: 0)
         Statistics.received.add(datagram.data.count, ordering: .relaxed)
@@ -160,6 +173,7 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
         do throws(SOCKSDatagram.Drop) { outbound = try SOCKSDatagram.parse(data) } catch { return drop("a client datagram \(error)") }
         let payload = Array(data[outbound.payloadOffset...])
         Statistics.received.add(data.count, ordering: .relaxed)
+        guard captured(payload, .received) else { return }
         switch outbound.target {
         case .address(let address):
             guard rules.admits(address, name: nil, port: outbound.port) else { return drop("a datagram for \(address), not allowed by the destination rules") }
@@ -181,6 +195,15 @@ final class UDPAssociation: AsyncUDPSocketDelegate, @unchecked Sendable {
                 out += 1
             }
         }
+    }
+
+    /// Records a datagram's payload; false when the capture failed (the association, or the
+    /// run, is over).
+    private func captured(_ payload: [UInt8], _ direction: HexDump.Direction) -> Bool {
+        guard let capture, let failure = payload.withUnsafeBytes({ capture.record($0, direction) }) else { return true }
+        if captureIsFatal { Capture.fatal(failure) }
+        end(failure)
+        return false
     }
 
     /// The client sends to `address`: its answers will be taken.

@@ -69,6 +69,8 @@ struct WebSocketEchoServer: ListenMode {
     let serving: WebSocketServing
     let gate: Gate
     let handshakeTimeout: Duration
+    /// -o, --hex-dump: each client's messages, as they came and went back.
+    let capture: Capture?
 
     var keepsConnectionAfterPeerEnds: Bool { true }
     var connectionQueue: DispatchQueue? { nil }
@@ -80,7 +82,7 @@ struct WebSocketEchoServer: ListenMode {
             let slot = try secured.get().preamble
             let local = socket.localAddress
             let connection = try HandOver.take(socket, peer: peer)
-            try Syscall.startThread { [serving, gate, handshakeTimeout] in
+            try Syscall.startThread { [serving, gate, handshakeTimeout, capture] in
                 defer { gate.closed() }
                 let transport = HandOver.transport(connection)
                 defer { HandOver.release(transport) }
@@ -91,7 +93,7 @@ struct WebSocketEchoServer: ListenMode {
                         throw error
                     }
                     slot?.release()
-                    _ = try WebSocketEcho.run(upgraded, peer: peer)
+                    _ = try WebSocketEcho.run(upgraded, peer: peer, capture: capture, manyClients: true)
                 } catch {
                     Console.note("\(error)", level: 1)
                 }
