@@ -231,6 +231,47 @@ final class WebSocketTests: XCTestCase {
         XCTAssertTrue(hub.process.isRunning)
     }
 
+    /// The help of `listen --ws` names the modes WebSocket clients are served in (it said the
+    /// -k modes were not built yet, while they ran): each one it names runs, with a python
+    /// `websockets` client whose message comes back (a program, --echo, a relay) or reaches
+    /// the listener's stdout (one client, the hub, the broker, the chat).
+    func testEveryModeTheHelpNamesRuns() throws {
+        let help = try Tool.output(["listen", "--help-all"])
+        let after = try XCTUnwrap(help.components(separatedBy: "--ws[=PATH]").dropFirst().first?.components(separatedBy: "--allow-origin LIST").first)
+        let wsHelp = after.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
+        let upstream = try PythonPeer(PythonPeers.echoMany)
+        defer { upstream.stop() }
+        let modes: [(named: String, arguments: [String], echoes: Bool)] = [
+            ("one client on stdin/stdout", [], false), ("-k hub", ["-k"], false), ("--broker", ["--broker"], false), ("--chat", ["--chat"], false),
+            ("--exec", ["-k", "--exec", "/bin/cat"], true), ("--sh-exec", ["-k", "--sh-exec", "cat"], true), ("--pty", ["-k", "--pty", "--exec", "/bin/cat"], true),
+            ("--echo", ["-k", "--echo"], true), ("--forward", ["-k", "--forward", "127.0.0.1:\(upstream.port)"], true),
+        ]
+        let client = """
+            import sys
+            from websockets.sync.client import connect
+            with connect('ws://127.0.0.1:%s/' % sys.argv[1]) as ws:
+                ws.send(sys.argv[2] + '\\n')
+                if sys.argv[3] == '1':
+                    got = ''
+                    while sys.argv[2] not in got:
+                        m = ws.recv(timeout=10); got += m if isinstance(m, str) else m.decode()
+                    print('echoed')
+            """
+        for (named, arguments, echoes) in modes {
+            XCTAssertTrue(wsHelp.contains(named), "the help names \(named): \(wsHelp)")
+            let (listener, port) = try Tool.server(program: Tool.tincan) { ["listen", "-v", "--ws"] + arguments + ["127.0.0.1", String($0)] }
+            defer { listener.stop() }
+            let word = "mode-\(named.filter(\.isLetter))"
+            let r = try Tool.run(["python3", "-c", client, String(port), word, echoes ? "1" : "0"], input: "", program: "/usr/bin/env")
+            XCTAssertEqual(r.status, 0, "\(named): \(r.err) \(listener.stderrText)")
+            if echoes {
+                XCTAssertEqual(r.out, "echoed\n", named)
+            } else {
+                waitUntil("\(named): the message on stdout") { listener.stdoutText.contains(word) }
+            }
+        }
+    }
+
     func testTheBrokerPassesMessagesBetweenClients() throws {
         let (broker, port) = try Tool.server(program: Tool.tincan) { ["listen", "--broker", "-v", "--ws", "127.0.0.1", String($0)] }
         defer { broker.stop() }

@@ -392,7 +392,7 @@ public enum OptionTable {
             OptionSpec(
                 .ws, value: .text, valueName: "PATH", valueIsOptional: true,
                 help:
-                    "Serve WebSocket (RFC 6455): each client's opening handshake first (for PATH only with --ws=/PATH; any path without), a plain 400, 403, 404 or 426 answer to anything else; then its messages meet stdin/stdout as with tincan ws (a line a text message, or --binary). With -k, --echo sends every message back (the other -k modes over WebSocket are not built yet). With --tls, wss://."
+                    "Serve WebSocket (RFC 6455): each client's opening handshake first (for PATH only with --ws=/PATH; any path without), a plain 400, 403, 404 or 426 answer to anything else; then its messages are its bytes, in every listen mode: one client on stdin/stdout (a line a text message, or --binary, as tincan ws), the -k hub, --broker, --chat, --exec and --sh-exec (a program per client, --pty too), --echo (every message sent back), and --forward or --forward-unix (bytes to the upstream, its bytes back as binary messages, as websockify). A web page of another site is refused (--allow-origin). With --tls, wss://."
             ),
             OptionSpec(
                 .allowOrigin, value: .text, valueName: "LIST",

@@ -87,8 +87,8 @@ struct PtySettings: Sendable {
     /// The window size until the client says its own.
     let size: WindowSize
     /// Whether each session asks its client for its window size (telnet's `IAC DO NAWS`, which a
-    /// `tincan connect --raw` client answers): a listener's sessions do; `connect --pty`'s peer
-    /// is a server that would only read the question as bytes.
+    /// `tincan connect --raw` client answers): a listener's sessions do (over WebSocket not);
+    /// `connect --pty`'s peer is a server that would only read the question as bytes.
     let asksWindowSize: Bool
 
     static let defaultTerm = "xterm-256color"
@@ -104,6 +104,7 @@ struct PtySettings: Sendable {
         }
         var size = defaultSize
         if case .windowSize(let given)? = args.decoded(.ptySize) { size = given }
-        return PtySettings(term: term, size: size, asksWindowSize: args.command.name == "listen")
+        // A WebSocket client (a browser's terminal) speaks no telnet: it is not asked.
+        return PtySettings(term: term, size: size, asksWindowSize: args.command.name == "listen" && !args.has(.ws))
     }
 }
