@@ -154,7 +154,7 @@ final class ProxyChainTests: XCTestCase {
             try? FileManager.default.removeItem(atPath: record + ".peer")
         }
         for (mode, expected) in [
-            ("socks5:04", ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x04 (host unreachable)")),
+            ("socks5:04", ProxyFailure(.targetUnreachable, "SOCKS5 reply 0x04 (host unreachable, or its name does not resolve)")),
             ("truncated", ProxyFailure(.protocolError, "the proxy closed the connection before its SOCKS5H reply was complete")),
             ("silent", ProxyFailure(.timedOut, "the proxy did not complete its SOCKS5H reply in time")),
         ] {

@@ -111,8 +111,8 @@ final class ProxyDialogueTests: XCTestCase {
 
         let expected: [UInt8: (ProxyFailure.Kind, String)] = [
             1: (.refused, "general SOCKS server failure"), 2: (.refused, "connection not allowed by ruleset"),
-            3: (.targetUnreachable, "network unreachable"), 4: (.targetUnreachable, "host unreachable"),
-            5: (.targetUnreachable, "connection refused"), 6: (.targetUnreachable, "TTL expired"),
+            3: (.targetUnreachable, "network unreachable"), 4: (.targetUnreachable, "host unreachable, or its name does not resolve"),
+            5: (.targetUnreachable, "connection refused"), 6: (.targetUnreachable, "TTL expired: most proxies, tincan's among them, mean that connecting timed out"),
             7: (.refused, "command not supported"), 8: (.refused, "address type not supported"),
         ]
         for (code, (kind, meaning)) in expected {

@@ -159,9 +159,13 @@
         /// `echo`, an HTTP frontend that reads a PROXY header (`accept-proxy`) and answers
         /// "src=ADDR sport=PORT dst=ADDR dport=PORT". Clients of the Unix socket `lb.sock` in its
         /// ``directory`` are sent as v1 UNKNOWN. `source`: the address haproxy connects to
-        /// `target` from (127.0.0.1 when nil).
-        public static func haproxyBalancer(to target: UInt16, from source: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> RealDaemon {
+        /// `target` from (127.0.0.1 when nil). `checks`: the v2 backend health-checks `target`
+        /// every 100 ms with a PROXY v2 LOCAL header (`check check-send-proxy`).
+        public static func haproxyBalancer(
+            to target: UInt16, from source: String? = nil, checks: Bool = false, file: StaticString = #filePath, line: UInt = #line
+        ) throws -> RealDaemon {
             let from = source.map { " source \($0)" } ?? ""
+            let check = checks ? " check check-send-proxy inter 100ms" : ""
             return try RealDaemon("haproxy", ports: 5, file: file, line: line) { dir, p in
                 try write(
                     """
@@ -189,7 +193,7 @@
                     backend v1
                       server target 127.0.0.1:\(target) send-proxy\(from)
                     backend v2
-                      server target 127.0.0.1:\(target) send-proxy-v2\(from)
+                      server target 127.0.0.1:\(target) send-proxy-v2\(from)\(check)
                     frontend echo
                       mode http
                       bind 127.0.0.1:\(p[4]) accept-proxy

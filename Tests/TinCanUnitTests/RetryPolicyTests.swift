@@ -3,12 +3,18 @@ import XCTest
 
 @testable import TinCanCLI
 
-/// The retry schedule, pure: doubling from MIN to MAX, half fixed and half jitter.
+/// The retry schedule, pure: doubling from MIN to MAX, half fixed and half jitter, within MIN,MAX.
 final class RetryPolicyTests: XCTestCase {
     func testTheDelayDoublesUpToItsCapWithHalfOfItJitter() {
         let policy = RetryPolicy(retries: 5, minimum: .seconds(1), maximum: .seconds(30))
-        XCTAssertEqual(policy.delay(beforeRetry: 1, random: 0), .milliseconds(500))
+        XCTAssertEqual(policy.delay(beforeRetry: 1, random: 0), .seconds(1), "never below MIN (it was 500 ms)")
         XCTAssertEqual(policy.delay(beforeRetry: 1, random: 1), .seconds(1))
+        XCTAssertEqual(policy.delay(beforeRetry: 2, random: 0), .seconds(1), "base 2 s: 1 fixed, 0 of jitter")
+        for n in 1...40 {
+            for random in [0, 0.3, 0.999] {
+                XCTAssertTrue((Duration.seconds(1)...Duration.seconds(30)).contains(policy.delay(beforeRetry: n, random: random)), "retry \(n) within MIN,MAX")
+            }
+        }
         XCTAssertEqual(policy.delay(beforeRetry: 3, random: 0.5), .seconds(3), "base 4 s: 2 fixed + 1 of jitter")
         XCTAssertEqual(policy.delay(beforeRetry: 6, random: 0), .seconds(15), "capped at 30 s")
         XCTAssertEqual(policy.delay(beforeRetry: 1_000, random: 1), .seconds(30), "no overflow however many")

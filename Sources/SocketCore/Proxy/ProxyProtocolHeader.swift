@@ -22,12 +22,20 @@ public struct ProxyProtocolHeader: Sendable, Equatable {
     public let source: SocketAddress?
     /// The address the client connected to (nil with `source` nil).
     public let destination: SocketAddress?
+    /// Read from v2's LOCAL command: the balancer's own connection (a health check), no client's.
+    public let isLocal: Bool
 
     /// A header of `version` for a connection from `source` to `destination` (both nil: UNKNOWN / LOCAL).
     public init(_ version: Version, source: SocketAddress?, destination: SocketAddress?) {
+        self.init(version, source: source, destination: destination, local: false)
+    }
+
+    /// As read: `local` for v2's LOCAL command.
+    init(_ version: Version, source: SocketAddress?, destination: SocketAddress?, local: Bool) {
         self.version = version
         self.source = source
         self.destination = destination
+        isLocal = local
     }
 
     /// v2's twelve-byte signature.

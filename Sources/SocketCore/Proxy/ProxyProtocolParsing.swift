@@ -113,8 +113,9 @@ extension ProxyProtocolHeader {
         let length = 16 + (Int(bytes[14]) << 8 | Int(bytes[15]))
         guard length <= maximumV2Length else { return .invalid("sent a PROXY v2 header of \(length) bytes, more than the \(maximumV2Length) accepted") }
         guard bytes.count >= length else { return .more(.upTo(length - bytes.count)) }
+        // LOCAL: the balancer's own connection (a health check).
+        guard command == 1 else { return .header(ProxyProtocolHeader(.v2, source: nil, destination: nil, local: true), length: length) }
         let unknown = Parse.header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: length)
-        guard command == 1 else { return unknown }  // LOCAL: the balancer's own connection (a health check)
         let block = bytes[16..<length]
         switch bytes[13] {
         case 0x11:  // TCP over IPv4

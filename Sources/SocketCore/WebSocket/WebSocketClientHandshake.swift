@@ -93,6 +93,11 @@ public struct WebSocketClientHandshake: Sendable {
     public mutating func received(_ bytes: some Collection<UInt8>) -> Outcome {
         guard !settled else { return .more }
         held += bytes
+        // A TLS record (an alert, or a handshake): a TLS server read our plain request.
+        if held.count >= 2, held[0] == 0x15 || held[0] == 0x16, held[1] == 3 {
+            settled = true
+            return .refused("the server answered in TLS (a TLS \(held[0] == 0x15 ? "alert" : "handshake record")), not HTTP: it serves wss://, so use a wss:// URL")
+        }
         guard let end = HTTPHead.end(of: held, from: searched) else {
             searched = max(0, held.count - 2)
             if held.count > WebSocketClientHandshake.headLimit {
@@ -117,12 +122,16 @@ public struct WebSocketClientHandshake: Sendable {
                 switch code {
                 case 404: ": is the path right?"
                 case 401, 403: ": it wants credentials (user:password@ in the URL, or -H 'Authorization: …') or refuses the origin (--origin)"
-                case 426, 400: ": it wants another WebSocket version or request"
+                case 426: ": it wants another WebSocket version (or a WebSocket request where this was plain HTTP)"
+                case 400: offered.isEmpty ? ": it refused the request" : ": it refused the request (the subprotocols offered were \(offered.joined(separator: ", ")): --protocol)"
                 case 200...299: ": it is not a WebSocket endpoint (a plain HTTP server answered)"
                 case 300...399: head.value("location").map { ": it redirects to '\(escapedForLog(Array($0.utf8)))'" } ?? ""
                 default: ""
                 }
-            return .refused("the server did not switch to WebSocket; it answered \(quoted)\(hint)")
+            // What it said, when its body is a line (as tincan's own refusals are).
+            let line = held[end.next...].prefix { $0 != 10 && $0 != 13 }
+            let said = line.isEmpty ? "" : " and said '\(escapedForLog(line, limit: 160))'"
+            return .refused("the server did not switch to WebSocket; it answered \(quoted)\(said)\(hint)")
         }
         guard head.tokens("upgrade").contains("websocket") else {
             return .refused("the server answered 101 without 'Upgrade: websocket'")

@@ -18,13 +18,14 @@ struct RetryPolicy: Sendable, Equatable {
 
     /// The delay before retry `n` (1 for the first): `minimum` doubled each time up to
     /// `maximum`, then half of it fixed and half drawn from `random` (0..<1), so that clients
-    /// started together spread out ("equal jitter").
+    /// started together spread out ("equal jitter"), and never below `minimum`: every delay is
+    /// within MIN,MAX as the option promises (the first one is MIN).
     func delay(beforeRetry n: Int, random: Double) -> Duration {
         let doublings = min(max(n - 1, 0), 30)
         var base = minimum
         for _ in 0..<doublings where base < maximum { base = base * 2 }
         base = min(base, maximum)
-        return base / 2 + base / 2 * random
+        return max(minimum, base / 2 + base / 2 * random)
     }
 
     /// Whether retry `n` (1 for the first) may be made.

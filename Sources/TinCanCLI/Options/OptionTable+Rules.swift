@@ -4,13 +4,13 @@ extension OptionTable {
     /// What connect takes with -u (without -z): datagrams to one peer.
     static let connectDatagramMode: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
-        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
+        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats,
     ]
 
     /// What listen takes with -u; anything else is for TCP.
     static let listenDatagramMode: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec, .open,
-        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos,
+        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats,
     ]
 
     /// The client's TLS options, which connect takes only with --tls.

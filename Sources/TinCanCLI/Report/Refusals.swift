@@ -7,7 +7,8 @@ import Synchronization
 /// SIGUSR1's statistics. Running out of descriptors is said at once, once per burst.
 enum Refusals {
     enum Kind: Int, CaseIterable, Sendable {
-        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader, untrustedProxyHeader, pending
+        case filtered, limit, descriptors, handshake, gone, program, upstream, idle, slow, authentication, proxyRequest, destination, proxyHeader, untrustedProxyHeader, pending,
+            webSocketHandshake, unserved
 
         var summary: String {
             switch self {
@@ -26,6 +27,8 @@ enum Refusals {
             case .proxyHeader: "connections without a valid PROXY protocol header (--accept-proxy-protocol)"
             case .untrustedProxyHeader: "connections from peers not allowed to send a PROXY header (--proxy-protocol-from)"
             case .pending: "refused at --max-pending-per-source (handshakes unfinished from one address)"
+            case .webSocketHandshake: "WebSocket handshakes refused or not finished"
+            case .unserved: "connections that could not be served (no thread for them, or lost on the way)"
             }
         }
     }

@@ -9,6 +9,8 @@ enum Statistics {
     /// When the run started (``start()``, called first thing).
     private static let started = Locked(ContinuousClock.now)
     static let connections = Atomic<Int>(0)
+    /// Datagram peers heard (a UDP listener's), as streams count connections.
+    static let peers = Atomic<Int>(0)
     /// Bytes received from the network.
     static let received = Atomic<Int>(0)
     /// Bytes sent to the network.
@@ -22,6 +24,7 @@ enum Statistics {
     /// The figures so far.
     struct Figures {
         let connections: Int
+        let peers: Int
         let received: Int
         let sent: Int
         let seconds: Double
@@ -33,14 +36,19 @@ enum Statistics {
     static var figures: Figures {
         let elapsed = ContinuousClock.now - started.withLock { $0 }
         return Figures(
-            connections: connections.load(ordering: .relaxed), received: received.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
+            connections: connections.load(ordering: .relaxed), peers: peers.load(ordering: .relaxed), received: received.load(ordering: .relaxed),
+            sent: sent.load(ordering: .relaxed),
             seconds: Double(Int(elapsed.milliseconds)) / 1000)
     }
 
     /// `statistics: 3 connections, received 1204 bytes (96.3 KB/s), sent 88 bytes (7.0 KB/s) in 12.5 s`
+    /// (a datagram listener's peers counted as `N peers`).
     static func line() -> String {
         let f = figures
-        return "statistics: \(f.connections) connection\(f.connections == 1 ? "" : "s"), received \(f.received) bytes (\(perSecond(f.rate(f.received)))), "
+        var counted: [String] = []
+        if f.connections > 0 || f.peers == 0 { counted.append("\(f.connections) connection\(f.connections == 1 ? "" : "s")") }
+        if f.peers > 0 { counted.append("\(f.peers) peer\(f.peers == 1 ? "" : "s")") }
+        return "statistics: \(counted.joined(by: ", ")), received \(f.received) bytes (\(perSecond(f.rate(f.received)))), "
             + "sent \(f.sent) bytes (\(perSecond(f.rate(f.sent)))) in \(f.seconds) s" + (Refusals.summary.map { "; \($0)" } ?? "")
     }
 
@@ -51,7 +59,7 @@ enum Statistics {
         log.emit(
             "stats",
             [
-                ("connections", .number(Double(f.connections))), ("received", .number(Double(f.received))), ("sent", .number(Double(f.sent))),
+                ("connections", .number(Double(f.connections))), ("peers", .number(Double(f.peers))), ("received", .number(Double(f.received))), ("sent", .number(Double(f.sent))),
                 ("seconds", .number(f.seconds)), ("received_per_second", .number(f.rate(f.received).rounded())),
                 ("sent_per_second", .number(f.rate(f.sent).rounded())), ("refused", Refusals.summary.map(JSONValue.string) ?? .null),
             ])

@@ -175,6 +175,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             if let callerLeft, callerLeft <= limit { continue }  // the caller's deadline: checked above
             if cause == .ping {
                 try sendFrame(.ping, Array("tincan".utf8))
+                Console.note("WebSocket ping sent: nothing moved for \(EventLog.format(settings.pingInterval ?? .zero)) (--ping-interval)", level: 2)
                 pingOut = settings.pingTimeout == nil ? nil : .now
             }
         }
@@ -207,8 +208,9 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 }
             case .ping(let payload):
                 try sendFrame(.pong, payload)
-            case .pong:
-                break
+                Console.note("WebSocket ping from the peer (\(payload.count) bytes); pong sent", level: 2)
+            case .pong(let payload):
+                Console.note("WebSocket pong from the peer (\(payload.count) bytes)", level: 2)
             case .close(let code, let reason):
                 peerClose = (code, reason)
                 EventLog.current.withLock { $0 }?.emit(
@@ -227,8 +229,11 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// A whole message received: sent back with --echo, else rendered for stdout.
     private func deliver(text: Bool, _ payload: [UInt8]) throws(TransportError) {
         if settings.echo {
+            // Nothing goes through a relay: the echo counts its own bytes, each way.
+            Statistics.received.add(payload.count, ordering: .relaxed)
             try captured(payload, .received)
             try sendFrame(text ? .text : .binary, payload)
+            Statistics.sent.add(payload.count, ordering: .relaxed)
             try captured(payload, .sent)
         } else if settings.framing == .binary && output.isEmpty {
             output = payload  // taken as it is: rendering a binary message is the message

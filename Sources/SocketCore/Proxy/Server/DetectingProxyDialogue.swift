@@ -60,11 +60,13 @@ public struct DetectingProxyDialogue: ProxyServerDialogue {
         if case .http(let dialogue) = inner { dialogue.forwarding } else { nil }
     }
 
-    public func reply(_ outcome: ProxyConnectOutcome) -> [UInt8] {
+    public func reply(_ outcome: ProxyConnectOutcome) -> [UInt8] { reply(outcome, detail: nil) }
+
+    public func reply(_ outcome: ProxyConnectOutcome, detail: String?) -> [UInt8] {
         switch inner {
         case .undecided: []
         case .socks(let dialogue): dialogue.reply(outcome)
-        case .http(let dialogue): dialogue.reply(outcome)
+        case .http(let dialogue): dialogue.reply(outcome, detail: detail)
         }
     }
 }

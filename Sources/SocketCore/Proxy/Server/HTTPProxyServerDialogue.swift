@@ -136,14 +136,17 @@ public struct HTTPProxyServerDialogue: ProxyServerDialogue {
         return text + "Connection: close\r\n\r\n"
     }
 
-    public func reply(_ outcome: ProxyConnectOutcome) -> [UInt8] {
+    public func reply(_ outcome: ProxyConnectOutcome) -> [UInt8] { reply(outcome, detail: nil) }
+
+    /// The answer, a failure's body saying `detail` (what the server's log says) when given.
+    public func reply(_ outcome: ProxyConnectOutcome, detail: String?) -> [UInt8] {
         switch outcome {
         case .connected: return tunnels ? Array("HTTP/1.1 200 Connection established\r\n\r\n".utf8) : []
         case .failed(let error):
             switch error {
-            case .notAllowed: return HTTPProxyServerDialogue.response(403, "Forbidden", "the destination is not allowed by this proxy's rules")
-            case .ttlExpired: return HTTPProxyServerDialogue.response(504, "Gateway Timeout", "connecting to the destination timed out")
-            default: return HTTPProxyServerDialogue.response(502, "Bad Gateway", "the destination could not be reached: \(error)")
+            case .notAllowed: return HTTPProxyServerDialogue.response(403, "Forbidden", detail ?? "the destination is not allowed by this proxy's rules")
+            case .ttlExpired: return HTTPProxyServerDialogue.response(504, "Gateway Timeout", detail ?? "connecting to the destination timed out")
+            default: return HTTPProxyServerDialogue.response(502, "Bad Gateway", detail ?? "the destination could not be reached: \(error)")
             }
         }
     }

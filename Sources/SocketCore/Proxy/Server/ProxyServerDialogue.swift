@@ -20,6 +20,13 @@ public protocol ProxyServerDialogue: Sendable {
     var leftover: [UInt8] { get }
     /// The answer to the request once the connect was tried.
     func reply(_ outcome: ProxyConnectOutcome) -> [UInt8]
+    /// The same, with what happened in words (`detail`, from the server's own log line) where
+    /// the protocol has room for it: an HTTP error's body. SOCKS replies are codes only.
+    func reply(_ outcome: ProxyConnectOutcome, detail: String?) -> [UInt8]
+}
+
+extension ProxyServerDialogue {
+    public func reply(_ outcome: ProxyConnectOutcome, detail: String?) -> [UInt8] { reply(outcome) }
 }
 
 /// What a ``ProxyServerDialogue`` asks for next.
@@ -176,9 +183,9 @@ public enum ProxyConnectError: UInt8, Sendable, Equatable, CustomStringConvertib
         case .generalFailure: "general SOCKS server failure"
         case .notAllowed: "connection not allowed by ruleset"
         case .networkUnreachable: "network unreachable"
-        case .hostUnreachable: "host unreachable"
+        case .hostUnreachable: "host unreachable, or its name does not resolve"
         case .connectionRefused: "connection refused"
-        case .ttlExpired: "TTL expired"
+        case .ttlExpired: "connecting timed out (SOCKS5's TTL expired)"
         case .commandNotSupported: "command not supported"
         case .addressTypeNotSupported: "address type not supported"
         }

@@ -23,7 +23,7 @@ extension Forwarder {
                 } catch {
                     HandOver.release(transport)
                     client.log?.emit("forward", [("client", .string(peer)), ("result", .string("websocket refused")), ("error", .string(error.message))])
-                    report(error.message, code: nil, kind: .handshake)
+                    report(error.message, code: nil, kind: .webSocketHandshake)
                 }
             }
         } catch {

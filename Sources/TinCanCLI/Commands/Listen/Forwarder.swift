@@ -65,7 +65,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     var acceptsByWaiting: Bool { true }
 
     /// Not called: ``run(listener:)`` takes the connections itself.
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         socket.disconnect()
         gate.closed()
     }
@@ -176,6 +176,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         var admits: (@Sendable (SocketAddress) -> Bool)?
         /// -o, --hex-dump: its capture, from the moment its upstream is connected.
         var capture: CaptureTap?
+        /// Its PROXY header was v2's LOCAL: the balancer's health check, not a client's
+        /// connection: how it ends is said at -vv only.
+        var isHealthCheck = false
         /// Its place among its address's preambles (TLS, WebSocket, proxy request), released
         /// once its upstream is asked for (or when it fails on the way).
         var preamble: PreambleSlot?
@@ -200,6 +203,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             queue: queues[nextQueue.add(1, ordering: .relaxed).oldValue % queues.count])
         client.log?.emit("accepted", [("remote", .string(peer))] + ProxyHeaderStep.via(accepted.proxied == nil ? nil : accepted.peer))
         client.preamble = preamble
+        client.isHealthCheck = accepted.proxied?.isLocal == true
         return client
     }
 
@@ -253,7 +257,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         let name = client.target.description
         let error = failure.error
         if let answer = client.answer {
-            answer.refuse(failure.cause, client: client.fd, secured: clientSocket)
+            // The line in words for the client (an HTTP body), unless it would name the proxies
+            // this listener goes through.
+            answer.refuse(failure.cause, detail: upstream.dial.proxies == nil ? error.message : nil, client: client.fd, secured: clientSocket)
         } else if let clientSocket {
             clientSocket.disconnect()
         } else {
@@ -385,6 +391,11 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         // What the proxy dialogue passed on before the relay (a forwarded request's head) counts too.
         let forward = report.forward + (client.answer?.leftover.count ?? 0)
         let summary = "\(client.peer): closed; \(forward) bytes to upstream, \(report.backward) back" + (report.failure.map { "; cut: \($0)" } ?? "")
+        if client.isHealthCheck {
+            // A balancer's check (haproxy's check-send-proxy) connects, then resets: not a cut relay.
+            Console.note("\(client.peer): a health check (PROXY LOCAL) ended; \(forward) bytes to upstream, \(report.backward) back", level: 2)
+            return finished(nil)
+        }
         if keepOpen || report.failure == nil { Console.note(summary, level: report.failure == nil ? 1 : 0) }
         var fields: [(String, JSONValue)] = [
             ("client", .string(client.peer)), ("upstream", .string(client.target.description)), ("sent", .number(Double(forward))),

@@ -13,9 +13,22 @@ protocol ListenMode: Sendable {
     var acceptsByWaiting: Bool { get }
     /// A connection the gate admitted, with its TLS handshake's outcome when the listener
     /// serves TLS (`nil` info for plain).
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>)
     /// After the listener is up, until the run is over: returns for one client, never with -k.
     func run(listener: AsyncSocket) throws
+}
+
+/// A connection whose handshake failed before its mode could have it: why, and how the
+/// listener counts it (a TLS handshake, a WebSocket upgrade).
+struct HandshakeFailure: Error {
+    let error: CommandError
+    let kind: Refusals.Kind
+
+    static func tls(_ error: CommandError) -> HandshakeFailure { HandshakeFailure(error: error, kind: .handshake) }
+    static func webSocket(_ error: CommandError) -> HandshakeFailure { HandshakeFailure(error: error, kind: .webSocketHandshake) }
+
+    /// Counted and said at -v, as the listener's refusals are.
+    func note() { Refusals.note(kind, error.message) }
 }
 
 /// What the secure step found: the TLS session's details and how long its handshake took,
@@ -57,12 +70,12 @@ struct ConnectionStep: Sendable {
             case .success(let info): secured(socket, peer: peer, .success(SecuredConnection(info: info, took: .now - started, preamble: slot)))
             case .failure(let error):
                 slot?.release()
-                mode.admitted(socket, peer: peer, secured: .failure(TLSOptions.explain(error, peer: peer)))
+                mode.admitted(socket, peer: peer, secured: .failure(.tls(TLSOptions.explain(error, peer: peer))))
             }
         }
     }
 
-    private func secured(_ socket: AsyncSocket, peer: String, _ outcome: Result<SecuredConnection, CommandError>) {
+    private func secured(_ socket: AsyncSocket, peer: String, _ outcome: Result<SecuredConnection, HandshakeFailure>) {
         guard let webSocket, case .success(let secured) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
         // The WebSocket handshake ends the preamble: the mode gets a connection in session.
         let slot = secured.preamble
@@ -73,7 +86,7 @@ struct ConnectionStep: Sendable {
         let local = socket.localAddress
         let connection: Connection
         do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
-            return mode.admitted(socket, peer: peer, secured: .failure(error))
+            return mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
         }
         do throws(SystemError) {
             try Syscall.startThread { [mode, handshakeTimeout, idle] in
@@ -92,12 +105,12 @@ struct ConnectionStep: Sendable {
                     mode.admitted(standIn, peer: peer, secured: .success(done))
                 } catch {
                     HandOver.release(transport)
-                    mode.admitted(socket, peer: peer, secured: .failure(error))
+                    mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
                 }
             }
         } catch {
             HandOver.release(HandOver.transport(connection))
-            mode.admitted(socket, peer: peer, secured: .failure(CommandError("\(peer): no thread for its WebSocket handshake: \(error.lowercaseReason)")))
+            mode.admitted(socket, peer: peer, secured: .failure(.webSocket(CommandError("\(peer): no thread for its WebSocket handshake: \(error.lowercaseReason)"))))
         }
     }
 }
@@ -112,7 +125,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
     private let tls: TLSSettings?
     /// --ws: the handshake, then messages.
     private let webSocket: WebSocketServing?
-    private let first = Locked<(socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>)?>(nil)
+    private let first = Locked<(socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>)?>(nil)
     private let arrived = DispatchSemaphore(value: 0)
 
     init(settings: StreamSettings, program: [String]?, tls: TLSSettings?, webSocket: WebSocketServing? = nil) {
@@ -126,7 +139,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
     var connectionQueue: DispatchQueue? { nil }
     var acceptsByWaiting: Bool { false }
 
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         let isFirst = first.withLock { current -> Bool in
             guard current == nil else { return false }
             current = (socket, peer, secured)
@@ -143,7 +156,7 @@ final class OneClient: ListenMode, @unchecked Sendable {
         let started = ContinuousClock.now
         let log = EventLog.current.withLock { $0 }
         log?.accepted(local: socket.localAddress?.description, remote: peer)
-        let done = try secured.get()
+        let done = try secured.mapError(\.error).get()
         if let info = done.info {
             log?.tls(info, took: done.took)
             if settings.verbosity > 0, let tls {
@@ -186,11 +199,11 @@ struct KeepOpenHub: ListenMode {
     /// a thread hop between them (TLS clients keep queues of their own for their handshakes).
     var connectionQueue: DispatchQueue? { secure ? nil : hub.queue }
 
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {
         case .success: hub.add(socket)
-        case .failure(let error):
-            Refusals.note(.handshake, error.message)
+        case .failure(let failure):
+            failure.note()
             gate.closed()
         }
     }
@@ -226,11 +239,11 @@ struct ProgramPerConnection: ListenMode {
     var connectionQueue: DispatchQueue? { nil }
     var acceptsByWaiting: Bool { false }
 
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {
         case .success: reaper.spawn(program, on: socket)
-        case .failure(let error):
-            Refusals.note(.handshake, error.message)
+        case .failure(let failure):
+            failure.note()
             gate.closed()
         }
     }

@@ -59,12 +59,14 @@ struct ProxyService: Sendable {
 /// bytes it sent after its request, which go to the upstream before the relay starts. A plain
 /// client is answered on its descriptor; a TLS client (`secured`) through its session.
 struct ProxyAnswer: Sendable {
-    let reply: @Sendable (ProxyConnectOutcome) -> [UInt8]
+    /// The dialogue's answer to an outcome, with what happened in words for a failure.
+    let reply: @Sendable (ProxyConnectOutcome, String?) -> [UInt8]
     let leftover: [UInt8]
 
-    /// Tells the client why its connect failed, then closes it (after the answer is written).
-    func refuse(_ error: ProxyConnectError, client fd: Int32, secured: AsyncSocket?) {
-        let bytes = reply(.failed(error))
+    /// Tells the client why its connect failed (`detail`: the words, where its protocol takes
+    /// them), then closes it (after the answer is written).
+    func refuse(_ error: ProxyConnectError, detail: String? = nil, client fd: Int32, secured: AsyncSocket?) {
+        let bytes = reply(.failed(error), detail)
         if let secured {
             if !bytes.isEmpty { secured.write(bytes, timeout: .seconds(5)) }
             secured.disconnectAfterWriting()
@@ -87,7 +89,7 @@ struct ProxyAnswer: Sendable {
     /// Tells the client it is connected, then passes on what it sent early, with one send each:
     /// never a wait on the caller's (shared) thread.
     func connected(client fd: Int32, secured: AsyncSocket?, upstream: Int32) -> Delivery {
-        let bytes = reply(.connected(bound: Syscall.localAddress(upstream)))
+        let bytes = reply(.connected(bound: Syscall.localAddress(upstream)), nil)
         if let secured {
             if !bytes.isEmpty { secured.write(bytes) }
         } else if ProxyAnswer.send(bytes, to: fd) != bytes.count {
@@ -150,7 +152,7 @@ extension Forwarder {
         if request.method == ProxyRequest.udpAssociate { return associate(client, dialogue, request, secured: secured) }
         var client = client
         client.target = .tcp(host: request.target.description, port: request.port)
-        client.answer = ProxyAnswer(reply: { dialogue.reply($0) }, leftover: dialogue.leftover)
+        client.answer = ProxyAnswer(reply: { dialogue.reply($0, detail: $1) }, leftover: dialogue.leftover)
         client.request = request
         client.forwarding = dialogue.forwarding
         if let rules = service?.destinations, !rules.isEmpty {

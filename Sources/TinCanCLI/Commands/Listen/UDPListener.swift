@@ -116,6 +116,7 @@ final class UDPListener: @unchecked Sendable {
                 return drop(view, because: "its program did not start")
             }
             Console.note("peer \(UDPListener.name(view.source))\(view.destination.map { " (to \($0))" } ?? "")", level: 1)
+            Statistics.peers.add(1, ordering: .relaxed)
             shared.withLock { $0.peers = table.count }
             peerArrived.signal()
             scheduleExpiry()

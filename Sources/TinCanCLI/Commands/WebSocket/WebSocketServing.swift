@@ -76,34 +76,37 @@ struct WebSocketEchoServer: ListenMode {
     var connectionQueue: DispatchQueue? { nil }
     var acceptsByWaiting: Bool { false }
 
-    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, CommandError>) {
+    func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         socket.setDelegate(nil, delegateQueue: nil)
+        if case .failure(let failure) = secured {
+            failure.note()
+            socket.disconnect()
+            return gate.closed()
+        }
         do {
-            let slot = try secured.get().preamble
+            let slot = try secured.mapError(\.error).get().preamble
             let local = socket.localAddress
             let connection = try HandOver.take(socket, peer: peer)
             try Syscall.startThread { [serving, gate, handshakeTimeout, capture] in
                 defer { gate.closed() }
                 let transport = HandOver.transport(connection)
                 defer { HandOver.release(transport) }
-                do {
-                    let upgraded: WebSocketTransport
-                    do { upgraded = try serving.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer) } catch {
-                        slot?.release()
-                        throw error
-                    }
+                let upgraded: WebSocketTransport
+                do throws(CommandError) { upgraded = try serving.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer) } catch {
                     slot?.release()
-                    _ = try WebSocketEcho.run(upgraded, peer: peer, capture: capture, manyClients: true)
-                } catch {
-                    Console.note("\(error)", level: 1)
+                    return HandshakeFailure.webSocket(error).note()
+                }
+                slot?.release()
+                do throws(CommandError) { _ = try WebSocketEcho.run(upgraded, peer: peer, capture: capture, manyClients: true) } catch {
+                    Console.note(error.message, level: 1)
                 }
             }
         } catch let error as CommandError {
-            Refusals.note(.handshake, error.message)
+            Refusals.note(.unserved, error.message)
             socket.disconnect()
             gate.closed()
         } catch {
-            Refusals.note(.handshake, "\(peer): \(error)")
+            Refusals.note(.unserved, "\(peer): \(error)")
             socket.disconnect()
             gate.closed()
         }

@@ -20,7 +20,11 @@ enum WebSocketUpgrade {
                 return nonce[index]
             })
         try send(handshake.request, over: transport, peer: peer)
-        let outcome = try read(transport, timeout: timeout, peer: peer, what: "the server's answer to the WebSocket handshake", more: .more) { handshake.received($0) }
+        // A TLS server that reads a plain request ends the connection without a word.
+        let hint = request.secure ? "" : " (a TLS server ends a plain request so: is it wss://?)"
+        let outcome = try read(transport, timeout: timeout, peer: peer, what: "the server's answer to the WebSocket handshake", more: .more, endHint: hint) {
+            handshake.received($0)
+        }
         switch outcome {
         case .accepted(let chosen, let leftover):
             Console.note(
@@ -48,7 +52,7 @@ enum WebSocketUpgrade {
 
     /// Reads into `step` until it settles (anything but `.more`), for at most `timeout`.
     static func read<Outcome: Equatable>(
-        _ transport: any Transport, timeout: Duration, peer: String, what: String, more: Outcome,
+        _ transport: any Transport, timeout: Duration, peer: String, what: String, more: Outcome, endHint: String = "",
         _ step: ([UInt8]) -> Outcome
     ) throws(CommandError) -> Outcome {
         let deadline = ContinuousClock.now + timeout
@@ -62,7 +66,7 @@ enum WebSocketUpgrade {
                 throw CommandError("\(peer): waiting for \(what): \(error.reason)")
             }
             guard let n else { continue }
-            guard n > 0 else { throw CommandError("\(peer): the connection ended before \(what) was complete") }
+            guard n > 0 else { throw CommandError("\(peer): the connection ended before \(what) was complete\(endHint)") }
             let outcome = step(Array(buffer[0..<n]))
             if outcome != more { return outcome }
         }
