@@ -21,12 +21,93 @@ final class DocsTests: XCTestCase {
         XCTAssertEqual(manFiles, ManPage.all().map(\.name).sorted(), "man/ holds exactly the generated pages")
     }
 
-    /// The README prints the end-of-stream rules: the same rows as the code's table.
-    func testTheReadmesEndOfStreamTableIsTheRules() throws {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    /// docs/ending.md prints the end-of-stream rules: the same rows as the code's table.
+    func testTheGuidesEndOfStreamTableIsTheRules() throws {
+        let guide = try String(contentsOf: root.appendingPathComponent("docs/ending.md"), encoding: .utf8)
         for rule in SessionRules.table {
-            XCTAssertTrue(readme.contains("\n| \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "README lacks the row for '\(rule.event)'")
+            XCTAssertTrue(guide.contains("\n| \(rule.event) | \(rule.action) | \(rule.exit) |\n"), "docs/ending.md lacks the row for '\(rule.event)'")
         }
+    }
+
+    /// The README is a newcomer's page (at most 300 lines: the set-up, ten things to try, the
+    /// translation table, who can reach what, exit codes, speed); the guides are pages of their
+    /// own, each linked from it, each linking back, and each relative link leads to a file.
+    func testTheReadmeIsShortAndItsGuidesAreWhole() throws {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        XCTAssertLessThanOrEqual(readme.split(separator: "\n", omittingEmptySubsequences: false).count, 300, "the README outgrew a newcomer's page")
+        let guides = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path).filter { $0.hasSuffix(".md") }.sorted()
+        XCTAssertFalse(guides.isEmpty)
+        for guide in guides {
+            XCTAssertTrue(readme.contains("](docs/\(guide))"), "the README links docs/\(guide)")
+            let text = try String(contentsOf: root.appendingPathComponent("docs/\(guide)"), encoding: .utf8)
+            XCTAssertTrue(text.contains("](../README.md)"), "docs/\(guide) links back")
+            for (page, base) in [(text, "docs"), (readme, ".")] {
+                for link in DocsTests.relativeLinks(page) {
+                    let path = root.appendingPathComponent(base).appendingPathComponent(link).standardized.path
+                    XCTAssertTrue(FileManager.default.fileExists(atPath: path), "\(base == "." ? "README" : guide): \(link) leads nowhere")
+                }
+            }
+        }
+    }
+
+    /// Every `tincan ...` line the README and the guides show in a shell block is a command
+    /// line the parser takes (options that exist, go together, and have values of their kind).
+    func testEveryCommandTheDocsShowParses() throws {
+        let pages =
+            ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path).filter { $0.hasSuffix(".md") }.map { "docs/\($0)" })
+        var checked = 0
+        for page in pages {
+            let text = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+            for block in text.components(separatedBy: "```sh\n").dropFirst().compactMap({ $0.components(separatedBy: "\n```").first }) {
+                // Continued lines joined; comments, pipes, redirections and `&` cut off.
+                for line in block.replacingOccurrences(of: "\\\n", with: " ").split(separator: "\n") {
+                    guard let start = line.range(of: "tincan "), line[..<start.lowerBound].allSatisfy({ " |(&;".contains($0) }) || line[..<start.lowerBound].hasSuffix("| ") else {
+                        continue
+                    }
+                    var command = String(line[start.upperBound...])
+                    for cut in [" #", " |", " >", " <", " &", " 2>", ";"] { if let range = command.range(of: cut) { command = String(command[..<range.lowerBound]) } }
+                    let words = DocsTests.words(command)
+                    guard !words.isEmpty, !words.contains(where: { $0.hasPrefix("$") || $0.contains("...") }) else { continue }
+                    do { _ = try Parser.parse(words) } catch { XCTFail("\(page): 'tincan \(command)' does not parse: \(error)") }
+                    checked += 1
+                }
+            }
+        }
+        XCTAssertGreaterThan(checked, 30, "the docs show commands")
+    }
+
+    /// The relative links of a Markdown page (not http:, not #anchors).
+    private static func relativeLinks(_ text: String) -> [String] {
+        text.components(separatedBy: "](").dropFirst().compactMap { rest in
+            guard let end = rest.firstIndex(of: ")") else { return nil }
+            let link = String(rest[..<end]).components(separatedBy: "#")[0]
+            return link.isEmpty || link.hasPrefix("http") ? nil : link
+        }
+    }
+
+    /// Shell words, single and double quotes kept together.
+    private static func words(_ line: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var quote: Character?
+        var inWord = false
+        for character in line {
+            if let open = quote {
+                if character == open { quote = nil } else { current.append(character) }
+            } else if character == "'" || character == "\"" {
+                quote = character
+                inWord = true
+            } else if character == " " {
+                if inWord { words.append(current) }
+                current = ""
+                inWord = false
+            } else {
+                current.append(character)
+                inWord = true
+            }
+        }
+        if inWord { words.append(current) }
+        return words
     }
 
     func testManPagesRenderWithoutWarnings() throws {

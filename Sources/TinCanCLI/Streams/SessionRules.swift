@@ -21,11 +21,11 @@ extension SessionEnding.Outcome where Failure == SessionFailure {
 }
 
 /// The end-of-stream rules as people read them: what happens, what tincan does, and the exit
-/// code. The README and the man pages print this table (a test keeps the README's copy the
+/// code. docs/ending.md and the man pages print this table (a test keeps the guide's copy the
 /// same); ``Ending`` is the code that keeps it.
 enum SessionRules {
-    /// What happens, what tincan does, and the exit code: the table the README and the man
-    /// pages print (a test keeps the README's copy the same).
+    /// What happens, what tincan does, and the exit code: the table docs/ending.md and the man
+    /// pages print (a test keeps the guide's copy the same).
     static let table: [(event: String, action: String, exit: String)] = [
         ("stdin ends", "half-closes (FIN; `--no-shutdown` keeps it open) and goes on receiving until the peer closes", ""),
         (
