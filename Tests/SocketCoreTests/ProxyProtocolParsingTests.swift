@@ -60,7 +60,8 @@ final class ProxyProtocolParsingTests: XCTestCase {
         XCTAssertEqual(read(Array("PROXY UNKNOWN ffff::1 ffff::2 1 2\r\nrest".utf8)).0, .header(ProxyProtocolHeader(.v1, source: nil, destination: nil), length: 35))
         // v2 LOCAL (a balancer's health check), UDP, Unix, and TLVs after the addresses.
         let signature = ProxyProtocolHeader.signature
-        XCTAssertEqual(read(signature + [0x20, 0x11, 0, 12] + [UInt8](repeating: 1, count: 12)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 28))
+        XCTAssertEqual(
+            read(signature + [0x20, 0x11, 0, 12] + [UInt8](repeating: 1, count: 12)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil, local: true), length: 28))
         XCTAssertEqual(read(signature + [0x21, 0x12, 0, 12] + [UInt8](repeating: 1, count: 12)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 28))
         XCTAssertEqual(
             read(signature + [0x21, 0x31, 0, 216] + [UInt8](repeating: 0x41, count: 216)).0, .header(ProxyProtocolHeader(.v2, source: nil, destination: nil), length: 232))
