@@ -149,8 +149,7 @@ final class WebSocketTests: XCTestCase {
         defer { other.stop() }
         let r = try Tool.run(["ws", "ws://127.0.0.1:\(otherPort)/elsewhere"], input: "")
         XCTAssertEqual(r.status, 10, r.err)
-        XCTAssertTrue(r.err.contains("it answered 'HTTP/1.1 404 Not Found' and said '404 Not Found: it asked for '/elsewhere'"), r.err)
-        XCTAssertTrue(r.err.hasSuffix(": is the path right?\n"), r.err)
+        XCTAssertTrue(r.err.contains("it answered 'HTTP/1.1 404 Not Found': is the path right?"), r.err)
     }
 
     func testAPythonClientTalksToTheServerAndTheServerClosesCleanly() throws {

@@ -128,10 +128,7 @@ public struct WebSocketClientHandshake: Sendable {
                 case 300...399: head.value("location").map { ": it redirects to '\(escapedForLog(Array($0.utf8)))'" } ?? ""
                 default: ""
                 }
-            // What it said, when its body is a line (as tincan's own refusals are).
-            let line = held[end.next...].prefix { $0 != 10 && $0 != 13 }
-            let said = line.isEmpty ? "" : " and said '\(escapedForLog(line, limit: 160))'"
-            return .refused("the server did not switch to WebSocket; it answered \(quoted)\(said)\(hint)")
+            return .refused("the server did not switch to WebSocket; it answered \(quoted)\(hint)")
         }
         guard head.tokens("upgrade").contains("websocket") else {
             return .refused("the server answered 101 without 'Upgrade: websocket'")
