@@ -24,6 +24,42 @@ public enum PythonPeers {
             c.sendall(f'{n} {h.hexdigest()}\\n'.encode()); c.close()
             """
 
+    /// A UDP echo on 127.0.0.1 (``PythonPeer`` reads the port it prints): each datagram goes
+    /// back to its sender, after `prefix`.
+    public static func udpEcho(prefix: String = "") -> String {
+        """
+        import socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
+        while True:
+            d, a = s.recvfrom(65536); s.sendto(b'\(prefix)' + d, a)
+        """
+    }
+
+    /// A client's SOCKS5 UDP ASSOCIATE by hand (RFC 1928 section 7), for a script to start with:
+    /// `associate(port, credentials=None, timeout=5)` makes a UDP socket on 127.0.0.1, asks the
+    /// proxy on `port` (with `(user, password)` as bytes when given) for an association from
+    /// it, and returns `(udp, control, relay)`; `to(port)` is the datagram header for
+    /// 127.0.0.1:`port`.
+    public static let socksAssociate = """
+        import socket, sys
+        def associate(port, credentials=None, timeout=5):
+            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(timeout)
+            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(timeout)
+            if credentials:
+                user, password = credentials
+                c.sendall(bytes([5, 1, 2])); assert c.recv(2) == bytes([5, 2])
+                c.sendall(bytes([1, len(user)]) + user + bytes([len(password)]) + password); assert c.recv(2) == bytes([1, 0])
+            else:
+                c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
+            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
+            r = b''
+            while len(r) < 10: r += c.recv(10 - len(r))
+            assert r[:4] == bytes([5, 0, 0, 1]), r
+            return u, c, (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
+        def to(port): return bytes([0, 0, 0, 1, 127, 0, 0, 1]) + port.to_bytes(2, 'big')
+
+        """
+
     /// Echoes every connection, many at once (one thread, selectors): what arrives goes back,
     /// and after the peer's end of stream and the last byte, the connection is closed.
     public static let echoMany =

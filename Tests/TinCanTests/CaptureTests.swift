@@ -206,30 +206,18 @@ final class CaptureTests: XCTestCase {
         XCTAssertEqual(echoed.map(\.direction), ["<", ">", "<", ">"], text("echo.hex"))
         XCTAssertEqual(echoed.map { String(decoding: $0.bytes, as: UTF8.self) }, ["first message", "first message", "second", "second"])
 
-        let udpEcho = try PythonPeer(
-            """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
-            while True:
-                d, a = s.recvfrom(65536); s.sendto(b'echo:' + d, a)
-            """)
+        let udpEcho = try PythonPeer(PythonPeers.udpEcho(prefix: "echo:"))
         defer { udpEcho.stop() }
         let raw = "\(directory)/udp.raw"
         let (proxy, proxyPort) = try Tool.listener(["--socks5", "-o", raw])
         defer { proxy.stop() }
-        let associate = """
-            import socket, sys
-            port, echo = int(sys.argv[1]), int(sys.argv[2])
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
-            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
-            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
-            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
-            r = b''
-            while len(r) < 10: r += c.recv(10 - len(r))
-            relay = ('127.0.0.1', int.from_bytes(r[8:10], 'big'))
-            u.sendto(bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big') + b'datagram', relay)
-            print(u.recvfrom(100)[0][10:].decode(), flush=True); c.close()
-            """
+        let associate =
+            PythonPeers.socksAssociate + """
+                port, echo = int(sys.argv[1]), int(sys.argv[2])
+                u, c, relay = associate(port)
+                u.sendto(to(echo) + b'datagram', relay)
+                print(u.recvfrom(100)[0][10:].decode(), flush=True); c.close()
+                """
         let udp = try Tool.run(["python3", "-c", associate, String(proxyPort), String(udpEcho.port)], input: "", program: "/usr/bin/env")
         XCTAssertEqual(udp.out, "echo:datagram\n", udp.err)
         waitUntil("the association's datagrams captured") { text("udp.raw") == "datagramecho:datagram" }

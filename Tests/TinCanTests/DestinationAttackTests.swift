@@ -85,20 +85,15 @@ final class DestinationAttackTests: XCTestCase {
                 d, a = s.recvfrom(65536); print('heard', d, flush=True)
             """)
         defer { udp.stop() }
-        let script = """
-            import socket, sys
-            port, target = int(sys.argv[1]), int(sys.argv[2])
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0))
-            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
-            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
-            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
-            r = b''
-            while len(r) < 10: r += c.recv(10 - len(r))
-            relay = (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
-            for atyp in [bytes([1, 0, 0, 0, 0]), bytes([3, 1]) + b'0']:
-                u.sendto(bytes([0, 0, 0]) + atyp + target.to_bytes(2, 'big') + b'to this host', relay)
-            print('sent', flush=True); c.recv(1)
-            """
+        let script =
+            PythonPeers.socksAssociate + """
+                port, target = int(sys.argv[1]), int(sys.argv[2])
+                u, c, relay = associate(port)
+                c.settimeout(None)  # held open until the test is done
+                for atyp in [bytes([1, 0, 0, 0, 0]), bytes([3, 1]) + b'0']:
+                    u.sendto(bytes([0, 0, 0]) + atyp + target.to_bytes(2, 'big') + b'to this host', relay)
+                print('sent', flush=True); c.recv(1)
+                """
         let client = try Tool(["python3", "-c", script, String(port), String(udp.port)], program: "/usr/bin/env")
         defer { client.stop() }
         waitUntil("both datagrams dropped") {

@@ -337,42 +337,28 @@ final class ProxyServerTests: XCTestCase {
     }
 
     func testUDPAssociateRelaysBothWaysForAsLongAsItsConnection() throws {
-        let echo = try PythonPeer(
-            """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
-            while True:
-                d, a = s.recvfrom(65536); s.sendto(b'echo:' + d, a)
-            """)
+        let echo = try PythonPeer(PythonPeers.udpEcho(prefix: "echo:"))
         defer { echo.stop() }
         let (listener, port) = try proxy(["-v", "--proxy-auth", "alice:s3cret"])
         defer { listener.stop() }
         // RFC 1928 §7 by hand: associate from our UDP port, three datagrams and their echoes (each
         // with a header naming the echo server), a fragment (dropped: the next answer is the
         // datagram after it), a datagram by name; then the TCP connection closes the association.
-        let script = """
-            import socket, sys
-            port, echo = int(sys.argv[1]), int(sys.argv[2])
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
-            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
-            c.sendall(bytes([5, 1, 2])); assert c.recv(2) == bytes([5, 2])
-            c.sendall(bytes([1, 5]) + b'alice' + bytes([6]) + b's3cret'); assert c.recv(2) == bytes([1, 0])
-            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
-            r = b''
-            while len(r) < 10: r += c.recv(10 - len(r))
-            assert r[:4] == bytes([5, 0, 0, 1]), r
-            relay = (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
-            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
-            for i in range(3):
-                u.sendto(header + b'datagram %d' % i, relay)
-                data, source = u.recvfrom(65536)
-                assert source == relay, source
-                print(data[:10] == header, data[10:].decode(), flush=True)
-            u.sendto(bytes([0, 0, 1]) + header[3:] + b'a fragment', relay)
-            u.sendto(bytes([0, 0, 0, 3, 9]) + b'localhost' + echo.to_bytes(2, 'big') + b'by name', relay)
-            print(u.recvfrom(65536)[0][10:].decode(), flush=True)
-            c.close()
-            """
+        let script =
+            PythonPeers.socksAssociate + """
+                port, echo = int(sys.argv[1]), int(sys.argv[2])
+                u, c, relay = associate(port, (b'alice', b's3cret'))
+                header = to(echo)
+                for i in range(3):
+                    u.sendto(header + b'datagram %d' % i, relay)
+                    data, source = u.recvfrom(65536)
+                    assert source == relay, source
+                    print(data[:10] == header, data[10:].decode(), flush=True)
+                u.sendto(bytes([0, 0, 1]) + header[3:] + b'a fragment', relay)
+                u.sendto(bytes([0, 0, 0, 3, 9]) + b'localhost' + echo.to_bytes(2, 'big') + b'by name', relay)
+                print(u.recvfrom(65536)[0][10:].decode(), flush=True)
+                c.close()
+                """
         var afterFirst = 0
         // Twice: the first association also starts dispatch's own descriptors (its epoll set,
         // eventfd and timer), which stay; the second must leave nothing behind.
@@ -394,41 +380,29 @@ final class ProxyServerTests: XCTestCase {
     /// client sent; anything else is dropped, counted, and changes nothing. And datagrams go
     /// whole both ways up to the largest IPv4 carries (they were cut to 9 216 bytes).
     func testAUDPAssociationBelongsToItsClientAndCarriesWholeDatagrams() throws {
-        let echo = try PythonPeer(
-            """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
-            while True:
-                d, a = s.recvfrom(65536); s.sendto(d, a)
-            """)
+        let echo = try PythonPeer(PythonPeers.udpEcho())
         defer { echo.stop() }
         let (listener, port) = try proxy(["-v"])
         defer { listener.stop() }
-        let script = """
-            import socket, sys
-            port, echo = int(sys.argv[1]), int(sys.argv[2])
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
-            u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(5)
-            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
-            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
-            r = b''
-            while len(r) < 10: r += c.recv(10 - len(r))
-            relay = ('127.0.0.1', int.from_bytes(r[8:10], 'big'))
-            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
-            # Another process of this host, and a stranger (127.0.0.2), send first.
-            for source in ['127.0.0.1', '127.0.0.2']:
-                other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); other.bind((source, 0))
-                other.sendto(header + b'from ' + source.encode(), relay)
-                other.sendto(b'a reply nobody asked for', relay)
-            # The client's own datagrams still go, and their answers come back, whole.
-            for size in [5, 9217, 65497]:
-                payload = bytes((i * 7) % 251 for i in range(size))
-                u.sendto(header + payload, relay)
-                data, source = u.recvfrom(70000)
-                print(size, source == relay, data[:10] == header, data[10:] == payload, flush=True)
-            c.close()
-            """
+        let script =
+            PythonPeers.socksAssociate + """
+                port, echo = int(sys.argv[1]), int(sys.argv[2])
+                u, c, relay = associate(port)
+                u.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+                header = to(echo)
+                # Another process of this host, and a stranger (127.0.0.2), send first.
+                for source in ['127.0.0.1', '127.0.0.2']:
+                    other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); other.bind((source, 0))
+                    other.sendto(header + b'from ' + source.encode(), relay)
+                    other.sendto(b'a reply nobody asked for', relay)
+                # The client's own datagrams still go, and their answers come back, whole.
+                for size in [5, 9217, 65497]:
+                    payload = bytes((i * 7) % 251 for i in range(size))
+                    u.sendto(header + payload, relay)
+                    data, source = u.recvfrom(70000)
+                    print(size, source == relay, data[:10] == header, data[10:] == payload, flush=True)
+                c.close()
+                """
         let r = try Tool.run(["python3", "-c", script, String(port), String(echo.port)], input: "", program: "/usr/bin/env")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "5 True True True\n9217 True True True\n65497 True True True\n")
@@ -438,37 +412,27 @@ final class ProxyServerTests: XCTestCase {
     }
 
     func testIdleTimeoutEndsAnAssociationWhoseDatagramsStopped() throws {
-        let echo = try PythonPeer(
-            """
-            import socket, sys
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)
-            while True:
-                d, a = s.recvfrom(65536); s.sendto(d, a)
-            """)
+        let echo = try PythonPeer(PythonPeers.udpEcho())
         defer { echo.stop() }
         let (listener, port) = try proxy(["-v", "--idle-timeout", "1s"])
         defer { listener.stop() }
         // Datagrams every 200 ms for 2 s keep it (each is answered, across twice the limit);
         // then silence ends it: the TCP connection closes, and -v says why.
-        let script = """
-            import socket, sys, time
-            port, echo = int(sys.argv[1]), int(sys.argv[2])
-            u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('127.0.0.1', 0)); u.settimeout(5)
-            c = socket.create_connection(('127.0.0.1', port)); c.settimeout(10)
-            c.sendall(bytes([5, 1, 0])); assert c.recv(2) == bytes([5, 0])
-            c.sendall(bytes([5, 3, 0, 1, 127, 0, 0, 1]) + u.getsockname()[1].to_bytes(2, 'big'))
-            r = b''
-            while len(r) < 10: r += c.recv(10 - len(r))
-            relay = (socket.inet_ntoa(r[4:8]), int.from_bytes(r[8:10], 'big'))
-            header = bytes([0, 0, 0, 1, 127, 0, 0, 1]) + echo.to_bytes(2, 'big')
-            answered = 0
-            for i in range(10):
-                u.sendto(header + b'%d' % i, relay)
-                answered += u.recvfrom(65536)[0][10:] == b'%d' % i
-                time.sleep(0.2)
-            print(answered, flush=True)
-            print(repr(c.recv(10)), flush=True)
-            """
+        let script =
+            PythonPeers.socksAssociate + """
+                import time
+                port, echo = int(sys.argv[1]), int(sys.argv[2])
+                u, c, relay = associate(port)
+                c.settimeout(10)
+                header = to(echo)
+                answered = 0
+                for i in range(10):
+                    u.sendto(header + b'%d' % i, relay)
+                    answered += u.recvfrom(65536)[0][10:] == b'%d' % i
+                    time.sleep(0.2)
+                print(answered, flush=True)
+                print(repr(c.recv(10)), flush=True)
+                """
         let r = try Tool.run(["python3", "-c", script, String(port), String(echo.port)], input: "", program: "/usr/bin/env")
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.out, "10\nb''\n", "every datagram answered, then the connection closed by the proxy")
