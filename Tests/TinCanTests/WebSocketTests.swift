@@ -10,8 +10,8 @@ final class WebSocketTests: XCTestCase {
 
     /// A python `websockets` echo server that prints each message it got ("text:…" or
     /// "binary:<length>") and, as argv[2] says, closes with 1011 after the first message
-    /// (`error`) or echoes (`echo`, and `state`, which also prints the connection's state as
-    /// the message arrived).
+    /// (`error`) or echoes (`echo`; `after` sends one more message, "after", 300 ms after each
+    /// echo).
     private static let websocketsServer = """
         import asyncio, sys, websockets
         mode = sys.argv[2]
@@ -21,9 +21,14 @@ final class WebSocketTests: XCTestCase {
                 print('auth=%s origin=%s x=%s protocol=%s deflate=%s' % (h.get('Authorization'), h.get('Origin'), h.get('X-Test'), ws.subprotocol,
                       'permessage-deflate' in (ws.response.headers.get('Sec-WebSocket-Extensions') or '')), flush=True)
             async for m in ws:
-                # `state`: whether our close had come with the message (CLOSING) or not (OPEN).
                 said = ('text:' + m) if isinstance(m, str) else ('binary:%d' % len(m))
-                print(said + (' ' + ws.state.name if mode == 'state' else ''), flush=True)
+                print(said, flush=True)
+                if mode == 'after':
+                    # Echo, then a second message a moment later: it goes only if the client's
+                    # close had not come with its message.
+                    await ws.send(m); await asyncio.sleep(0.3)
+                    await ws.send('after' if isinstance(m, str) else b'after')
+                    continue
                 if mode == 'error':
                     await ws.close(1011, 'boom')
                     return
@@ -445,23 +450,27 @@ final class WebSocketTests: XCTestCase {
     /// back, and the exit was 0). A message is complete when stdin is: it goes at once, and the
     /// server answers while the connection is still open; only the close waits.
     func testTheLastMessageGoesWhenStdinEndsOnlyTheCloseWaits() throws {
-        let (server, port) = try websocketsServer("state")
+        let (server, port) = try websocketsServer("after")
         defer { server.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ws-whole-\(getpid())").path
         defer { try? FileManager.default.removeItem(atPath: file) }
         let data = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) })
         try data.write(to: URL(fileURLWithPath: file))
-        for (arguments, said) in [
-            (["--binary", "--whole"], "binary:1048576 OPEN"), (["--binary", "--chunk", "1000000"], "binary:48576 OPEN"),
-        ] {
+        // The server's "after" comes 300 ms after its echo: it reaches us only if our close was
+        // not sent with the message (the old way, the close held 5 s and the message with it).
+        for (arguments, said) in [(["--binary", "--whole"], "binary:1048576"), (["--binary", "--chunk", "1000000"], "binary:48576")] {
             let client = try Tool(["ws"] + arguments + ["ws://127.0.0.1:\(port)/"], stdinFile: file)
             XCTAssertEqual(client.wait(timeout: .seconds(30)), 0, client.stderrText)
-            XCTAssertTrue(client.stdout == data, "\(arguments): every byte echoed (\(client.stdout.count) of \(data.count))")
-            XCTAssertEqual(receivedByServer(server).last, said, "\(arguments): the last message came before our close")
+            XCTAssertTrue(client.stdout.suffix(5) == Data("after".utf8), "\(arguments): the server answered after the message")
+            if arguments.contains("--whole") {
+                XCTAssertTrue(client.stdout == data + Data("after".utf8), "every byte echoed, then its after (\(client.stdout.count) of \(data.count + 5))")
+            } else {
+                XCTAssertEqual(client.stdout.count, data.count + 10, "two messages echoed, each with its after")
+            }
+            XCTAssertEqual(receivedByServer(server).last, said)
         }
         let line = try Tool.run(["ws", "ws://127.0.0.1:\(port)/"], input: "no newline at the end")
-        XCTAssertEqual(line.out, "no newline at the end\n", line.err)
-        XCTAssertEqual(receivedByServer(server).last, "text:no newline at the end OPEN")
+        XCTAssertEqual(line.out, "no newline at the end\nafter\n", line.err)
     }
 
     func testSendAndExpectWorkOnMessages() throws {

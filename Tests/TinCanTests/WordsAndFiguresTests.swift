@@ -22,13 +22,17 @@ final class WordsAndFiguresTests: XCTestCase {
         }
     }
 
-    /// A line longer than --max-message said "sent 2000 bytes" though nothing went out.
+    /// A line longer than --max-message, read in several chunks, said "sent 262144 bytes"
+    /// though nothing went out: its first chunks were counted as they were taken.
     func testAWebSocketLineThatCannotGoIsNotCountedAsSent() throws {
         let (server, port) = try Tool.listener(["-k", "--ws", "--echo"])
         defer { server.stop() }
-        let r = try Tool.run(["ws", "--max-message", "1000", "ws://127.0.0.1:\(port)/"], input: String(repeating: "a", count: 2000))
-        XCTAssertEqual(r.status, 1, r.err)
-        XCTAssertTrue(r.err.contains("longer than --max-message") && r.err.contains("(sent 0 bytes,"), r.err)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ws-long-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try String(repeating: "a", count: 600_000).write(toFile: file, atomically: true, encoding: .utf8)
+        let client = try Tool(["ws", "--max-message", "400000", "ws://127.0.0.1:\(port)/"], stdinFile: file)
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("longer than --max-message") && client.stderrText.contains("(sent 0 bytes,"), client.stderrText)
     }
 
     /// ws:// to a TLS port said only that the connection ended; a refused subprotocol was

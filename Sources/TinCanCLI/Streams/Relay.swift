@@ -342,18 +342,20 @@ final class Relay: @unchecked Sendable {
     /// when the session failed on it (reported).
     private func send(_ chunk: UnsafeRawBufferPointer, read n: Int) -> Bool {
         options.hex?.dump(chunk, .sent)
+        let heldBefore = transport.held
         do throws(TransportError) {
             try transport.send(chunk)
         } catch {
             if case .peerGone = error { awaitPeersLastWords() }
-            report(.failed(notDelivered(error.reason, n), code: error.code))
+            report(.failed(notDelivered(error.reason, n + heldBefore), code: error.code))  // with what it held back
             return false
         }
         if let failure = options.capture?.record(chunk, .sent) {
             report(.failed(failure))
             return false
         }
-        sent(chunk.count)
+        // What went out: a transport may hold part of it back (a WebSocket line not ended yet).
+        sent(chunk.count + heldBefore - transport.held)
         return true
     }
 
@@ -445,9 +447,11 @@ final class Relay: @unchecked Sendable {
     private func inputEnded() {
         // What the transport still holds of the input (a WebSocket message's last frame) goes
         // now; only the end itself may be held.
+        let heldBefore = transport.held
         do throws(TransportError) { try transport.endInput() } catch {
             return report(.failed(notDelivered(error.reason, nil), code: error.code))
         }
+        sent(heldBefore - transport.held)
         let holding = engine.state { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
         if !options.ending.halfClose {
             options.trace?("end of input: keeping the connection open (--no-shutdown)")

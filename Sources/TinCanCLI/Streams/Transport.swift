@@ -15,6 +15,9 @@ protocol Transport: Sendable {
     /// message's last frame: a message is complete when its input is), before the end itself
     /// (``closeWrite()``), which the relay may hold.
     func endInput() throws(TransportError)
+    /// Bytes ``send(_:)`` took that have not gone out yet (a WebSocket line not ended): the
+    /// relay counts as sent only what went (called from the sending thread).
+    var held: Int { get }
     /// Ends our direction (half-close), keeping the other open.
     func closeWrite()
     /// Ends both directions at once, waking any blocked call.
@@ -35,6 +38,7 @@ protocol Transport: Sendable {
 
 extension Transport {
     func endInput() throws(TransportError) {}
+    var held: Int { 0 }
     var descriptor: Int32? { nil }
     var endNote: String? { nil }
     var closeNotify: Bool? { nil }

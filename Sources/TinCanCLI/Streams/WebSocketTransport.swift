@@ -322,6 +322,9 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         try sendFrame(.text, line)
     }
 
+    /// A line not ended yet, or --chunk's and --whole's message being made: not sent.
+    var held: Int { partial.count }
+
     /// The last message goes out at once: a line without its newline, --chunk's last, shorter
     /// message, --whole's one message (empty stdin: an empty one). Only the close waits.
     func endInput() throws(TransportError) {
