@@ -10,8 +10,8 @@ final class WebSocketTests: XCTestCase {
 
     /// A python `websockets` echo server that prints each message it got ("text:…" or
     /// "binary:<length>") and, as argv[2] says, closes with 1011 after the first message
-    /// (`error`) or echoes (`echo`; `after` sends one more message, "after", 300 ms after each
-    /// echo).
+    /// (`error`) or echoes (`echo`; `after` sends one more message, "after", 300 ms after the
+    /// echo of the first message, then closes).
     private static let websocketsServer = """
         import asyncio, sys, websockets
         mode = sys.argv[2]
@@ -24,11 +24,12 @@ final class WebSocketTests: XCTestCase {
                 said = ('text:' + m) if isinstance(m, str) else ('binary:%d' % len(m))
                 print(said, flush=True)
                 if mode == 'after':
-                    # Echo, then a second message a moment later: it goes only if the client's
-                    # close had not come with its message.
+                    # Echo, then a second message a moment later, which goes only if the client's
+                    # close had not come with its message; then our close.
                     await ws.send(m); await asyncio.sleep(0.3)
                     await ws.send('after' if isinstance(m, str) else b'after')
-                    continue
+                    await ws.close()
+                    return
                 if mode == 'error':
                     await ws.close(1011, 'boom')
                     return
@@ -264,7 +265,7 @@ final class WebSocketTests: XCTestCase {
             """
         for (named, arguments, echoes) in modes {
             XCTAssertTrue(wsHelp.contains(named), "the help names \(named): \(wsHelp)")
-            let (listener, port) = try Tool.server(program: Tool.tincan) { ["listen", "-v", "--ws"] + arguments + ["127.0.0.1", String($0)] }
+            let (listener, port) = try Tool.listener(["--ws"] + arguments)
             defer { listener.stop() }
             let word = "mode-\(named.filter(\.isLetter))"
             let r = try Tool.run(["python3", "-c", client, String(port), word, echoes ? "1" : "0"], input: "", program: "/usr/bin/env")
@@ -458,19 +459,39 @@ final class WebSocketTests: XCTestCase {
         try data.write(to: URL(fileURLWithPath: file))
         // The server's "after" comes 300 ms after its echo: it reaches us only if our close was
         // not sent with the message (the old way, the close held 5 s and the message with it).
-        for (arguments, said) in [(["--binary", "--whole"], "binary:1048576"), (["--binary", "--chunk", "1000000"], "binary:48576")] {
-            let client = try Tool(["ws"] + arguments + ["ws://127.0.0.1:\(port)/"], stdinFile: file)
-            XCTAssertEqual(client.wait(timeout: .seconds(30)), 0, client.stderrText)
-            XCTAssertTrue(client.stdout.suffix(5) == Data("after".utf8), "\(arguments): the server answered after the message")
-            if arguments.contains("--whole") {
-                XCTAssertTrue(client.stdout == data + Data("after".utf8), "every byte echoed, then its after (\(client.stdout.count) of \(data.count + 5))")
-            } else {
-                XCTAssertEqual(client.stdout.count, data.count + 10, "two messages echoed, each with its after")
-            }
-            XCTAssertEqual(receivedByServer(server).last, said)
-        }
+        let client = try Tool(["ws", "--binary", "--whole", "ws://127.0.0.1:\(port)/"], stdinFile: file)
+        XCTAssertEqual(client.wait(timeout: .seconds(30)), 0, client.stderrText)
+        XCTAssertTrue(client.stdout == data + Data("after".utf8), "every byte echoed, then the server's after (\(client.stdout.count) of \(data.count + 5))")
+        XCTAssertEqual(receivedByServer(server).last, "binary:1048576")
         let line = try Tool.run(["ws", "ws://127.0.0.1:\(port)/"], input: "no newline at the end")
         XCTAssertEqual(line.out, "no newline at the end\nafter\n", line.err)
+    }
+
+    /// A server that closes the WebSocket ends the client's session at once, though stdin is
+    /// still open (it waited for stdin's end: nothing more could be sent after the close); and
+    /// `listen --ws`'s one client closing ends the listener's session.
+    func testThePeersCloseEndsTheSessionWhateverStdinDoes() throws {
+        let (server, port) = try websocketsServer("error")
+        defer { server.stop() }
+        let client = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        client.send("one message\n")
+        XCTAssertEqual(client.wait(timeout: .seconds(20)), 10, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("1011 (internal error): 'boom'"), client.stderrText)
+
+        let (listener, listenerPort) = try Tool.listener(["--ws"])
+        defer { listener.stop() }
+        let script = """
+            import sys
+            from websockets.sync.client import connect
+            with connect('ws://127.0.0.1:%s/' % sys.argv[1], close_timeout=30) as ws:
+                ws.send('hello')
+            print('closed', flush=True)
+            """
+        let python = try Tool.run(["python3", "-c", script, String(listenerPort)], input: "", timeout: .seconds(20), program: "/usr/bin/env")
+        XCTAssertEqual(python.out, "closed\n", python.err)
+        XCTAssertEqual(listener.wait(timeout: .seconds(20)), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdoutText, "hello\n")
     }
 
     func testSendAndExpectWorkOnMessages() throws {

@@ -33,6 +33,9 @@ struct Session {
         var options = settings.relay
         options.capture = capture
         options.negotiation = raw?.negotiation
+        // A WebSocket's close ends both ways: once the peer's close is answered nothing more
+        // can go, so stdin (still open) does not hold the session.
+        if transport.closesWithHandshake { options.ending.peerEndEndsSession = true }
         if options.reconnect { options.pump = InputPump.standardInput }
         let relay = Relay(transport: transport, input: raw?.input ?? 0, output: 1, options: options)
         let outcome = relay.run()
