@@ -33,6 +33,9 @@ final class WebSocketTests: XCTestCase {
                 if mode == 'error':
                     await ws.close(1011, 'boom')
                     return
+                if mode == 'once':
+                    await ws.close()
+                    return
                 await ws.send(m)
         async def main():
             async with websockets.serve(handler, '127.0.0.1', int(sys.argv[1]), max_size=None, subprotocols=['chat'] if mode == 'headers' else None) as server:
@@ -492,6 +495,24 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(python.out, "closed\n", python.err)
         XCTAssertEqual(listener.wait(timeout: .seconds(20)), 0, listener.stderrText)
         XCTAssertEqual(listener.stdoutText, "hello\n")
+    }
+
+    /// A line read from stdin but not ended when the peer closes could not go: the session
+    /// fails naming it (it ended 0, the line lost without a word); a peer's close after
+    /// everything went is still a clean end.
+    func testALineHeldWhenThePeerClosesIsNamedAsNotDelivered() throws {
+        let (server, port) = try websocketsServer("once")
+        defer { server.stop() }
+        let cut = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { cut.stop() }
+        cut.send("one\ntwo-partial")
+        XCTAssertEqual(cut.wait(timeout: .seconds(20)), 1, cut.stderrText)
+        XCTAssertTrue(cut.stderrText.contains("(11 bytes read from stdin were not delivered)"), cut.stderrText)
+        let whole = try Tool(["ws", "ws://127.0.0.1:\(port)/"])
+        defer { whole.stop() }
+        whole.send("one\n")
+        XCTAssertEqual(whole.wait(timeout: .seconds(20)), 0, whole.stderrText)
+        XCTAssertEqual(receivedByServer(server), ["text:one", "text:one"])
     }
 
     func testSendAndExpectWorkOnMessages() throws {

@@ -80,6 +80,9 @@ final class Relay: @unchecked Sendable {
     /// go out whole (part of it may have reached the peer: it must not go again).
     private let pumpDone = DispatchSemaphore(value: 0)
     private let pumpChunkCut = Atomic<Bool>(false)
+    /// Bytes read from stdin that have not gone out: a chunk being sent (the pump keeps its
+    /// own until sent), or what the transport holds back (a WebSocket line not ended yet).
+    private let inputOwed = Atomic<Int>(0)
 
     /// --reconnect: whether stdin's side of this session is over with every chunk it took sent
     /// whole (waiting up to `limit` for a send under way), so the next session may go on.
@@ -125,7 +128,12 @@ final class Relay: @unchecked Sendable {
         switch result {
         case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
             // A clean end: exit 0 promises that what stdin gave arrived.
-            if let failure = confirmDelivery() { result = .failed(failure) }
+            let owed = inputOwed.load(ordering: .acquiring)
+            if owed > 0 {
+                result = .failed(notDelivered("the peer ended the session before they could be sent", owed))
+            } else if let failure = confirmDelivery() {
+                result = .failed(failure)
+            }
             if closeWriteAtFinish.load(ordering: .acquiring) { closeWrite() }
         case .outputClosed, .idleTimeout, .failed:
             break
@@ -343,6 +351,7 @@ final class Relay: @unchecked Sendable {
     private func send(_ chunk: UnsafeRawBufferPointer, read n: Int) -> Bool {
         options.hex?.dump(chunk, .sent)
         let heldBefore = transport.held
+        inputOwed.store(options.pump == nil ? n + heldBefore : heldBefore, ordering: .releasing)
         do throws(TransportError) {
             try transport.send(chunk)
         } catch {
@@ -355,6 +364,7 @@ final class Relay: @unchecked Sendable {
             return false
         }
         // What went out: a transport may hold part of it back (a WebSocket line not ended yet).
+        inputOwed.store(transport.held, ordering: .releasing)
         sent(chunk.count + heldBefore - transport.held)
         return true
     }
@@ -451,6 +461,7 @@ final class Relay: @unchecked Sendable {
         do throws(TransportError) { try transport.endInput() } catch {
             return report(.failed(notDelivered(error.reason, nil), code: error.code))
         }
+        inputOwed.store(transport.held, ordering: .releasing)
         sent(heldBefore - transport.held)
         let holding = engine.state { $0.policy.halfClose && $0.policy.hold != .none && !$0.peerEnded }
         if !options.ending.halfClose {
