@@ -46,8 +46,10 @@ extension OptionTable {
             --binary sends and writes binary messages instead. Pings are answered. At the end of \
             stdin the close is held as tls holds close_notify (until the server closes or is quiet for \
             5 s; -q, -w and --half-close as there), then sent after the last message, and messages \
-            still arrive until the peer's close. \
-            It exits 0 only when every message was sent and the close handshake completed; a close \
+            still arrive until the peer's close. The server's close ends the session at once, stdin \
+            still open (nothing can be sent after it). \
+            It exits 0 only when every message was sent and the close handshake completed (a line \
+            read from stdin that could not go exits 1, naming its bytes); a close \
             with a code other than 1000 or 1001 exits 10 with the code and reason on stderr, and a \
             refused upgrade exits 10 with the server's status line.
             """,
