@@ -74,13 +74,15 @@ final class WaitingAcceptTests: XCTestCase {
         try listener.accept(onInterface: "127.0.0.1", port: 0)
         let ended = DispatchSemaphore(value: 0)
         let outcome = Locked<AcceptedConnection??>(nil)
+        let waiter = Locked<pid_t?>(nil)
         Thread.detachNewThread {
+            waiter.withLock { $0 = WaitingAcceptTests.threadID() }
             let result = try? listener.waitForConnection()
             outcome.withLock { $0 = .some(result) }
             ended.signal()
         }
-        // The waiter is in poll(2) or about to be: the disconnect must end it either way.
-        Thread.sleep(forTimeInterval: 0.05)
+        // The disconnect comes while the waiter is blocked in poll(2), as the kernel says.
+        XCTAssertTrue(Self.waitUntilBlockedInPoll({ waiter.withLock { $0 } }), "the waiter never blocked in poll(2)")
         listener.disconnect()
         XCTAssertEqual(ended.wait(timeout: .now() + 5), .success, "disconnect ends waitForConnection")
         XCTAssertNil(outcome.withLock { $0 } ?? nil)
@@ -95,6 +97,46 @@ final class WaitingAcceptTests: XCTestCase {
         let again = try XCTUnwrap(try listener.waitForConnection())
         XCTAssertEqual(again.peer?.port, Syscall.localAddress(fd)?.port)
         Syscall.close(again.descriptor)
+    }
+
+    func testDisconnectBeforeTheWaitMakesTheWaitReturnAtOnce() throws {
+        let listener = AsyncSocket()
+        listener.acceptsByWaiting = true
+        try listener.accept(onInterface: "127.0.0.1", port: 0)
+        listener.disconnect()
+        let ended = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? listener.waitForConnection()
+            ended.signal()
+        }
+        XCTAssertEqual(ended.wait(timeout: .now() + 5), .success, "a wait after the disconnect returns")
+    }
+
+    /// Waits (5 s at most) until the thread whose id `tid` gives is blocked in poll(2) or
+    /// ppoll(2), read from /proc/self/task/TID/syscall (its first field: the call's number).
+    /// The calling thread's id, from /proc/thread-self (a link to PID/task/TID).
+    private static func threadID() -> pid_t? {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?.split(separator: "/").last.flatMap { pid_t($0) }
+    }
+
+    /// poll(2) and ppoll(2) by number (aarch64 has only ppoll).
+    #if arch(x86_64)
+        private static let pollCalls: Set<Int> = [7, 271]
+    #else
+        private static let pollCalls: Set<Int> = [73]
+    #endif
+
+    private static func waitUntilBlockedInPoll(_ tid: () -> pid_t?) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if let tid = tid(), let text = try? String(contentsOfFile: "/proc/self/task/\(tid)/syscall", encoding: .utf8),
+                let number = text.split(separator: " ").first.flatMap({ Int($0) }), pollCalls.contains(number)
+            {
+                return true
+            }
+            usleep(1_000)
+        }
+        return false
     }
 
     func testUnixWaitingListenerRemovesItsPath() throws {
