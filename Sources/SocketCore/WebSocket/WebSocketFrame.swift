@@ -54,7 +54,16 @@ public enum WebSocketFrame {
         into out: inout [UInt8]
     ) {
         out.removeAll(keepingCapacity: true)
-        out.reserveCapacity(payload.count + 14)
+        append(opcode, payload, fin: fin, mask: mask, compressed: compressed, to: &out)
+    }
+
+    /// The frame `encode(_:_:fin:mask:compressed:into:)` makes, added at the end of `out`
+    /// (frames gathered for one send).
+    public static func append(
+        _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, fin: Bool = true, mask: UInt32?, compressed: Bool = false,
+        to out: inout [UInt8]
+    ) {
+        out.reserveCapacity(out.count + payload.count + 14)
         out.append((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | opcode.rawValue)
         let maskBit: UInt8 = mask == nil ? 0 : 0x80
         switch payload.count {
