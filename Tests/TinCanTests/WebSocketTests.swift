@@ -197,9 +197,9 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(refused.status, 4, refused.err)
     }
 
-    /// --idle-timeout for WebSocket clients of the hub, kept on their messages by the stand-in
-    /// that carries them to the hub (one clock: the hub's TCP_INFO watch leaves it alone): a client whose messages keep coming stays past the limit; one gone quiet is
-    /// cut, and -v names it.
+    /// --idle-timeout for WebSocket clients of the hub, kept by the hub's watch on each
+    /// client's connection: a client whose messages keep coming stays past the limit; one
+    /// gone quiet is cut, and -v names it.
     func testIdleTimeoutCutsAQuietWebSocketClientOfTheHub() throws {
         let (hub, port) = try Tool.server(program: Tool.tincan) { ["listen", "-k", "-v", "--ws", "--idle-timeout", "1s", "127.0.0.1", String($0)] }
         defer { hub.stop() }

@@ -1,7 +1,7 @@
 import SocketCore
 
-/// A WebSocket connection presented to a listen mode as a plain stream socket: the mode (the
-/// hub, the broker, a program, the forwarder) gets one end of a loopback TCP pair (its
+/// A WebSocket connection presented to a listen mode as a plain stream socket: the mode (a
+/// program per connection, the forwarder) gets one end of a loopback TCP pair (its
 /// stand-in: `SourcelessDescriptor.pair()`), and a ``Relay`` carries the messages across, the
 /// WebSocket being its transport — each message received as its bytes (a text message and a
 /// newline, or a binary message as it is), each chunk the mode writes as a message. When it

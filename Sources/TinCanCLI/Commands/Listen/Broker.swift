@@ -21,7 +21,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     /// The broker's queue: its clients' delegate queue and, without TLS, their socket queue.
     let queue = DispatchQueue(label: "tincan.broker")
     /// Clients by identity; touched only on `queue`.
-    private var clients: [ObjectIdentifier: AsyncSocket] = [:]
+    private var clients: [ObjectIdentifier: any HubClient] = [:]
     /// --chat: each client's name and open line; touched only on `queue`.
     private var chatters: [ObjectIdentifier: (user: Int, name: String, address: String, lines: ChatLines)] = [:]
     private var nextUser = 1
@@ -40,39 +40,36 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         self.idle = idle
     }
 
-    func add(_ socket: AsyncSocket) {
-        queue.async { [self] in join(socket) }
+    func add(_ client: any HubClient) {
+        queue.async { [self] in join(client) }
     }
 
     /// A new client, on `queue`: known, announced (--chat), and read.
-    private func join(_ socket: AsyncSocket, tap: CaptureTap? = nil) {
-        let id = ObjectIdentifier(socket)
-        clients[id] = socket
-        names[id] = socket.clientAddress?.description ?? "a Unix client"
+    private func join(_ client: any HubClient, tap: CaptureTap? = nil) {
+        let id = ObjectIdentifier(client)
+        clients[id] = client
+        names[id] = client.clientAddress?.description ?? "a Unix client"
         if let tap = tap ?? settings.capture?.tap(client: names[id]!) {
             taps[id] = tap
             if let failure = tap.failure { Capture.fatal(failure) }
         }
-        // The hub closes a client at its end of stream itself (``socketDidCloseReadStream(_:)``),
-        // after freeing its place under --max-conns.
-        socket.autoDisconnectOnClosedReadStream = false
-        socket.setDelegate(self, delegateQueue: queue)
+        client.attach(to: self)
         if sharing == .chat {
             let user = nextUser
             nextUser += 1
-            let address = socket.clientAddress?.host ?? "a Unix peer"
+            let address = client.clientAddress?.host ?? "a Unix peer"
             let present = chatters.values.sorted { $0.user < $1.user }.map { "\($0.address) as \($0.name)" }
-            socket.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8), timeout: settings.sendTimeout)
+            client.write(Array("<announce> already connected: \(present.isEmpty ? "nobody" : present.joined(separator: ", ")).\n".utf8), timeout: settings.sendTimeout) { _ in }
             chatters[id] = (user, "<user\(user)>", address, ChatLines(user: user, limit: Relay.chunkSize))
             announce("<announce> \(address) is connected as <user\(user)>.\n", except: id)
         }
-        socket.readData(maxLength: Relay.chunkSize)
-        if let idle, !socket.isWebSocketStandIn,
-            let token = idle.watch(socket.descriptor, peer: socket.clientAddress?.description ?? "a client", onIdle: { [queue] in queue.async { socket.disconnect() } })
+        client.readNext()
+        if let idle, let fd = client.watchedDescriptor,
+            let token = idle.watch(fd, peer: client.clientAddress?.description ?? "a client", onIdle: { [queue] in queue.async { client.disconnect() } })
         {
             watched[id] = token
         }
-        Console.note("\(socket.clientAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
+        Console.note("\(client.clientAddress?.description ?? "a Unix peer") joined: \(clients.count) connected", level: 2)
     }
 
     /// An announcement to stdout and every client but one (small and rare: not waited for).
@@ -81,19 +78,25 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         bytes.withUnsafeBytes(deliver)
         for (other, client) in clients where other != id {
             record(bytes[...], .sent, other)
-            client.write(bytes, timeout: settings.sendTimeout)
+            client.write(bytes, timeout: settings.sendTimeout) { _ in }
         }
     }
 
     func socket(_ sock: AsyncSocket, didRead data: ArraySlice<UInt8>, tag: Int) {
+        received(sock, data)
+    }
+
+    /// What a client sent (on `queue`): to stdout, and shared (--broker, --chat); its next
+    /// read once it is.
+    func received(_ client: any HubClient, _ data: ArraySlice<UInt8>) {
         Statistics.received.add(data.count, ordering: .relaxed)
-        let id = ObjectIdentifier(sock)
+        let id = ObjectIdentifier(client)
         record(data, .received, id)
-        let next: @Sendable () -> Void = { [queue, chunk = Relay.chunkSize] in queue.async { sock.readData(maxLength: chunk) } }
+        let next: @Sendable () -> Void = { [queue] in queue.async { client.readNext() } }
         switch sharing {
         case .none:
             data.withUnsafeBytes(deliver)
-            sock.readData(maxLength: Relay.chunkSize)
+            client.readNext()
         case .broker:
             data.withUnsafeBytes(deliver)
             share(Array(data), except: id, then: next)
@@ -194,24 +197,35 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     /// A client ended its stream: it leaves the hub (its place freed) before its socket
     /// closes, so the close it waits for comes after the room for its next connection.
     func socketDidCloseReadStream(_ sock: AsyncSocket) {
-        leave(sock, note: "\(AsyncSocketError.closedByPeer)")
-        sock.disconnect()
+        ended(sock, note: "\(AsyncSocketError.closedByPeer)")
     }
 
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
+        disconnected(sock, error: error)
+    }
+
+    /// A client's connection closed (on `queue`): it leaves, and why is said.
+    func disconnected(_ client: any HubClient, error: AsyncSocketError?) {
         if case .writeTimeout = error {
             // Said always: the others were held back by it until now.
-            let name = names[ObjectIdentifier(sock)] ?? "a client"
+            let name = names[ObjectIdentifier(client)] ?? "a client"
             Refusals.note(.slow, "\(name) took nothing sent to it for \(EventLog.limit(settings.sendTimeout)) (--send-timeout): dropped it", level: 0)
-            return leave(sock, note: nil)
+            return leave(client, note: nil)
         }
-        leave(sock, note: "\(error.map { "\($0)" } ?? "connection closed")")
+        leave(client, note: "\(error.map { "\($0)" } ?? "connection closed")")
+    }
+
+    /// A client ended (on `queue`): it leaves the hub (its place freed) before its connection
+    /// closes, so the close it waits for comes after the room for its next connection.
+    func ended(_ client: any HubClient, note: String) {
+        leave(client, note: note)
+        client.disconnect()
     }
 
     /// A client is gone: announced (--chat), noted, and its place under --max-conns freed.
     /// (`note` nil: said already.)
-    private func leave(_ sock: AsyncSocket, note: String?) {
-        let id = ObjectIdentifier(sock)
+    private func leave(_ client: any HubClient, note: String?) {
+        let id = ObjectIdentifier(client)
         guard clients.removeValue(forKey: id) != nil else { return }
         idle?.forget(watched.removeValue(forKey: id))
         taps.removeValue(forKey: id)?.close()
@@ -225,9 +239,16 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         gate.closed()
     }
 
-    /// Reads stdin on its own thread and sends each chunk to every client.
-    func startReadingInput() {
-        try? Syscall.startThread { [self] in
+    /// Reads stdin on its own thread and sends each chunk to every client. Without a thread
+    /// stdin would go unread, so the run does not start.
+    func startReadingInput() throws(CommandError) {
+        do throws(SystemError) { try readInputOnAThread() } catch {
+            throw CommandError("no thread to read stdin for the clients: \(error.lowercaseReason)")
+        }
+    }
+
+    private func readInputOnAThread() throws(SystemError) {
+        try Syscall.startThread { [self] in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
             defer { buffer.deallocate() }
             var encoder = CRLFEncoder(chunkSize: Relay.chunkSize)
@@ -256,4 +277,34 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             }
         }
     }
+}
+
+/// A client of the hub: a plain or TLS connection (an ``AsyncSocket``), or a WebSocket whose
+/// messages are its bytes (``WebSocketMember``). Every call comes on the hub's queue.
+protocol HubClient: AnyObject, Sendable {
+    var clientAddress: SocketAddress? { get }
+    /// The connection --idle-timeout watches (nil: not watched).
+    var watchedDescriptor: Int32? { get }
+    /// Makes `broker` the one that hears of it.
+    func attach(to broker: Broker)
+    /// Asks for what it sends next: it comes to ``Broker/received(_:_:)``, its end to
+    /// ``Broker/ended(_:note:)`` or ``Broker/disconnected(_:error:)``.
+    func readNext()
+    /// Sends `bytes`; `completion` once they are written or have failed.
+    func write(_ bytes: [UInt8], timeout: Duration?, completion: @escaping @Sendable (Result<Void, AsyncSocketError>) -> Void)
+    /// Closes it (after what was queued is written, for a WebSocket's close).
+    func disconnect()
+}
+
+extension AsyncSocket: HubClient {
+    var watchedDescriptor: Int32? { isWebSocketStandIn ? nil : descriptor }
+
+    /// The hub closes a client at its end of stream itself (``Broker/ended(_:note:)``), after
+    /// freeing its place under --max-conns.
+    func attach(to broker: Broker) {
+        autoDisconnectOnClosedReadStream = false
+        setDelegate(broker, delegateQueue: broker.queue)
+    }
+
+    func readNext() { readData(maxLength: Relay.chunkSize) }
 }

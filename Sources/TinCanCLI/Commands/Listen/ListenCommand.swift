@@ -145,13 +145,15 @@ struct ListenCommand {
             mode = Forwarder(
                 settings: settings, gate: gate, upstream: upstream, clientTLS: context, keepOpen: keepOpen, idle: idle, service: service, webSocket: webSocket)
         case (true, _) where webSocket?.settings.echo == true:
-            mode = WebSocketEchoServer(serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout, capture: settings.capture)
+            mode = WebSocketEchoServer(
+                serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout, capture: settings.capture, secure: context != nil)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
         case (true, nil):
-            // WebSocket clients come to the hub as stand-in sockets, through the connection step.
+            // WebSocket clients come to the hub as members on its events, through the connection step.
             mode = KeepOpenHub(
-                settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil || webSocket != nil)
+                settings: settings, gate: gate, hub: Broker(settings: settings, gate: gate, sharing: broker, idle: idle), secure: context != nil,
+                webSocket: webSocket != nil)
         }
         if let queue = mode.connectionQueue { gate.runConnections(on: queue) }
         // The hub, the broker and programs take each WebSocket client as a stream; one client

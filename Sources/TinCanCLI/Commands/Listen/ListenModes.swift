@@ -16,6 +16,13 @@ protocol ListenMode: Sendable {
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>)
     /// After the listener is up, until the run is over: returns for one client, never with -k.
     func run(listener: AsyncSocket) throws
+    /// The hub that takes WebSocket clients as members on its events (``WebSocketMember``);
+    /// nil: the mode takes each as a stream (``WebSocketShim``).
+    var webSocketHub: Broker? { get }
+}
+
+extension ListenMode {
+    var webSocketHub: Broker? { nil }
 }
 
 /// A connection whose handshake failed before its mode could have it: why, and how the
@@ -41,8 +48,9 @@ struct SecuredConnection: Sendable {
 }
 
 /// The step every admitted connection takes: a TLS handshake when the listener serves TLS
-/// (bounded), a WebSocket handshake when the mode takes WebSocket clients as streams
-/// (``WebSocketShim``), then the mode.
+/// (bounded), a WebSocket handshake when the mode takes WebSocket clients (on the socket's
+/// events for the hub, which takes each as a ``WebSocketMember``; on a thread for a mode that
+/// takes each as a stream, ``WebSocketShim``), then the mode.
 struct ConnectionStep: Sendable {
     let context: TLSContext?
     let mode: any ListenMode
@@ -50,7 +58,7 @@ struct ConnectionStep: Sendable {
     let handshakeTimeout: Duration
     /// --ws, for a mode that takes each client as a stream (the hub, the broker, a program).
     var webSocket: WebSocketServing?
-    /// --idle-timeout, which the WebSocket stand-in keeps for its client.
+    /// --idle-timeout, which a WebSocket stand-in keeps for its client.
     var idle: IdleWatch?
     /// The gate, when connections have a preamble (TLS, WebSocket) whose places
     /// --max-pending-per-source counts.
@@ -79,6 +87,22 @@ struct ConnectionStep: Sendable {
         guard let webSocket, case .success(let secured) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
         // The WebSocket handshake ends the preamble: the mode gets a connection in session.
         let slot = secured.preamble
+        if let hub = mode.webSocketHub {
+            // The hub takes the client as a member on its events: the handshake on the socket's.
+            socket.setDelegate(nil, delegateQueue: nil)
+            return webSocket.open(socket, timeout: handshakeTimeout, peer: peer) { [mode] opened in
+                slot?.release()
+                switch opened {
+                case .success(let (request, leftover)):
+                    let member = WebSocketMember(
+                        socket: socket, queue: hub.queue, peer: peer, settings: webSocket.settings, compression: request.compression, hub: hub)
+                    member.start(leftover: leftover)
+                    hub.add(member)
+                case .failure(let error):
+                    mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
+                }
+            }
+        }
         let done = SecuredConnection(info: secured.info, took: secured.took)
         // The handshake waits on a thread of the connection's own, never on a shared worker.
         socket.setDelegate(nil, delegateQueue: nil)
@@ -189,15 +213,20 @@ struct KeepOpenHub: ListenMode {
     let settings: StreamSettings
     let gate: Gate
     let hub: Broker
+    /// TLS.
     let secure: Bool
+    /// --ws: clients are members (``WebSocketMember``) once their handshake is done.
+    var webSocket = false
 
     /// Plain clients: the hub closes each itself at its end of stream, after freeing its place
     /// under --max-conns (so a client that reconnects at the close is not refused); the socket
     /// must not close first, even as it is adopted. TLS clients close at their end.
     var keepsConnectionAfterPeerEnds: Bool { !secure }
-    /// Plain clients live on the hub's queue: reads, delegate calls and its bookkeeping without
-    /// a thread hop between them (TLS clients keep queues of their own for their handshakes).
+    /// Plain clients, WebSocket ones too, live on the hub's queue: reads, delegate calls and
+    /// its bookkeeping without a thread hop between them (TLS clients keep queues of their own
+    /// for their handshakes).
     var connectionQueue: DispatchQueue? { secure ? nil : hub.queue }
+    var webSocketHub: Broker? { hub }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {
@@ -209,11 +238,12 @@ struct KeepOpenHub: ListenMode {
     }
 
     /// Plain clients are accepted on this thread (``AsyncSocket/waitForConnection()``) and
-    /// read at once: no dispatch hand-off for a connection that is over by then.
-    var acceptsByWaiting: Bool { !secure }
+    /// read at once: no dispatch hand-off for a connection that is over by then. (A WebSocket
+    /// client's handshake comes first, on the hub's queue.)
+    var acceptsByWaiting: Bool { !secure && !webSocket }
 
     func run(listener: AsyncSocket) throws {
-        hub.startReadingInput()
+        try hub.startReadingInput()
         if acceptsByWaiting {
             do throws(AsyncSocketError) {
                 while let accepted = try listener.waitForConnection() {

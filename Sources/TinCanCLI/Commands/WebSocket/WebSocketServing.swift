@@ -42,73 +42,127 @@ struct WebSocketServing: Sendable {
         switch outcome {
         case .accept(let response, let request, let leftover):
             try WebSocketUpgrade.send(response, over: transport, peer: peer)
-            Console.note(
-                "\(peer): WebSocket open (\(request.path))" + (request.protocol.map { ", subprotocol \($0)" } ?? "")
-                    + (request.compression.map { ", \(WebSocketSettings.describe($0))" } ?? ""), level: 1)
-            EventLog.current.withLock { $0 }?.emit(
-                "websocket",
-                [
-                    ("role", .string("server")), ("client", .string(peer)), ("path", .string(request.path)),
-                    ("origin", request.origin.map(JSONValue.string) ?? .null), ("protocol", request.protocol.map(JSONValue.string) ?? .null),
-                    ("compression", .bool(request.compression != nil)),
-                ])
+            opened(request, peer: peer)
             return WebSocketTransport(transport, settings: settings, isClient: false, leftover: leftover, compression: request.compression)
         case .refuse(let response, let reason):
             try? WebSocketUpgrade.send(response, over: transport, peer: peer)
             transport.closeWrite()
-            throw CommandError("\(peer): refused the WebSocket handshake: \(reason)", code: .webSocketRefused)
+            throw Self.refused(reason, peer: peer)
         case .more:
             throw CommandError("\(peer): the WebSocket handshake did not finish")
         }
     }
+
+    /// The server's handshake on `socket`'s events within `timeout`, with no thread: `done`
+    /// (on the socket's queue) has the request and the bytes read past its head, its answer
+    /// queued; or the refusal (its plain HTTP answer sent, the socket closing) to report.
+    func open(
+        _ socket: AsyncSocket, timeout: Duration, peer: String,
+        done: @escaping @Sendable (Result<(request: WebSocketServerHandshake.Accepted, leftover: [UInt8]), CommandError>) -> Void
+    ) {
+        let handshake = Locked(WebSocketServerHandshake(path: path, origins: origins(local: socket.localAddress), protocols: protocols, compresses: settings.compresses))
+        let deadline = ContinuousClock.now + timeout
+        let what = "a WebSocket handshake request"
+        @Sendable func readMore() {
+            let left = deadline - .now
+            guard left > .zero else {
+                socket.disconnect()
+                return done(.failure(CommandError("\(peer): no \(what) within \(EventLog.format(timeout))", code: .timeout)))
+            }
+            socket.readData(maxLength: 4096, timeout: left) { result in
+                switch result {
+                case .failure(.readTimeout):
+                    done(.failure(CommandError("\(peer): no \(what) within \(EventLog.format(timeout))", code: .timeout)))
+                case .failure(.closedByPeer), .failure(.readStreamClosed):
+                    socket.disconnect()
+                    done(.failure(CommandError("\(peer): the connection ended before \(what) was complete")))
+                case .failure(let error):
+                    socket.disconnect()
+                    done(.failure(CommandError("\(peer): waiting for \(what): \(error)")))
+                case .success(let bytes):
+                    switch handshake.withLock({ $0.received(Array(bytes)) }) {
+                    case .more: readMore()
+                    case .accept(let response, let request, let leftover):
+                        socket.write(response, timeout: timeout, tag: 0)
+                        opened(request, peer: peer)
+                        done(.success((request, leftover)))
+                    case .refuse(let response, let reason):
+                        socket.write(response, timeout: timeout, tag: 0)
+                        socket.disconnectAfterWriting()
+                        done(.failure(Self.refused(reason, peer: peer)))
+                    }
+                }
+            }
+        }
+        readMore()
+    }
+
+    /// A handshake accepted: said at -v and in --json.
+    private func opened(_ request: WebSocketServerHandshake.Accepted, peer: String) {
+        Console.note(
+            "\(peer): WebSocket open (\(request.path))" + (request.protocol.map { ", subprotocol \($0)" } ?? "")
+                + (request.compression.map { ", \(WebSocketSettings.describe($0))" } ?? ""), level: 1)
+        EventLog.current.withLock { $0 }?.emit(
+            "websocket",
+            [
+                ("role", .string("server")), ("client", .string(peer)), ("path", .string(request.path)),
+                ("origin", request.origin.map(JSONValue.string) ?? .null), ("protocol", request.protocol.map(JSONValue.string) ?? .null),
+                ("compression", .bool(request.compression != nil)),
+            ])
+    }
+
+    private static func refused(_ reason: String, peer: String) -> CommandError {
+        CommandError("\(peer): refused the WebSocket handshake: \(reason)", code: .webSocketRefused)
+    }
 }
 
-/// `listen -k --ws --echo`: each client on a thread of its own, its handshake, then every
-/// message sent back as it came, until its close.
+/// `listen -k --ws --echo`: each client's handshake on its socket's events, then every
+/// message sent back as it came, until its close (``WebSocketMember``): no thread per client.
 struct WebSocketEchoServer: ListenMode {
     let serving: WebSocketServing
     let gate: Gate
     let handshakeTimeout: Duration
     /// -o, --hex-dump: each client's messages, as they came and went back.
     let capture: Capture?
+    /// TLS: its clients keep queues of their own for their handshakes.
+    var secure = false
+    /// Where every client's messages are echoed: one queue for all, and the plain clients'
+    /// socket queue too.
+    let queue = DispatchQueue(label: "tincan.echo")
 
     var keepsConnectionAfterPeerEnds: Bool { true }
-    var connectionQueue: DispatchQueue? { nil }
+    var connectionQueue: DispatchQueue? { secure ? nil : queue }
     var acceptsByWaiting: Bool { false }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         socket.setDelegate(nil, delegateQueue: nil)
-        if case .failure(let failure) = secured {
+        let slot: PreambleSlot?
+        switch secured {
+        case .failure(let failure):
             failure.note()
             socket.disconnect()
             return gate.closed()
+        case .success(let done): slot = done.preamble
         }
-        do {
-            let slot = try secured.mapError(\.error).get().preamble
-            let local = socket.localAddress
-            let connection = try HandOver.take(socket, peer: peer)
-            try Syscall.startThread { [serving, gate, handshakeTimeout, capture] in
-                defer { gate.closed() }
-                let transport = HandOver.transport(connection)
-                defer { HandOver.release(transport) }
-                let upgraded: WebSocketTransport
-                do throws(CommandError) { upgraded = try serving.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer) } catch {
-                    slot?.release()
-                    return HandshakeFailure.webSocket(error).note()
+        serving.open(socket, timeout: handshakeTimeout, peer: peer) { [serving, gate, capture, queue] opened in
+            slot?.release()
+            switch opened {
+            case .failure(let error):
+                HandshakeFailure.webSocket(error).note()
+                gate.closed()
+            case .success(let (request, leftover)):
+                let tap = capture?.tap(client: peer)
+                if let failure = tap?.failure {
+                    Console.note("\(peer): \(failure)", level: 1)
+                    tap?.close()
+                    socket.disconnect()
+                    return gate.closed()
                 }
-                slot?.release()
-                do throws(CommandError) { _ = try WebSocketEcho.run(upgraded, peer: peer, capture: capture, manyClients: true) } catch {
-                    Console.note(error.message, level: 1)
-                }
+                let member = WebSocketMember(
+                    socket: socket, queue: queue, peer: peer, settings: serving.settings, compression: request.compression, hub: nil, tap: tap,
+                    finished: { gate.closed() })
+                member.start(leftover: leftover)
             }
-        } catch let error as CommandError {
-            Refusals.note(.unserved, error.message)
-            socket.disconnect()
-            gate.closed()
-        } catch {
-            Refusals.note(.unserved, "\(peer): \(error)")
-            socket.disconnect()
-            gate.closed()
         }
     }
 

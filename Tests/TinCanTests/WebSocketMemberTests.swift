@@ -1,0 +1,99 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// WebSocket clients of the hub (with --broker and --chat) and of --echo are members on the
+/// mode's events: no thread and no socket pair per client. Many idle clients, each opened with
+/// its handshake, leave the listener's thread count where one client leaves it (each held
+/// three threads when a stand-in socket and a relay carried it); messages still go both ways,
+/// and every client's close is answered.
+final class WebSocketMemberTests: XCTestCase {
+    /// `clients` raw WebSocket clients (python's socket module: no library in between). Each
+    /// opens; "open" is said; after a line on stdin the last sends one message ("echo": and
+    /// reads it back, said as "echoed: ..."); after a second line each sends its close and
+    /// reads the server's close ("closed N" counts those answered).
+    private static let clients = #"""
+        import base64, os, socket, sys
+        port, n, echo = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == 'echo'
+        def frame(opcode, payload):
+            mask = os.urandom(4)
+            return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        def read_exactly(s, size):
+            data = b''
+            while len(data) < size:
+                c = s.recv(size - len(data)); assert c, 'closed'; data += c
+            return data
+        def read_frame(s):
+            head = read_exactly(s, 2)
+            size = head[1] & 0x7f
+            if size == 126: size = int.from_bytes(read_exactly(s, 2), 'big')
+            elif size == 127: size = int.from_bytes(read_exactly(s, 8), 'big')
+            return head[0] & 0x0f, read_exactly(s, size)
+        socks = []
+        for i in range(n):
+            s = socket.create_connection(('127.0.0.1', port))
+            key = base64.b64encode(os.urandom(16)).decode()
+            s.sendall(('GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+                       'Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n' % (port, key)).encode())
+            head = b''
+            while b'\r\n\r\n' not in head:
+                c = s.recv(1); assert c, 'no answer'; head += c
+            assert head.startswith(b'HTTP/1.1 101'), head
+            socks.append(s)
+        print('open', flush=True)
+        sys.stdin.readline()
+        socks[-1].sendall(frame(1, b'hello from the last'))
+        if echo:
+            print('echoed: %s' % read_frame(socks[-1])[1].decode(), flush=True)
+        sys.stdin.readline()
+        closed = 0
+        for s in socks:
+            s.sendall(frame(8, b'\x03\xe8'))
+            s.settimeout(10)
+            while True:
+                opcode, data = read_frame(s)
+                if opcode == 8:
+                    closed += 1
+                    break
+            s.close()
+        print('closed %d' % closed, flush=True)
+        """#
+
+    private func threads(of pid: Int32) -> Int {
+        let line = procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("Threads:") }
+        return Int(line?.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1
+    }
+
+    func testIdleClientsOfEveryEventModeCostNoThreadEach() throws {
+        let count = 150
+        for (mode, arguments) in [("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"])] {
+            let (listener, port) = try Tool.listener(["--ws"] + arguments)
+            defer { listener.stop() }
+            let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count), mode], program: "/usr/bin/env")
+            defer { peers.stop() }
+            waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }
+            XCTAssertTrue(peers.stdoutText.hasPrefix("open\n"), "\(mode): \(peers.stderrText)")
+            // Threads that served the burst of handshakes may linger a moment before they go:
+            // what the idle clients hold is what stays.
+            let pid = listener.process.processIdentifier
+            var held = threads(of: pid)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while held >= 30 && ContinuousClock.now < deadline {
+                usleep(50_000)
+                held = threads(of: pid)
+            }
+            XCTAssertLessThan(held, 30, "\(mode): \(count) idle WebSocket clients hold \(held) threads")
+            peers.send("go\n")
+            if mode == "echo" {
+                waitUntil("echo: the message comes back") { peers.stdoutText.contains("echoed: hello from the last\n") }
+            } else {
+                waitUntil("\(mode): the message on stdout") { listener.stdoutText.contains("hello from the last") }
+            }
+            peers.send("close\n")
+            peers.closeInput()
+            XCTAssertEqual(peers.wait(timeout: .seconds(30)), 0, "\(mode): \(peers.stderrText)")
+            XCTAssertTrue(peers.stdoutText.hasSuffix("closed \(count)\n"), "\(mode): every close answered: \(peers.stdoutText)")
+            XCTAssertTrue(listener.process.isRunning, "\(mode): the listener goes on")
+        }
+    }
+}
