@@ -64,6 +64,18 @@ final class WebSocketMemberTests: XCTestCase {
         return Int(line?.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1
     }
 
+    /// The threads `pid` holds once those that served a burst (of handshakes, of announcements)
+    /// have gone, as dispatch lets idle ones go: at most 10 s for the count to fall under 30.
+    private func threadsOnceSettled(_ pid: Int32) -> Int {
+        var held = threads(of: pid)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while held >= 30 && ContinuousClock.now < deadline {
+            usleep(50_000)
+            held = threads(of: pid)
+        }
+        return held
+    }
+
     func testIdleClientsOfEveryEventModeCostNoThreadEach() throws {
         let count = 150
         for (mode, arguments) in [("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"])] {
@@ -73,15 +85,7 @@ final class WebSocketMemberTests: XCTestCase {
             defer { peers.stop() }
             waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }
             XCTAssertTrue(peers.stdoutText.hasPrefix("open\n"), "\(mode): \(peers.stderrText)")
-            // Threads that served the burst of handshakes may linger a moment before they go:
-            // what the idle clients hold is what stays.
-            let pid = listener.process.processIdentifier
-            var held = threads(of: pid)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while held >= 30 && ContinuousClock.now < deadline {
-                usleep(50_000)
-                held = threads(of: pid)
-            }
+            let held = threadsOnceSettled(listener.process.processIdentifier)
             XCTAssertLessThan(held, 30, "\(mode): \(count) idle WebSocket clients hold \(held) threads")
             peers.send("go\n")
             if mode == "echo" {
@@ -94,6 +98,40 @@ final class WebSocketMemberTests: XCTestCase {
             XCTAssertEqual(peers.wait(timeout: .seconds(30)), 0, "\(mode): \(peers.stderrText)")
             XCTAssertTrue(peers.stdoutText.hasSuffix("closed \(count)\n"), "\(mode): every close answered: \(peers.stdoutText)")
             XCTAssertTrue(listener.process.isRunning, "\(mode): the listener goes on")
+        }
+    }
+
+    /// A handshake under way waits on its socket's events in every mode, a program's too: 100
+    /// clients that sent half an upgrade request hold no thread each (each held one, until
+    /// --handshake-timeout), and a whole client is still served meanwhile.
+    func testHalfSentHandshakesHoldNoThread() throws {
+        let halfSent = #"""
+            import socket, sys
+            socks = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]
+            for s in socks: s.sendall(b'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+            print('sent', flush=True)
+            sys.stdin.readline()
+            """#
+        let whole = #"""
+            import sys
+            from websockets.sync.client import connect
+            with connect('ws://127.0.0.1:%s/' % sys.argv[1]) as ws:
+                ws.send('whole\n')
+                print(ws.recv(timeout=10).strip() if sys.argv[2] == '1' else 'sent')
+            """#
+        for (arguments, echoes) in [(["-k"], false), (["-k", "--exec", "/bin/cat"], true), (["-k", "--echo"], true)] {
+            let (listener, port) = try Tool.listener(["--ws", "--max-pending-per-source", "200"] + arguments)
+            defer { listener.stop() }
+            let peers = try Tool(["python3", "-u", "-c", halfSent, String(port), "100"], program: "/usr/bin/env")
+            defer { peers.stop() }
+            waitUntil("\(arguments): 100 half-sent requests") { peers.stdoutText == "sent\n" || !peers.process.isRunning }
+            let r = try Tool.run(["python3", "-c", whole, String(port), echoes ? "1" : "0"], input: "", program: "/usr/bin/env")
+            XCTAssertEqual(r.status, 0, "\(arguments): \(r.err)")
+            XCTAssertEqual(r.out, echoes ? "whole\n" : "sent\n", "\(arguments)")
+            let held = threadsOnceSettled(listener.process.processIdentifier)
+            XCTAssertLessThan(held, 30, "\(arguments): 100 handshakes under way hold \(held) threads")
+            peers.closeInput()
+            XCTAssertEqual(peers.wait(), 0, peers.stderrText)
         }
     }
 }

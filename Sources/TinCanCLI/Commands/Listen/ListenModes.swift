@@ -87,38 +87,31 @@ struct ConnectionStep: Sendable {
         guard let webSocket, case .success(let secured) = outcome else { return mode.admitted(socket, peer: peer, secured: outcome) }
         // The WebSocket handshake ends the preamble: the mode gets a connection in session.
         let slot = secured.preamble
-        if let hub = mode.webSocketHub {
-            // The hub takes the client as a member on its events: the handshake on the socket's.
-            socket.setDelegate(nil, delegateQueue: nil)
-            return webSocket.open(socket, timeout: handshakeTimeout, peer: peer) { [mode] opened in
-                slot?.release()
-                switch opened {
-                case .success(let (request, leftover)):
+        // The handshake on the socket's events, never on a thread of its own.
+        socket.setDelegate(nil, delegateQueue: nil)
+        webSocket.open(socket, timeout: handshakeTimeout, peer: peer) { [mode, idle] opened in
+            slot?.release()
+            switch opened {
+            case .failure(let error):
+                mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
+            case .success(let (request, leftover)):
+                if let hub = mode.webSocketHub {
+                    // The hub takes the client as a member on its events.
                     let member = WebSocketMember(
                         socket: socket, queue: hub.queue, peer: peer, settings: webSocket.settings, compression: request.compression, hub: hub)
                     member.start(leftover: leftover)
-                    hub.add(member)
-                case .failure(let error):
-                    mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
+                    return hub.add(member)
                 }
-            }
-        }
-        let done = SecuredConnection(info: secured.info, took: secured.took)
-        // The handshake waits on a thread of the connection's own, never on a shared worker.
-        socket.setDelegate(nil, delegateQueue: nil)
-        let client = socket.clientAddress
-        let local = socket.localAddress
-        let connection: Connection
-        do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
-            return mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
-        }
-        do throws(SystemError) {
-            try Syscall.startThread { [mode, handshakeTimeout, idle] in
-                let transport = HandOver.transport(connection)
-                defer { slot?.release() }
+                // A program or a terminal takes it as a stream: the messages cross on a relay.
+                let client = socket.clientAddress
+                let done = SecuredConnection(info: secured.info, took: secured.took)
+                let connection: Connection
+                do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
+                    return mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
+                }
+                let upgraded = WebSocketTransport(
+                    HandOver.transport(connection), settings: webSocket.settings, isClient: false, leftover: leftover, compression: request.compression)
                 do throws(CommandError) {
-                    let upgraded = try webSocket.upgrade(transport, local: local, timeout: handshakeTimeout, peer: peer)
-                    slot?.release()
                     let end = try WebSocketShim.start(upgraded, peer: peer, idle: idle)
                     let standIn: AsyncSocket
                     do throws(AsyncSocketError) { standIn = try AsyncSocket.adopting(connected: end.fd) } catch {
@@ -128,13 +121,9 @@ struct ConnectionStep: Sendable {
                     standIn.userData = WebSocketShim.StandIn(client: client)
                     mode.admitted(standIn, peer: peer, secured: .success(done))
                 } catch {
-                    HandOver.release(transport)
                     mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
                 }
             }
-        } catch {
-            HandOver.release(HandOver.transport(connection))
-            mode.admitted(socket, peer: peer, secured: .failure(.webSocket(CommandError("\(peer): no thread for its WebSocket handshake: \(error.lowercaseReason)"))))
         }
     }
 }

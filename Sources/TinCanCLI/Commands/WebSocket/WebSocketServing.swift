@@ -55,7 +55,7 @@ struct WebSocketServing: Sendable {
 
     /// The server's handshake on `socket`'s events within `timeout`, with no thread: `done`
     /// (on the socket's queue) has the request and the bytes read past its head, its answer
-    /// queued; or the refusal (its plain HTTP answer sent, the socket closing) to report.
+    /// written; or the refusal (its plain HTTP answer sent, the socket closing) to report.
     func open(
         _ socket: AsyncSocket, timeout: Duration, peer: String,
         done: @escaping @Sendable (Result<(request: WebSocketServerHandshake.Accepted, leftover: [UInt8]), CommandError>) -> Void
@@ -83,9 +83,17 @@ struct WebSocketServing: Sendable {
                     switch handshake.withLock({ $0.received(Array(bytes)) }) {
                     case .more: readMore()
                     case .accept(let response, let request, let leftover):
-                        socket.write(response, timeout: timeout, tag: 0)
-                        opened(request, peer: peer)
-                        done(.success((request, leftover)))
+                        // Done once the answer is out: the connection may be handed over then.
+                        socket.write(response, timeout: timeout) { sent in
+                            switch sent {
+                            case .success:
+                                opened(request, peer: peer)
+                                done(.success((request, leftover)))
+                            case .failure(let error):
+                                socket.disconnect()
+                                done(.failure(CommandError("\(peer): sending the WebSocket handshake failed: \(error)")))
+                            }
+                        }
                     case .refuse(let response, let reason):
                         socket.write(response, timeout: timeout, tag: 0)
                         socket.disconnectAfterWriting()
