@@ -92,7 +92,7 @@ public final class AsyncSocket: @unchecked Sendable {
         delegate: (any AsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil
     ) {
-        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncSocket"))
+        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncSocket", target: .global()))
         self.delegateStorage = delegate
         self.delegateQueueStorage = delegateQueue
     }

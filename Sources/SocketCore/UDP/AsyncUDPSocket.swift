@@ -103,7 +103,7 @@ public final class AsyncUDPSocket: @unchecked Sendable {
         delegate: (any AsyncUDPSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil
     ) {
-        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncUDPSocket"))
+        queue = socketQueue.map(SocketQueue.shared) ?? SocketQueue(DispatchQueue(label: "tincan.AsyncUDPSocket", target: .global()))
         delegateStorage = delegate
         delegateQueueStorage = delegateQueue
     }
