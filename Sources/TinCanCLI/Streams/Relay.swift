@@ -83,6 +83,8 @@ final class Relay: @unchecked Sendable {
     /// Bytes read from stdin that have not gone out: a chunk being sent (the pump keeps its
     /// own until sent), or what the transport holds back (a WebSocket line not ended yet).
     private let inputOwed = Atomic<Int>(0)
+    /// A chunk of stdin is in the transport's send: what it owes is known once that returns.
+    private let sending = Atomic<Bool>(false)
 
     /// --reconnect: whether stdin's side of this session is over with every chunk it took sent
     /// whole (waiting up to `limit` for a send under way), so the next session may go on.
@@ -128,7 +130,7 @@ final class Relay: @unchecked Sendable {
         switch result {
         case .peerClosed, .quitAfterEOF, .waitedAfterEOF:
             // A clean end: exit 0 promises that what stdin gave arrived.
-            let owed = inputOwed.load(ordering: .acquiring)
+            let owed = settledOwed()
             if owed > 0 {
                 result = .failed(notDelivered("the peer ended the session before they could be sent", owed))
             } else if let failure = confirmDelivery() {
@@ -151,6 +153,16 @@ final class Relay: @unchecked Sendable {
         }
         options.progress?.finish()
         return result
+    }
+
+    /// What stdin gave that has not gone out, once a send under way has returned: the peer's
+    /// close may be read before the thread that sent what it answers has counted it sent.
+    /// Waits at most ``flushLimit`` for that send.
+    private func settledOwed() -> Int {
+        guard inputOwed.load(ordering: .acquiring) > 0 else { return 0 }
+        let deadline = ContinuousClock.now + Relay.flushLimit
+        while sending.load(ordering: .acquiring) && ContinuousClock.now < deadline { Syscall.sleep(for: .milliseconds(1)) }
+        return inputOwed.load(ordering: .acquiring)
     }
 
     /// Starts one of the relay's threads, counted for ``join()``.
@@ -351,10 +363,13 @@ final class Relay: @unchecked Sendable {
     private func send(_ chunk: UnsafeRawBufferPointer, read n: Int) -> Bool {
         options.hex?.dump(chunk, .sent)
         let heldBefore = transport.held
+        sending.store(true, ordering: .releasing)
+        defer { sending.store(false, ordering: .releasing) }
         inputOwed.store(options.pump == nil ? n + heldBefore : heldBefore, ordering: .releasing)
         do throws(TransportError) {
             try transport.send(chunk)
         } catch {
+            sending.store(false, ordering: .releasing)
             if case .peerGone = error { awaitPeersLastWords() }
             report(.failed(notDelivered(error.reason, n + heldBefore), code: error.code))  // with what it held back
             return false
