@@ -101,9 +101,9 @@ final class WebSocketMemberTests: XCTestCase {
         }
     }
 
-    /// A handshake under way waits on its socket's events in every mode, a program's too: 100
-    /// clients that sent half an upgrade request hold no thread each (each held one, until
-    /// --handshake-timeout), and a whole client is still served meanwhile.
+    /// A handshake under way waits on its socket's events in every mode, a program's and the
+    /// forwarder's too: 100 clients that sent half an upgrade request hold no thread each (each
+    /// held one, until --handshake-timeout), and a whole client is still served meanwhile.
     func testHalfSentHandshakesHoldNoThread() throws {
         let halfSent = #"""
             import socket, sys
@@ -117,9 +117,19 @@ final class WebSocketMemberTests: XCTestCase {
             from websockets.sync.client import connect
             with connect('ws://127.0.0.1:%s/' % sys.argv[1]) as ws:
                 ws.send('whole\n')
-                print(ws.recv(timeout=10).strip() if sys.argv[2] == '1' else 'sent')
+                if sys.argv[2] == '1':
+                    got = ws.recv(timeout=10)
+                    print((got.decode() if isinstance(got, bytes) else got).strip())
+                else:
+                    print('sent')
             """#
-        for (arguments, echoes) in [(["-k"], false), (["-k", "--exec", "/bin/cat"], true), (["-k", "--echo"], true)] {
+        // The forwarder's upstream: a program that sends back what it reads.
+        let (upstream, upstreamPort) = try Tool.listener(["-k", "--exec", "/bin/cat"])
+        defer { upstream.stop() }
+        let modes: [([String], Bool)] = [
+            (["-k"], false), (["-k", "--exec", "/bin/cat"], true), (["-k", "--echo"], true), (["-k", "--forward", "127.0.0.1:\(upstreamPort)"], true),
+        ]
+        for (arguments, echoes) in modes {
             let (listener, port) = try Tool.listener(["--ws", "--max-pending-per-source", "200"] + arguments)
             defer { listener.stop() }
             let peers = try Tool(["python3", "-u", "-c", halfSent, String(port), "100"], program: "/usr/bin/env")

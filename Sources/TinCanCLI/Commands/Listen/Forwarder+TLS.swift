@@ -34,12 +34,7 @@ extension Forwarder {
                     return report(line, code: nil, kind: .gone)
                 }
                 if service != nil { return greet(client, secured: socket) }
-                if webSocket != nil {
-                    socket.setDelegate(nil, delegateQueue: nil)
-                    do throws(CommandError) { return upgrade(client, connection: try HandOver.take(socket, peer: peer), quick: quick) } catch {
-                        return report(error.message, code: nil, kind: .handshake)
-                    }
-                }
+                if webSocket != nil { return upgrade(client, secured: socket, quick: quick) }
                 reachUpstream(client, secured: socket, quick: quick)
             case .failure(.system(let reset)) where reset.errno == ECONNRESET:
                 // Reset during its handshake: nobody is left to answer, as after it.

@@ -118,7 +118,11 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             }
         } else if webSocket != nil {
             let client = client(accepted, preamble: preamble)
-            upgrade(client, connection: .plain(descriptor: client.fd, readAhead: []), quick: quick)
+            if burst {
+                client.queue.async { [self] in upgrade(client, secured: nil, quick: quick) }
+            } else {
+                client.queue.sync { upgrade(client, secured: nil, quick: quick) }
+            }
         } else if service != nil {
             greet(client(accepted, preamble: preamble), startHere: !burst)
         } else {
