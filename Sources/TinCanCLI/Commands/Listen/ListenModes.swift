@@ -48,9 +48,9 @@ struct SecuredConnection: Sendable {
 }
 
 /// The step every admitted connection takes: a TLS handshake when the listener serves TLS
-/// (bounded), a WebSocket handshake when the mode takes WebSocket clients (on the socket's
-/// events for the hub, which takes each as a ``WebSocketMember``; on a thread for a mode that
-/// takes each as a stream, ``WebSocketShim``), then the mode.
+/// (bounded), a WebSocket handshake when the mode takes WebSocket clients (both on the
+/// socket's events, no thread waiting), then the mode: the hub takes each WebSocket client as
+/// a ``WebSocketMember``, a program or a terminal as a stream (``WebSocketShim``).
 struct ConnectionStep: Sendable {
     let context: TLSContext?
     let mode: any ListenMode
