@@ -19,7 +19,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private let gate: Gate
     private let sharing: Sharing
     /// The broker's queue: its clients' delegate queue and, without TLS, their socket queue.
-    let queue = DispatchQueue(label: "tincan.broker")
+    let queue = EventQueue.make("tincan.broker")
     /// Clients by identity; touched only on `queue`.
     private var clients: [ObjectIdentifier: any HubClient] = [:]
     /// --chat: each client's name and open line; touched only on `queue`.

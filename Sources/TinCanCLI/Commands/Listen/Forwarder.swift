@@ -194,7 +194,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
 
     /// One shared serial queue per processor (one epoll set each), taken in turn by the clients.
     private let queues: [DispatchQueue] = (0..<max(1, Syscall.processorCount())).map { index in
-        (try? AsyncSocket.sharedQueue(label: "tincan.forward.\(index)")) ?? DispatchQueue(label: "tincan.forward.\(index)")
+        EventQueue.make("tincan.forward.\(index)")
     }
     private let nextQueue = Atomic<Int>(0)
 

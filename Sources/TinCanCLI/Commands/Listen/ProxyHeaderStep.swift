@@ -28,7 +28,7 @@ struct ProxyHeaderStep: Sendable {
         let given = args.cidrs(.proxyProtocolFrom)
         trusted = given.isEmpty ? ProxyHeaderStep.trustedByDefault : given
         queues = (0..<max(1, Syscall.processorCount())).map { index in
-            (try? AsyncSocket.sharedQueue(label: "tincan.proxy-header.\(index)")) ?? DispatchQueue(label: "tincan.proxy-header.\(index)")
+            EventQueue.make("tincan.proxy-header.\(index)")
         }
     }
 

@@ -136,7 +136,7 @@ struct WebSocketEchoServer: ListenMode {
     var secure = false
     /// Where every client's messages are echoed: one queue for all, and the plain clients'
     /// socket queue too.
-    let queue = DispatchQueue(label: "tincan.echo")
+    let queue = EventQueue.make("tincan.echo")
 
     var keepsConnectionAfterPeerEnds: Bool { true }
     var connectionQueue: DispatchQueue? { secure ? nil : queue }
