@@ -36,6 +36,10 @@ final class BenchmarkHarnessTests: XCTestCase {
                 "start-up (ms)": {"higher": False, "runs": {
                     "tincan": [{"rate": 2.0}, {"rate": 3.0}, {"rate": 2.5}],
                     "nc": [{"rate": 1.0}] * 3}},
+                "threads added": {"higher": False, "runs": {
+                    "tincan": [{"rate": 0}] * 3,
+                    "some": [{"rate": 2}] * 3,
+                    "none": [{"rate": 0}] * 3}},
             }
             print(run.summarize(results))
             """)
@@ -58,6 +62,9 @@ final class BenchmarkHarnessTests: XCTestCase {
         // Time: lower is better, so tincan's 2.5 ms against nc's 1.0 ms is 0.40x.
         let nc = try XCTUnwrap(row("nc", after: "start-up (ms)"), r.out)
         XCTAssertEqual(nc.last, "0.40x", r.out)
+        // A count where tincan has none: no division by zero, and none against none is even.
+        XCTAssertEqual(try XCTUnwrap(row("some", after: "threads added"), r.out).last, "inf", r.out)
+        XCTAssertEqual(try XCTUnwrap(row("none", after: "threads added"), r.out).last, "1.00x", r.out)
     }
 
     func testItBuildsWithTheReadmeCommand() throws {

@@ -87,7 +87,9 @@ public final class AsyncSocket: @unchecked Sendable {
     static let listenBacklog: Int32 = 4096
 
     /// A socket whose delegate callbacks run on `delegateQueue`. `socketQueue`, if given, must
-    /// be serial (it may be the delegate queue); otherwise the socket makes its own.
+    /// be serial (it may be the delegate queue); otherwise the socket makes its own, on
+    /// dispatch's default pool (not the overcommitting one, which starts a thread for each socket
+    /// queue with work while the others are busy: a burst of connections woke 165).
     public init(
         delegate: (any AsyncSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil

@@ -98,7 +98,8 @@ public final class AsyncUDPSocket: @unchecked Sendable {
     }
 
     /// A socket whose delegate callbacks run on `delegateQueue`. `socketQueue`, if given, must be
-    /// serial (it may be the delegate queue); otherwise the socket makes its own.
+    /// serial (it may be the delegate queue); otherwise the socket makes its own, on dispatch's
+    /// default pool (not the overcommitting one), as ``AsyncSocket`` does.
     public init(
         delegate: (any AsyncUDPSocketDelegate)? = nil, delegateQueue: DispatchQueue? = nil,
         socketQueue: DispatchQueue? = nil
