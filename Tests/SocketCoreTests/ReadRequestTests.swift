@@ -128,4 +128,23 @@ final class ReadRequestTests: XCTestCase {
         p.consume(8)
         XCTAssertTrue(p.isEmpty)
     }
+
+    /// Reads from the socket ask for a kilobyte until one fills all it was offered (an idle
+    /// or chatty connection keeps a small buffer), then for the largest size, allocated once.
+    func testPreBufferStartsSmallAndGrowsOnceAReadFillsIt() {
+        var p = PreBuffer(capacity: 0, firstRead: 1024, largest: 64 * 1024)
+        var space = p.spaceForRead()
+        XCTAssertEqual(space.count, 1024, "a new connection's first read")
+        p.didRead(300, offered: space.count)  // a request head: it stays small
+        p.consume(300)
+        space = p.spaceForRead()
+        XCTAssertEqual(p.capacity, 1024)
+        p.didRead(space.count, offered: space.count)  // filled: more is coming
+        p.consume(space.count)
+        space = p.spaceForRead()
+        XCTAssertEqual(space.count, 64 * 1024)
+        p.didRead(10, offered: space.count)
+        p.consume(10)
+        XCTAssertEqual(p.spaceForRead().count, 64 * 1024, "it stays large, with no new allocation")
+    }
 }

@@ -153,7 +153,6 @@ extension AsyncSocket {
             onReadable: { [weak self] in self?.readSourceFired() },
             onWritable: { [weak self] in self?.writeSourceFired() },
             onClose: { group.leave() })
-        if preBuffer.capacity == 0 { preBuffer = PreBuffer(capacity: AsyncSocket.readChunk) }
         state = .connected(Connected(sources: sources, unixPath: unixPath, knownPeer: peer))
         announce()
         // No read source yet: pumpReads looks at the socket (watchWhileIdle) and arms one only

@@ -169,9 +169,9 @@ extension AsyncSocket {
                         progress += written
                     }
                 } else {
-                    let space = preBuffer.writableSpace(minimum: AsyncSocket.readChunk)
+                    let space = preBuffer.spaceForRead()
                     received = try Syscall.receive(fd, into: space)
-                    if let received { preBuffer.didWrite(received) }
+                    if let received { preBuffer.didRead(received, offered: space.count) }
                 }
                 switch received {
                 case nil:

@@ -52,7 +52,7 @@ public final class AsyncSocket: @unchecked Sendable {
 
     var readQueue: [ReadPacket] = []
     var currentRead: ReadPacket?
-    var preBuffer = PreBuffer(capacity: 0)
+    var preBuffer = PreBuffer(capacity: 0, largest: AsyncSocket.readChunk)
     var readTimer: OneShotTimer?
 
     var writeQueue: [WritePacket] = []

@@ -1,14 +1,23 @@
 /// Bytes read from the socket ahead of the reads that will take them.
 ///
-/// One allocation for the life of the socket: it is compacted in place and grows only when a
-/// caller asks for more free space than it has. Not thread-safe: the socket queue owns it.
+/// Small until the socket shows it carries more: the first reads from the socket ask for
+/// `firstRead` bytes, and once one fills all it was given, every read asks for `largest`. So
+/// an idle or chatty connection keeps a buffer of a kilobyte (thousands of idle clients each
+/// had 64 KiB, a resident page of it), and a bulk one grows it once. It is compacted in place
+/// and grows only when a read asks for more free space than it has: no allocation per chunk.
+/// Not thread-safe: the socket queue owns it.
 struct PreBuffer: ~Copyable {
     private var storage: UnsafeMutableRawBufferPointer
     private var readIndex = 0
     private var writeIndex = 0
+    /// What the next read from the socket asks for.
+    private var readSize: Int
+    private let largest: Int
 
-    init(capacity: Int) {
+    init(capacity: Int, firstRead: Int = 1024, largest: Int = 64 * 1024) {
         storage = .allocate(byteCount: capacity, alignment: 16)
+        readSize = min(firstRead, largest)
+        self.largest = largest
     }
 
     deinit { storage.deallocate() }
@@ -54,6 +63,18 @@ struct PreBuffer: ~Copyable {
     /// Records `n` bytes written into the space ``writableSpace(minimum:)`` returned.
     mutating func didWrite(_ n: Int) {
         writeIndex += n
+    }
+
+    /// Free space for the next read from the socket: what it asks for now, at least.
+    mutating func spaceForRead() -> UnsafeMutableRawBufferPointer {
+        writableSpace(minimum: readSize)
+    }
+
+    /// Records `n` bytes read into the `offered` bytes ``spaceForRead()`` returned; a read that
+    /// filled them all makes the next ones ask for the largest size.
+    mutating func didRead(_ n: Int, offered: Int) {
+        didWrite(n)
+        if n == offered { readSize = largest }
     }
 
     /// Drops everything.
