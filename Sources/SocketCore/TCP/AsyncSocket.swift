@@ -127,9 +127,12 @@ public final class AsyncSocket: @unchecked Sendable {
     /// Runs `body` on the socket queue, later unless already there.
     func async(_ body: @escaping @Sendable () -> Void) { queue.async(body) }
 
-    /// Calls the delegate on its queue, if there is one.
+    /// Calls the delegate on its queue, if there is one: later, never inside the socket's own
+    /// work. On a shared queue that is also the delegate's, at the end of the current round of
+    /// events, with no hand-off to a dispatch worker.
     func notify(_ body: @escaping @Sendable (any AsyncSocketDelegate) -> Void) {
         guard let delegate = delegateStorage, let queue = delegateQueueStorage else { return }
+        if QueuePoller.isRunning(on: queue), let poller = QueuePoller.of(queue), poller.atRoundEnd({ body(delegate) }) { return }
         queue.async { body(delegate) }
     }
 

@@ -49,6 +49,10 @@ final class QueuePoller: @unchecked Sendable {
     private let timers = Mutex(TimerHeap())
     private let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: 64)
     private let flags = UnsafeMutablePointer<UInt32>.allocate(capacity: 64)
+    /// Whether a round of events is being delivered (touched on the queue only).
+    private var delivering = false
+    /// Work for the end of the round (touched on the queue only): see ``atRoundEnd(_:)``.
+    private var roundEnd: [@Sendable () -> Void] = []
 
     private init(queue: DispatchQueue) throws(SystemError) {
         self.queue = queue
@@ -149,8 +153,29 @@ final class QueuePoller: @unchecked Sendable {
         }
     }
 
-    /// Every ready descriptor's wanted directions, in one round (on the queue).
+    /// Runs `body` at the end of the round of events being delivered, on the queue, after the
+    /// handlers (so never inside one of them): true if it was taken, false if no round is
+    /// under way (the caller then queues it). A socket's delegate call on its own shared queue
+    /// goes this way rather than through `queue.async`, which woke a dispatch worker for every
+    /// event (a WebSocket echo's round trip: three futex calls). Call on the queue.
+    func atRoundEnd(_ body: @escaping @Sendable () -> Void) -> Bool {
+        guard delivering else { return false }
+        roundEnd.append(body)
+        return true
+    }
+
+    /// Every ready descriptor's wanted directions, in one round (on the queue), then the work
+    /// the round left for its end (which may leave more: it runs too).
     private func deliver(_ count: Int) {
+        delivering = true
+        defer {
+            while !roundEnd.isEmpty {
+                let batch = roundEnd
+                roundEnd.removeAll(keepingCapacity: true)
+                for body in batch { body() }
+            }
+            delivering = false
+        }
         for i in 0..<count {
             if tokens[i] == 0 {
                 fireTimers()
