@@ -5,10 +5,13 @@ import SocketCore
 /// TLS at either end of a forwarder's relay: the client's handshake (--tls: termination), the
 /// upstream's (--forward-tls: origination), and the bridge that moves bytes through the sessions.
 extension Forwarder {
-    /// The client side's TLS handshake (no thread waits for it), then the upstream.
+    /// The client side's handshakes, TLS and then WebSocket (no thread waits for either), then
+    /// the upstream.
     func serve(_ client: Client, quick: SocketAddress?) {
         let peer = client.peer
-        guard let clientTLS else { return reachUpstream(client, secured: nil, quick: quick) }
+        guard let clientTLS else {
+            return webSocket != nil ? upgrade(client, secured: nil, quick: quick) : reachUpstream(client, secured: nil, quick: quick)
+        }
         let socket: AsyncSocket
         do throws(AsyncSocketError) { socket = try Forwarder.socket(client.fd, queue: client.queue) } catch {
             Syscall.close(client.fd)

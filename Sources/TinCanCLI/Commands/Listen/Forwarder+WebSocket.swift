@@ -23,11 +23,8 @@ extension Forwarder {
         webSocket.open(socket, timeout: settings.handshakeTimeout, peer: peer) { [self] opened in
             do throws(CommandError) {
                 let (request, leftover) = try opened.get()
-                let connection = try HandOver.take(socket, peer: peer)
-                let transport = WebSocketTransport(
-                    HandOver.transport(connection), settings: webSocket.settings, isClient: false, leftover: leftover, compression: request.compression)
                 var standIn = client
-                standIn.descriptor = try WebSocketShim.start(transport, peer: peer, idle: idle)
+                standIn.descriptor = try webSocket.stream(socket, request: request, leftover: leftover, peer: peer, idle: idle)
                 standIn.isWebSocketStandIn = true
                 reachUpstream(standIn, secured: nil, quick: quick)
             } catch {

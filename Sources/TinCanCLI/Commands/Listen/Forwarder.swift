@@ -109,19 +109,12 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 return gate.closed()
             }
         }
-        if clientTLS != nil {
+        if clientTLS != nil || webSocket != nil {
             let client = client(accepted, preamble: preamble)
             if burst {
                 client.queue.async { [self] in serve(client, quick: quick) }
             } else {
                 client.queue.sync { serve(client, quick: quick) }
-            }
-        } else if webSocket != nil {
-            let client = client(accepted, preamble: preamble)
-            if burst {
-                client.queue.async { [self] in upgrade(client, secured: nil, quick: quick) }
-            } else {
-                client.queue.sync { upgrade(client, secured: nil, quick: quick) }
             }
         } else if service != nil {
             greet(client(accepted, preamble: preamble), startHere: !burst)

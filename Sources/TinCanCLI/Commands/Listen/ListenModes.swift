@@ -105,14 +105,8 @@ struct ConnectionStep: Sendable {
                 // A program or a terminal takes it as a stream: the messages cross on a relay.
                 let client = socket.clientAddress
                 let done = SecuredConnection(info: secured.info, took: secured.took)
-                let connection: Connection
-                do throws(CommandError) { connection = try HandOver.take(socket, peer: peer) } catch {
-                    return mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
-                }
-                let upgraded = WebSocketTransport(
-                    HandOver.transport(connection), settings: webSocket.settings, isClient: false, leftover: leftover, compression: request.compression)
                 do throws(CommandError) {
-                    let end = try WebSocketShim.start(upgraded, peer: peer, idle: idle)
+                    let end = try webSocket.stream(socket, request: request, leftover: leftover, peer: peer, idle: idle)
                     let standIn: AsyncSocket
                     do throws(AsyncSocketError) { standIn = try AsyncSocket.adopting(connected: end.fd) } catch {
                         Syscall.close(end.fd)

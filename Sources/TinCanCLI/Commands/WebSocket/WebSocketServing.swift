@@ -105,6 +105,18 @@ struct WebSocketServing: Sendable {
         readMore()
     }
 
+    /// A connection whose handshake ``open(_:timeout:peer:done:)`` accepted, for a mode that
+    /// takes a stream (a program, a terminal, the forwarder's relay): the mode's end of a pair
+    /// the messages cross to (``WebSocketShim``). The socket is handed over either way.
+    func stream(
+        _ socket: AsyncSocket, request: WebSocketServerHandshake.Accepted, leftover: [UInt8], peer: String, idle: IdleWatch?
+    ) throws(CommandError) -> SourcelessDescriptor {
+        let connection = try HandOver.take(socket, peer: peer)
+        let transport = WebSocketTransport(
+            HandOver.transport(connection), settings: settings, isClient: false, leftover: leftover, compression: request.compression)
+        return try WebSocketShim.start(transport, peer: peer, idle: idle)
+    }
+
     /// A handshake accepted: said at -v and in --json.
     private func opened(_ request: WebSocketServerHandshake.Accepted, peer: String) {
         Console.note(
