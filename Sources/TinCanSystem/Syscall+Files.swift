@@ -57,6 +57,13 @@ extension Syscall {
         return nil
     }
 
+    /// The wall clock in microseconds since 1970 (UTC): a capture's packet times.
+    package static func wallClockMicroseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1000)
+    }
+
     /// The wall clock, UTC, as `2026-12-05T21:30:00.123456Z`: for records people read beside
     /// other logs.
     package static func utcTimestamp() -> String {

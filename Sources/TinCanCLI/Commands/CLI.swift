@@ -38,7 +38,8 @@ public enum CLI {
                 Console.verbosity.store(parsed.count(.verbose), ordering: .relaxed)
                 Statistics.atExit.store(parsed.has(.stats), ordering: .relaxed)
                 EventLog.start(parsed)
-                try parsed.command.run(parsed)
+                // --replay-list: the capture's conversations, before any HOST or PORT is read.
+                if try !ReplayPlan.listIfAsked(parsed) { try parsed.command.run(parsed) }
             }
             code = .success
         } catch let error as UsageError {

@@ -240,7 +240,7 @@ struct ConnectCommand {
             transport.abort()
             throw error
         }
-        if webSocket.settings.echo { return try WebSocketEcho.run(upgraded, peer: target.description, capture: settings.capture) }
+        if webSocket.settings.echo { return try WebSocketEcho.run(upgraded, peer: target.description, capture: settings.capture, dialed: true) }
         return try Session(settings: settings).run(upgraded, peer: target.description, started: started)
     }
 }

@@ -117,7 +117,8 @@ enum ProgramSession {
         var options = Relay.Options()
         options.ending.passesPeerEnd = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
-        options.capture = settings.capture?.tap(client: peer)
+        options.capture = settings.capture?.tap(
+            client: peer, ends: Capture.ends(of: transport.socketDescriptor, recorderIsClient: settings.dials, layers: transport.removedLayers))
         defer { options.capture?.close() }
         let relay = Relay(transport: transport, input: fromProgram.read, output: toProgram.write, options: options)
         let outcome = relay.run()
@@ -175,7 +176,8 @@ enum ProgramSession {
         options.ending.passesPeerEnd = true
         options.ending.idleTimeout = settings.relay.ending.idleTimeout
         options.terminal = terminal
-        options.capture = settings.capture?.tap(client: peer)
+        options.capture = settings.capture?.tap(
+            client: peer, ends: Capture.ends(of: transport.socketDescriptor, recorderIsClient: settings.dials, layers: transport.removedLayers))
         defer { options.capture?.close() }
         // A listener's session asks for the client's window size, as a telnet server does (a
         // `--raw` client answers; other clients see the three bytes before the program's output).

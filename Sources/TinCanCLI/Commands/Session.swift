@@ -22,9 +22,16 @@ struct Session {
         defer { transport.abort() }
         Interruption.install()  // from here on SIGUSR1 has statistics to give
         let log = EventLog.current.withLock { $0 }
-        let capture = settings.capture?.tap(client: peer)
+        let capture = settings.capture?.tap(
+            client: peer, ends: Capture.ends(of: transport.socketDescriptor, recorderIsClient: settings.dials, layers: transport.removedLayers))
         defer { capture?.close() }
         if let failure = capture?.failure { throw CommandError(failure) }
+        if let replay = settings.replay {
+            let idle = settings.relay.ending.idleTimeout.map { ($0, settings.idleText ?? "\($0)") }
+            let (sent, received) = try Replayer(plan: replay, transport: transport, peer: peer, idle: idle, capture: capture).run()
+            log?.relayed(sent: sent, received: received, firstByte: nil)
+            return .finished
+        }
         if !settings.script.isEmpty {
             try StreamScript(script: settings.script, transport: transport, settings: settings, log: log, capture: capture).run()
         }

@@ -34,8 +34,13 @@ struct StreamSettings {
     let pty: PtySettings?
     /// --raw: this terminal is the remote program's.
     let raw: RawSettings?
-    /// -o, --hex-dump: each connection's bytes to a file.
+    /// -o, --hex-dump, --pcap: each connection's bytes to a file.
     let capture: Capture?
+    /// --replay: the recorded conversation played instead of stdin/stdout.
+    let replay: ReplayPlan?
+    /// Whether the command dials (connect, tls, ws: a capture's recorder is the client) or
+    /// accepts (listen).
+    let dials: Bool
 
     /// How long a TLS client (or a client through a proxy) holds its end of stream after the
     /// end of stdin while nothing arrives, unless the server closes first, --half-close, -q or
@@ -86,6 +91,8 @@ struct StreamSettings {
         if args.has(.forceProgress) || (args.has(.progress) && Syscall.isTerminal(2)) { relay.progress = ProgressMeter() }
         self.relay = relay
         capture = try Capture.parse(args)
+        replay = try ReplayPlan.parse(args)
+        dials = args.command.name != "listen"
     }
 
 }

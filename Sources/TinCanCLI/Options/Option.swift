@@ -54,6 +54,11 @@ public enum Option: String, CaseIterable, Sendable {
     case httpProxy = "http-proxy"
     case idleTimeout = "idle-timeout"
     case keepalive
+    case replay
+    case replayList = "replay-list"
+    case replayMatch = "replay-match"
+    case replaySpeed = "replay-speed"
+    case replayStream = "replay-stream"
     case userTimeout = "user-timeout"
     case sendTimeout = "send-timeout"
     case handshakeTimeout = "handshake-timeout"
@@ -80,6 +85,7 @@ public enum Option: String, CaseIterable, Sendable {
     case open
     case origin
     case output
+    case pcap
     case parallel
     case pin
     case pingInterval = "ping-interval"

@@ -34,9 +34,9 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .tls
         case .ws, .binary, .jsonl, .noDeflate, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .header, .origin, .protocol, .allowOrigin:
             .webSocket
-        case .send, .expect, .expectTimeout:
+        case .send, .expect, .expectTimeout, .replay, .replayList, .replayMatch, .replaySpeed, .replayStream:
             .scripting
-        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats, .output, .hexDump, .appendOutput, .captureBestEffort:
+        case .help, .helpAll, .verbose, .hex, .progress, .forceProgress, .json, .timing, .version, .stats, .output, .hexDump, .pcap, .appendOutput, .captureBestEffort:
             .reporting
         }
     }

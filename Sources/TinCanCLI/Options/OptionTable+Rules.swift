@@ -41,8 +41,10 @@ extension OptionTable {
         .forbids([.hex, .progress, .forceProgress], when: .given(.json), "%o writes text on stderr: not with %w, which keeps stderr to JSON lines"),
         .forbids([.keepalive, .userTimeout], when: .anyOf(.unix, .udp), "%o is for TCP connections: not with %w"),
         .needs([.retryDelay], .anyOf(.retry, .forwardRetry, .reconnect), "--retry-delay needs --retry (or --forward-retry, --reconnect)"),
-        .exclusive([.output, .hexDump], "%o and %w write one capture: give one"),
-        .needs([.appendOutput, .captureBestEffort], .anyOf(.output, .hexDump), "%o is for a capture: give -o FILE or --hex-dump FILE"),
+        .exclusive([.output, .hexDump, .pcap], "%o and %w write one capture: give one"),
+        .needs([.appendOutput, .captureBestEffort], .anyOf(.output, .hexDump, .pcap), "%o is for a capture: give -o FILE, --hex-dump FILE or --pcap FILE"),
+        .needs([.replayMatch, .replaySpeed, .replayStream, .replayList], .given(.replay), "%o is for --replay: give --replay FILE"),
+        .forbids([.send, .expect, .raw, .exec, .shExec, .reconnect], when: .given(.replay), "--replay plays the session: not with %o"),
         .needs([.key], .given(.cert), "%o needs --cert"),
     ]
 
@@ -99,7 +101,7 @@ extension OptionTable {
         + [
             .forbids([.tls, .unix, .send, .expect], when: .all([.given(.zeroIo), .absent(.udp)]), "-z only connects: it does not take %o"),
             .needs([.parallel], .given(.zeroIo), "%o needs -z"),
-            .forbids([.output, .hexDump], when: .given(.zeroIo), "%o captures a session's bytes; -z only probes ports: not with -z"),
+            .forbids([.output, .hexDump, .pcap, .replay], when: .given(.zeroIo), "%o is for a session's bytes; -z only probes ports: not with -z"),
             .needs([.lines, .stripNewline, .chunk, .whole, .format, .maxSize], .given(.udp), "%o is for datagrams: add -u"),
             .needs(tlsClientOnly, .given(.tls), "%o needs --tls"),
         ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules
@@ -151,6 +153,8 @@ extension OptionTable {
             .forbids([.send, .expect], when: .anyOf(.forward, .forwardUnix), "%o talks over stdin/stdout: not with %w"),
             .forbids([.proxy], when: .given(.forwardUnix), "a proxy reaches a host and port: not with --forward-unix"),
             .forbids([.send, .expect], when: .anyOf(.keepOpen, .broker, .chat, .exec, .shExec), "%o talks to one connection: not with %w"),
+            .forbids(
+                [.broker, .chat, .forward, .forwardUnix, .socks5, .httpProxy, .echo, .stdioSocket], when: .given(.replay), "--replay plays each client's session: not with %o"),
             .forbids([.keepOpen, .broker, .chat], when: .given(.stdioSocket), "--stdio-socket serves one connection: not with %o"),
             .needs(
                 [.stdioSocket], .anyOf(.forward, .forwardUnix, .exec, .shExec, .socks5, .httpProxy),

@@ -53,7 +53,12 @@ public enum OptionTable {
             help:
                 "As -o, in hexdump -C lines (ncat's -x, socat -x -v): each chunk a line with its UTC time, connection number, direction (> sent, < received) and size, then its bytes with the direction's offsets."
         ),
-        OptionSpec(.appendOutput, help: "With -o or --hex-dump: add to the file instead of emptying it first."),
+        OptionSpec(
+            .pcap, value: .path, valueName: "FILE",
+            help:
+                "As -o, as a pcapng file that Wireshark and tshark open: each connection a TCP conversation between its real addresses and ports (a SOCKS5 UDP association's datagrams UDP ones; a Unix client as 127.0.0.1 with its connection's number as port), with the real times and sequence numbers that count the bytes, holding the bytes after TLS and WebSocket are taken off, so the HTTP, SMTP or IMAP inside is dissected; the first packet's comment names the connection and the layers removed (TLS version and cipher, WebSocket framing: a packet per message). With -k, %n or %a as -o has them makes a file (a section) per connection; without, one file holds every connection's conversation."
+        ),
+        OptionSpec(.appendOutput, help: "With -o, --hex-dump or --pcap: add to the file instead of emptying it first (--pcap: a new section after the others)."),
         OptionSpec(
             .captureBestEffort,
             help: "With -o or --hex-dump: when a capture write fails, stop capturing (said once) and let the session go on, instead of ending it."),
@@ -118,6 +123,27 @@ public enum OptionTable {
         ),
         OptionSpec(.timing, help: "On exit, print one line on stderr: DNS, connect, TLS handshake, first byte and total times, bytes each way."),
         stats,
+    ]
+
+    /// Playing a recorded conversation instead of stdin/stdout: connect, tls, ws and listen.
+    static let replaying: [OptionSpec] = [
+        OptionSpec(
+            .replay, value: .path, valueName: "FILE",
+            help:
+                "Instead of stdin and stdout, play one side of the TCP conversation in FILE: a pcapng or pcap capture (tincan's --pcap, tcpdump's or Wireshark's; each direction reassembled as its receiver would: retransmissions, overlaps and reordering), or a --hex-dump capture. connect, tls and ws play its client, listen its server (with -k, for every client). Each of our turns is sent once the peer has sent what the capture has before it; what the peer sends goes to stdout. Bytes that differ (--replay-match), a peer that ends early or sends more than the capture end the run with exit 6, the first differing offset said, both sides quoted and hex-dumped."
+        ),
+        OptionSpec(
+            .replayMatch, value: .choice(["exact", "length", "none"]), valueName: "HOW", default: "exact",
+            help:
+                "How the peer's bytes must match the capture before each of our turns: exact (the same bytes), length (as many bytes, any content: a Date header that changed), none (nothing is waited for: our turns go at their times)."
+        ),
+        OptionSpec(
+            .replaySpeed, value: .text, valueName: "FACTOR|max", default: "max",
+            help: "The pauses before our turns: as recorded (1), faster (2) or slower (0.5) by FACTOR, or none (max: each turn as soon as the peer's bytes before it came)."),
+        OptionSpec(
+            .replayStream, value: .integer(0...Int(Int32.max)), valueName: "N",
+            help: "Which conversation of FILE to replay when it holds several: tshark's tcp.stream number (a --hex-dump capture: its connection number). --replay-list lists them."),
+        OptionSpec(.replayList, help: "List the conversations of the --replay FILE (number, client, server, turns and bytes each way) on stdout and exit; no HOST or PORT needed."),
     ]
 
     static let stats = OptionSpec(
@@ -292,7 +318,7 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream
-            + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + [
+            + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + replaying + [
                 OptionSpec(
                     .zeroIo, short: "z",
                     help:
@@ -534,7 +560,7 @@ public enum OptionTable {
                     help:
                         "Log the TLS secrets to FILE (NSS key log format, mode 0600, appended to; a symbolic link or another user's file is refused) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
                 ),
-            ] + tlsControls + probing + datagramFraming + datagramOutput + webSocketSession,
+            ] + tlsControls + probing + replaying + datagramFraming + datagramOutput + webSocketSession,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),
@@ -596,7 +622,7 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient
-            + tlsControls + probing + rawTerminal,
+            + tlsControls + probing + replaying + rawTerminal,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),
             ("tincan tls --show-cert example.org 443 > chain.pem", "Save the server's certificate chain."),

@@ -9,11 +9,15 @@ import Synchronization
 /// most the disk's speed and holds no more than one chunk. In `-k` modes a pattern with `%n`
 /// (the connection's number) or `%a` (the client's address) makes a file per connection;
 /// without one every connection goes to the one file, each hex record naming its connection.
+/// `--pcap FILE` writes pcapng: each connection a TCP conversation (a SOCKS5 UDP association's
+/// datagrams UDP ones) between its real addresses, made up around the bytes that passed
+/// (``SyntheticConversation``), so Wireshark and tshark dissect what was inside TLS or
+/// WebSocket; the first packet's comment names the layers removed.
 ///
 /// A failed write (a full disk) ends the session, said with the file and why (exit 1), unless
 /// `--capture-best-effort`: then the capture stops, said once, and the session goes on.
 final class Capture: Sendable {
-    enum Format: Sendable { case raw, hex }
+    enum Format: Sendable { case raw, hex, pcap }
 
     let pattern: String
     let format: Format
@@ -27,9 +31,10 @@ final class Capture: Sendable {
     /// capture. The shared file is opened here, so a path that cannot be written fails at once.
     static func parse(_ args: ParsedArguments) throws(UsageError) -> Capture? {
         let name = args.command.name
-        guard let pattern = args.value(.output) ?? args.value(.hexDump) else { return nil }
+        guard let pattern = args.value(.output) ?? args.value(.hexDump) ?? args.value(.pcap) else { return nil }
+        let format: Format = args.has(.hexDump) ? .hex : args.has(.pcap) ? .pcap : .raw
         do throws(SystemError) {
-            return try Capture(pattern: pattern, format: args.has(.hexDump) ? .hex : .raw, append: args.has(.appendOutput), bestEffort: args.has(.captureBestEffort))
+            return try Capture(pattern: pattern, format: format, append: args.has(.appendOutput), bestEffort: args.has(.captureBestEffort))
         } catch {
             throw UsageError("cannot write the capture \(pattern): \(error.lowercaseReason)", command: name)
         }
@@ -40,7 +45,23 @@ final class Capture: Sendable {
         self.format = format
         self.append = append
         self.bestEffort = bestEffort
-        shared = Capture.isPerConnection(pattern) ? nil : CaptureFile(path: pattern, fd: try Syscall.openForWriting(pattern, append: append))
+        shared = Capture.isPerConnection(pattern) ? nil : try Capture.open(pattern, format: format, append: append)
+    }
+
+    /// A capture file, opened safely (``Syscall/openForWriting(_:append:)``); a pcapng file
+    /// starts with its section header (with --append-output, a new section after the others).
+    private static func open(_ path: String, format: Format, append: Bool) throws(SystemError) -> CaptureFile {
+        let file = CaptureFile(path: path, fd: try Syscall.openForWriting(path, append: append))
+        if format == .pcap {
+            do throws(SystemError) {
+                let header = Pcapng.header(application: "tincan \(OptionTable.version)")
+                try header.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(file.fd, raw, isSocket: false) } }.get()
+            } catch {
+                Syscall.close(file.fd)
+                throw error
+            }
+        }
+        return file
     }
 
     /// A capture that failed in a listener serving many: the run ends, said, with exit 1 (as
@@ -73,17 +94,36 @@ final class Capture: Sendable {
     }
 
     /// The tap for a new connection from `client`: its own file when the pattern asks, else the
-    /// shared one. A file that cannot be opened is a tap that failed at once.
-    func tap(client: String) -> CaptureTap {
+    /// shared one. A file that cannot be opened is a tap that failed at once. `ends` (from
+    /// ``ends(of:recorderIsClient:)``, or made up when not given) are the addresses a pcap
+    /// shows and the hex dump's first line names.
+    func tap(client: String, ends: ((Int) -> CaptureEnds)? = nil) -> CaptureTap {
         let number = connections.add(1, ordering: .relaxed).newValue
-        if let shared { return CaptureTap(file: shared, capture: self, connection: number, owned: false) }
-        let path = Capture.expand(pattern, number: number, client: client)
-        do throws(SystemError) {
-            return CaptureTap(file: CaptureFile(path: path, fd: try Syscall.openForWriting(path, append: append)), capture: self, connection: number, owned: true)
-        } catch {
-            let tap = CaptureTap(file: CaptureFile(path: path, fd: -1), capture: self, connection: number, owned: true)
-            tap.failed(error)
-            return tap
+        let conversation = ends?(number) ?? CaptureEnds.of(descriptor: nil, recorderIsClient: false, connection: number)
+        let tap: CaptureTap
+        if let shared {
+            tap = CaptureTap(file: shared, capture: self, connection: number, owned: false, ends: conversation)
+        } else {
+            let path = Capture.expand(pattern, number: number, client: client)
+            do throws(SystemError) {
+                tap = CaptureTap(file: try Capture.open(path, format: format, append: append), capture: self, connection: number, owned: true, ends: conversation)
+            } catch {
+                let failed = CaptureTap(file: CaptureFile(path: path, fd: -1), capture: self, connection: number, owned: true, ends: conversation)
+                failed.failed(error)
+                return failed
+            }
+        }
+        tap.opened()
+        return tap
+    }
+
+    /// The ends of the connection on `descriptor`, for ``tap(client:ends:)``.
+    static func ends(of descriptor: Int32?, recorderIsClient: Bool, datagram: Bool = false, layers: [String] = []) -> (Int) -> CaptureEnds {
+        { number in
+            var ends = CaptureEnds.of(descriptor: descriptor, recorderIsClient: recorderIsClient, connection: number)
+            ends.datagram = datagram
+            ends.layers = layers
+            return ends
         }
     }
 }
@@ -112,20 +152,73 @@ final class CaptureTap: Sendable {
         var received = 0
         var failure: String?
         var stopped = false
+        /// --pcap: the packets made up around the bytes.
+        var conversation: SyntheticConversation
+        var closed = false
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
+    let ends: CaptureEnds
 
-    fileprivate init(file: CaptureFile, capture: Capture, connection: Int, owned: Bool) {
+    fileprivate init(file: CaptureFile, capture: Capture, connection: Int, owned: Bool, ends: CaptureEnds) {
         self.file = file
         self.capture = capture
         self.connection = connection
         self.owned = owned
+        self.ends = ends
+        state = Mutex(State(conversation: SyntheticConversation(ends: ends)))
+    }
+
+    /// The conversation's start: a pcap's handshake (its comment naming the connection and the
+    /// layers removed), a hex dump's line naming both ends.
+    fileprivate func opened() {
+        guard file.fd >= 0, capture.format != .raw else { return }
+        let client = "\(ends.client.text), server \(ends.server.text)"
+        let layers = ends.layers.isEmpty ? "" : "; removed before capture: " + ends.layers.joined(separator: ", ")
+        switch capture.format {
+        case .raw: return
+        case .hex:
+            write(
+                Array(
+                    "# \(Syscall.utcTimestamp()) connection \(connection) opened: client \(client), recorded by the \(ends.recorderIsClient ? "client" : "server")\(layers)\n".utf8)
+            )
+        case .pcap:
+            let packets = state.withLock { $0.conversation.open() }
+            let comment = "tincan connection \(connection): client \(client), recorded by the \(ends.recorderIsClient ? "client" : "server")\(layers)"
+            write(packets: packets, comment: comment)
+        }
+    }
+
+    /// Writes `packets` as enhanced packet blocks (the first with `comment`).
+    private func write(packets: [[UInt8]], comment: String? = nil) {
+        guard !packets.isEmpty else { return }
+        let now = Syscall.wallClockMicroseconds()
+        var out: [UInt8] = []
+        for (index, packet) in packets.enumerated() {
+            Pcapng.appendPacket(packet, microseconds: now, comment: index == 0 ? comment : nil, to: &out)
+        }
+        write(out)
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        let result = file.lock.withLock { _ in
+            bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(file.fd, raw, isSocket: false) } }
+        }
+        if case .failure(let error) = result { failed(error) }
     }
 
     /// Records `bytes` that went `direction`. Nil while the session may go on; the reason it must
     /// end when a write failed (unless best effort, which stops the capture and says so once).
-    func record(_ bytes: UnsafeRawBufferPointer, _ direction: HexDump.Direction) -> String? {
+    func record(_ bytes: UnsafeRawBufferPointer, _ direction: HexDump.Direction, comment: String? = nil) -> String? {
         guard !bytes.isEmpty else { return nil }
+        if capture.format == .pcap {
+            let fromClient = (direction == .sent) == ends.recorderIsClient
+            let packets = state.withLock { state -> [[UInt8]] in
+                guard !state.stopped else { return [] }
+                return state.conversation.data(fromClient: fromClient, bytes)
+            }
+            write(packets: packets, comment: comment)
+            return failure
+        }
         let (offset, go) = state.withLock { state -> (Int, Bool) in
             guard !state.stopped else { return (0, false) }
             defer { if direction == .sent { state.sent += bytes.count } else { state.received += bytes.count } }
@@ -135,7 +228,7 @@ final class CaptureTap: Sendable {
         let result = file.lock.withLock { _ in
             Result { () throws(SystemError) in
                 switch capture.format {
-                case .raw: try Syscall.writeAll(file.fd, bytes, isSocket: false)
+                case .raw, .pcap: try Syscall.writeAll(file.fd, bytes, isSocket: false)  // (pcap returned above)
                 case .hex:
                     let arrow = direction == .sent ? ">" : "<"
                     var text =
@@ -163,8 +256,17 @@ final class CaptureTap: Sendable {
         if first && capture.bestEffort { Console.note(line + "; the capture stopped there, the session goes on (--capture-best-effort)") }
     }
 
-    /// The connection is over: its own file is closed.
+    /// The connection is over: a pcap's FINs (the end of both directions) are written, and its
+    /// own file is closed.
     func close() {
+        if capture.format == .pcap {
+            let packets = state.withLock { state -> [[UInt8]] in
+                guard !state.stopped, !state.closed else { return [] }
+                state.closed = true
+                return [state.conversation.end(fromClient: true), state.conversation.end(fromClient: false)].compactMap { $0 }
+            }
+            write(packets: packets)
+        }
         if owned && file.fd >= 0 { Syscall.close(file.fd) }
     }
 }

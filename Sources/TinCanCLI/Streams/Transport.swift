@@ -34,6 +34,9 @@ protocol Transport: Sendable {
     /// close): a relay that quits (-q, -w) ends its stream and lets the receiving side finish,
     /// rather than cutting it.
     var closesWithHandshake: Bool { get }
+    /// What it takes off the bytes before the session sees them (TLS, WebSocket framing), as a
+    /// capture's comment names them.
+    var removedLayers: [String] { get }
 }
 
 extension Transport {
@@ -43,6 +46,7 @@ extension Transport {
     var endNote: String? { nil }
     var closeNotify: Bool? { nil }
     var closesWithHandshake: Bool { false }
+    var removedLayers: [String] { [] }
 }
 
 enum TransportError: Error {
@@ -170,6 +174,7 @@ struct DescriptorTransport: Transport {
 struct TLSTransport: Transport {
     let stream: TLSStream
     var socketDescriptor: Int32? { stream.descriptor }
+    var removedLayers: [String] { ["\(stream.info.protocolVersion) \(stream.info.cipher)"] }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
         try receive(into: buffer, timeout: nil)!

@@ -18,6 +18,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     // under `writing`.
 
     let inner: any Transport
+    var removedLayers: [String] { inner.removedLayers + ["WebSocket framing (a packet per message read or written)"] }
     let settings: WebSocketSettings
 
     // The receiving thread's.

@@ -49,7 +49,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let id = ObjectIdentifier(client)
         clients[id] = client
         names[id] = client.clientAddress?.description ?? "a Unix client"
-        if let tap = tap ?? settings.capture?.tap(client: names[id]!) {
+        if let tap = tap ?? settings.capture?.tap(client: names[id]!, ends: Capture.ends(of: client.watchedDescriptor, recorderIsClient: false)) {
             taps[id] = tap
             if let failure = tap.failure { Capture.fatal(failure) }
         }
@@ -151,7 +151,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     func take(_ accepted: AcceptedConnection, from listener: AsyncSocket) {
         queue.sync {
             let fd = accepted.descriptor
-            let tap = settings.capture?.tap(client: accepted.client?.description ?? "a Unix client")
+            let tap = settings.capture?.tap(client: accepted.client?.description ?? "a Unix client", ends: Capture.ends(of: fd, recorderIsClient: false))
             if let failure = tap?.failure { Capture.fatal(failure) }
             // Sharing, every byte goes through a client's socket (to reach the others, in order).
             for _ in 0..<(sharing == .none ? Broker.readsBeforeAdopting : 0) {

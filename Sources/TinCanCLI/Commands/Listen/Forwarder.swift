@@ -279,7 +279,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if let capture = settings.capture {
             // From here on what goes each way is the session's: the early bytes a proxy client
             // sent (an HTTP request's head as forwarded) first.
-            let tap = capture.tap(client: client.peer)
+            let tap = capture.tap(
+                client: client.peer, ends: Capture.ends(of: client.fd, recorderIsClient: false, layers: clientSocket == nil ? [] : ["the listener's TLS or WebSocket layer"]))
             captured.capture = tap
             if let early = client.answer?.leftover, let failure = early.withUnsafeBytes({ tap.record($0, .received) }) {
                 if keepOpen { Capture.fatal(failure) }

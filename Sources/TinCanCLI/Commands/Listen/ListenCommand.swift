@@ -147,6 +147,7 @@ struct ListenCommand {
         case (true, _) where webSocket?.settings.echo == true:
             mode = WebSocketEchoServer(
                 serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout, capture: settings.capture, secure: context != nil)
+        case (true, _) where settings.replay != nil: mode = ReplayPerConnection(settings: settings, gate: gate)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
         case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
         case (true, nil):

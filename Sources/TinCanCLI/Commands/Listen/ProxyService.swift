@@ -207,7 +207,7 @@ extension Forwarder {
             let (association, bound) = try UDPAssociation.open(
                 control: control, queue: client.queue, peer: client.peer, client: source, local: local, request: request,
                 rules: service?.destinations ?? DestinationRules.none, idle: idle.map { ($0.limit, $0.limitText) },
-                capture: settings.capture?.tap(client: client.peer), captureIsFatal: keepOpen
+                capture: settings.capture?.tap(client: client.peer, ends: Capture.ends(of: client.fd, recorderIsClient: false, datagram: true)), captureIsFatal: keepOpen
             ) { [self] summary, out, back in
                 Console.note("\(client.peer): \(summary)", level: 1)
                 client.log?.emit(

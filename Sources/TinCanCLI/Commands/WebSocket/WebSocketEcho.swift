@@ -3,9 +3,10 @@
 /// --hex-dump each message is captured as it came (received) and as it went back (sent).
 enum WebSocketEcho {
     /// `manyClients`: a capture that fails ends the whole run (a listener of many, as the hub).
-    static func run(_ transport: WebSocketTransport, peer: String, capture: Capture?, manyClients: Bool = false) throws(CommandError) -> Session.End {
+    static func run(_ transport: WebSocketTransport, peer: String, capture: Capture?, manyClients: Bool = false, dialed: Bool = false) throws(CommandError) -> Session.End {
         defer { transport.abort() }
-        let tap = capture?.tap(client: peer)
+        let tap = capture?.tap(
+            client: peer, ends: Capture.ends(of: transport.socketDescriptor, recorderIsClient: dialed, layers: transport.removedLayers))
         defer { tap?.close() }
         if let failure = tap?.failure { throw CommandError(failure) }
         transport.echoCapture = tap

@@ -171,7 +171,8 @@ struct WebSocketEchoServer: ListenMode {
                 HandshakeFailure.webSocket(error).note()
                 gate.closed()
             case .success(let (request, leftover)):
-                let tap = capture?.tap(client: peer)
+                let tap = capture?.tap(
+                    client: peer, ends: Capture.ends(of: socket.descriptor, recorderIsClient: false, layers: ["WebSocket framing (a packet per message)"]))
                 if let failure = tap?.failure {
                     Console.note("\(peer): \(failure)", level: 1)
                     tap?.close()

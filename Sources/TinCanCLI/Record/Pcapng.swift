@@ -1,0 +1,89 @@
+/// pcapng blocks (the format Wireshark and tshark read first, draft-ietf-opsawg-pcapng): a
+/// section header, one interface of raw IP packets (LINKTYPE_RAW), and enhanced packet blocks
+/// with an optional comment. Pure: bytes out, little-endian (the section's byte-order magic
+/// says so to readers).
+enum Pcapng {
+    static let sectionHeaderType: UInt32 = 0x0A0D_0D0A
+    static let interfaceType: UInt32 = 1
+    static let enhancedPacketType: UInt32 = 6
+    static let simplePacketType: UInt32 = 3
+    static let obsoletePacketType: UInt32 = 2
+    static let byteOrderMagic: UInt32 = 0x1A2B_3C4D
+    /// LINKTYPE_RAW: each packet starts with its IPv4 or IPv6 header.
+    static let rawIP: UInt16 = 101
+
+    /// A section header naming the writer, then the one interface the packets use, as a file's
+    /// first bytes.
+    static func header(application: String) -> [UInt8] {
+        var body: [UInt8] = []
+        body.appendLittle(byteOrderMagic)
+        body.appendLittle(UInt16(1))
+        body.appendLittle(UInt16(0))
+        body.appendLittle(UInt64.max)  // section length: not given
+        option(4, Array(application.utf8), into: &body)  // shb_userappl
+        endOfOptions(&body)
+        var out = block(sectionHeaderType, body)
+        var interface: [UInt8] = []
+        interface.appendLittle(rawIP)
+        interface.appendLittle(UInt16(0))
+        interface.appendLittle(UInt32(0))  // snap length: none
+        option(2, Array("tincan".utf8), into: &interface)  // if_name
+        endOfOptions(&interface)
+        out += block(interfaceType, interface)
+        return out
+    }
+
+    /// An enhanced packet block of `packet` on interface 0 at `microseconds` since 1970, with
+    /// `comment` (opt_comment) when given, appended to `out`.
+    static func appendPacket(_ packet: [UInt8], microseconds: UInt64, comment: String?, to out: inout [UInt8]) {
+        let commentBytes = comment.map { Array($0.utf8) } ?? []
+        let optionsLength = comment == nil ? 0 : 4 + padded(commentBytes.count) + 4
+        let total = 12 + 20 + padded(packet.count) + optionsLength
+        out.appendLittle(enhancedPacketType)
+        out.appendLittle(UInt32(total))
+        out.appendLittle(UInt32(0))
+        out.appendLittle(UInt32(truncatingIfNeeded: microseconds >> 32))
+        out.appendLittle(UInt32(truncatingIfNeeded: microseconds))
+        out.appendLittle(UInt32(packet.count))
+        out.appendLittle(UInt32(packet.count))
+        out += packet
+        out += [UInt8](repeating: 0, count: padded(packet.count) - packet.count)
+        if comment != nil {
+            option(1, commentBytes, into: &out)
+            endOfOptions(&out)
+        }
+        out.appendLittle(UInt32(total))
+    }
+
+    static func padded(_ count: Int) -> Int { (count + 3) & ~3 }
+
+    private static func block(_ type: UInt32, _ body: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.appendLittle(type)
+        out.appendLittle(UInt32(12 + body.count))
+        out += body
+        out.appendLittle(UInt32(12 + body.count))
+        return out
+    }
+
+    private static func option(_ code: UInt16, _ value: [UInt8], into out: inout [UInt8]) {
+        out.appendLittle(code)
+        out.appendLittle(UInt16(value.count))
+        out += value
+        out += [UInt8](repeating: 0, count: padded(value.count) - value.count)
+    }
+
+    private static func endOfOptions(_ out: inout [UInt8]) { out += [0, 0, 0, 0] }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendLittle<T: FixedWidthInteger>(_ value: T) {
+        var v = value.littleEndian
+        Swift.withUnsafeBytes(of: &v) { append(contentsOf: $0) }
+    }
+
+    mutating func appendBig<T: FixedWidthInteger>(_ value: T) {
+        var v = value.bigEndian
+        Swift.withUnsafeBytes(of: &v) { append(contentsOf: $0) }
+    }
+}
