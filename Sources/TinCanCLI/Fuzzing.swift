@@ -74,4 +74,46 @@ public enum Fuzzing {
         let typed = decode(framed, piece: max(1, Int(bytes.last ?? 1) % 5))
         precondition(typed.0 == bytes && typed.1 == WindowSize(columns: UInt16(bytes.count), rows: 24), "framed keystrokes did not come back")
     }
+
+    /// `--replay FILE`: a pcap, pcapng or hex dump capture. Read, reassembled and listed, it
+    /// gives turns that alternate sides, none empty, never more bytes than the input had, or an
+    /// error; never a trap. Then the input as a conversation (its bytes cut into turns where
+    /// its first byte says) written as --pcap writes it reads back as the same turns.
+    public static func capture(_ bytes: [UInt8]) {
+        func check(_ conversations: [Conversation]) {
+            var total = 0
+            for conversation in conversations {
+                _ = conversation.summary
+                for (index, turn) in conversation.turns.enumerated() {
+                    precondition(!turn.bytes.isEmpty, "an empty turn")
+                    precondition(index == 0 || conversation.turns[index - 1].fromClient != turn.fromClient, "two turns of one side in a row")
+                    total += turn.bytes.count
+                }
+            }
+            precondition(total <= bytes.count, "more bytes out than in")
+        }
+        if let packets = try? CaptureReader.packets(bytes) { check(TCPReassembly.conversations(packets)) }
+        if let conversations = try? HexDumpReader.conversations(bytes) { check(conversations) }
+        let cut = max(1, Int(bytes.first ?? 1))
+        var script: [(Bool, [UInt8])] = []
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + cut + offset % 5)
+            script.append((script.count % 2 == 0, Array(bytes[offset..<end])))
+            offset = end
+        }
+        let ends = CaptureEnds(
+            client: PacketEnd(address: [198, 18, 0, 1], port: 1), server: PacketEnd(address: [198, 18, 0, 2], port: UInt16(bytes.count & 0xFFFF)), recorderIsClient: true)
+        var conversation = SyntheticConversation(ends: ends)
+        var file = Pcapng.header(application: "fuzz")
+        for packet in conversation.open() { Pcapng.appendPacket(packet, microseconds: 0, comment: nil, to: &file) }
+        for (fromClient, turn) in script {
+            for packet in turn.withUnsafeBytes({ conversation.data(fromClient: fromClient, $0) }) {
+                Pcapng.appendPacket(packet, microseconds: 1, comment: "turn", to: &file)
+            }
+        }
+        guard let read = try? CaptureReader.packets(file) else { preconditionFailure("a written capture did not read back") }
+        let turns = TCPReassembly.conversations(read).first?.turns ?? []
+        precondition(turns.map(\.bytes) == script.map(\.1) && turns.map(\.fromClient) == script.map(\.0), "a written conversation read back differently")
+    }
 }

@@ -4,13 +4,13 @@ extension OptionTable {
     /// What connect takes with -u (without -z): datagrams to one peer.
     static let connectDatagramMode: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
-        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats,
+        .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
     ]
 
     /// What listen takes with -u; anything else is for TCP.
     static let listenDatagramMode: Set<Option> = [
         .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec, .open,
-        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats,
+        .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
     ]
 
     /// The client's TLS options, which connect takes only with --tls.
@@ -173,7 +173,10 @@ extension OptionTable {
         familyRules + [
             .forbids([.ipv4, .ipv6, .broadcast, .ttl, .interface, .source], when: .given(.unix), "%o is for IP: not with --unix"),
             .forbids([.message, .lines, .chunk, .whole], when: .anyOf(.send, .expect), "--send and --expect replace stdin: not with %o"),
-        ] + framingRules(also: [.message], when: .always)
+        ] + framingRules(also: [.message], when: .always) + datagramCaptureRules
 
-    static let udpRecvRules: [OptionRule] = familyRules + [.forbids([.ipv4, .ipv6], when: .given(.unix), "%o is for IP: not with --unix")]
+    static let udpRecvRules: [OptionRule] = familyRules + [.forbids([.ipv4, .ipv6], when: .given(.unix), "%o is for IP: not with --unix")] + datagramCaptureRules
+
+    /// --pcap's file options on the datagram commands.
+    static let datagramCaptureRules: [OptionRule] = [.needs([.appendOutput, .captureBestEffort], .given(.pcap), "%o is for a capture: give --pcap FILE")]
 }

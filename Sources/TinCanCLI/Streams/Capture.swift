@@ -117,6 +117,20 @@ final class Capture: Sendable {
         return tap
     }
 
+    /// --pcap on a datagram command (connect -u, listen -u, udp-send, udp-recv, join-group):
+    /// the one tap every datagram goes through, each a UDP packet between its own addresses
+    /// (``CaptureTap/datagram(_:from:to:)``); nil without --pcap.
+    static func datagramTap(_ args: ParsedArguments) throws(UsageError) -> CaptureTap? {
+        guard let capture = try parse(args) else { return nil }
+        let tap = capture.tap(client: "datagrams") { number in
+            var ends = CaptureEnds.of(descriptor: nil, recorderIsClient: true, connection: number)
+            ends.datagram = true
+            return ends
+        }
+        if let failure = tap.failure { throw UsageError(failure, command: args.command.name) }
+        return tap
+    }
+
     /// The ends of the connection on `descriptor`, for ``tap(client:ends:)``.
     static func ends(of descriptor: Int32?, recorderIsClient: Bool, datagram: Bool = false, layers: [String] = []) -> (Int) -> CaptureEnds {
         { number in
@@ -254,6 +268,27 @@ final class CaptureTap: Sendable {
             return true
         }
         if first && capture.bestEffort { Console.note(line + "; the capture stopped there, the session goes on (--capture-best-effort)") }
+    }
+
+    /// A datagram that went `from` → `to` (either unknown: loopback, port 9), as one UDP
+    /// packet. A write that fails ends the run (exit 1), said, unless --capture-best-effort.
+    func datagram(_ bytes: UnsafeRawBufferPointer, from: SocketAddress?, to: SocketAddress?) {
+        guard capture.format == .pcap, !state.withLock({ $0.stopped }) else { return }
+        let unknown = PacketEnd(address: [127, 0, 0, 1], port: 9)
+        var source = from.flatMap(PacketEnd.init) ?? unknown
+        var destination = to.flatMap(PacketEnd.init) ?? unknown
+        if source.address.count != destination.address.count {
+            // One end unknown (or a Unix socket): both shown as loopback of that family.
+            if source == unknown { source.address = destination.isIPv6 ? [UInt8](repeating: 0, count: 15) + [1] : [127, 0, 0, 1] }
+            if destination == unknown { destination.address = source.isIPv6 ? [UInt8](repeating: 0, count: 15) + [1] : [127, 0, 0, 1] }
+        }
+        if source.address.count != destination.address.count {
+            source.address = [127, 0, 0, 1]
+            destination.address = [127, 0, 0, 1]
+        }
+        var conversation = SyntheticConversation(ends: CaptureEnds(client: source, server: destination, recorderIsClient: true, datagram: true))
+        write(packets: conversation.data(fromClient: true, bytes))
+        if let failure { Capture.fatal(failure) }
     }
 
     /// The connection is over: a pcap's FINs (the end of both directions) are written, and its

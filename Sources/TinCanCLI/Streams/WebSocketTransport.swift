@@ -18,7 +18,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     // under `writing`.
 
     let inner: any Transport
-    var removedLayers: [String] { inner.removedLayers + ["WebSocket framing (a packet per message read or written)"] }
+    var removedLayers: [String] { inner.removedLayers + ["WebSocket framing"] }
     let settings: WebSocketSettings
 
     // The receiving thread's.
@@ -182,7 +182,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
 
     /// An echoed message in the capture; a capture that failed ends the session.
     private func captured(_ payload: [UInt8], _ direction: HexDump.Direction) throws(TransportError) {
-        guard let echoCapture, let failure = payload.withUnsafeBytes({ echoCapture.record($0, direction) }) else { return }
+        guard let echoCapture, let failure = payload.withUnsafeBytes({ echoCapture.record($0, direction, comment: "WebSocket message, \(payload.count) bytes") }) else { return }
         throw .failed(failure)
     }
 

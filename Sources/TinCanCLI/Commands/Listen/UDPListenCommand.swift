@@ -24,6 +24,8 @@ struct UDPListenCommand {
     let maxSize: Int
     /// --dscp, --tos: the traffic class of the replies.
     let marking: TrafficMarking?
+    /// --pcap: every datagram each way as a UDP packet.
+    let capture: CaptureTap?
     /// Socket activation: the datagram socket passed, taken instead of binding.
     let inherited: SocketActivation.Socket?
     /// Who can reach it (a program per peer binds loopback unless opened).
@@ -55,6 +57,7 @@ struct UDPListenCommand {
         limit = args.integer(.maxConns) ?? 1000
         maxSize = args.integer(.maxSize) ?? 65535
         marking = try TrafficMarking.parse(args)
+        capture = try Capture.datagramTap(args)
         exposure = try Exposure(
             args, target: unix.map { .unix($0.host) } ?? .tcp(host: address ?? "", port: port), address: address, passed: inherited != nil, program: program,
             upstream: nil, proxyUsers: 0)
@@ -95,7 +98,7 @@ struct UDPListenCommand {
         if let said = exposure.announcement(listening: bound, unix: unix != nil) { Console.note(said.line, level: said.level) }
         let reporter = marking.map { MarkingReporter($0, on: socket) }
         defer { withExtendedLifetime(reporter) {} }
-        let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit)
+        let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit, capture: capture)
         do throws(UDPSocketError) { try listener.start() } catch {
             throw CommandError("cannot receive on \(bound.first ?? place): \(error)")
         }

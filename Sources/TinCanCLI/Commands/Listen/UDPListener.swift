@@ -71,8 +71,14 @@ final class UDPListener: @unchecked Sendable {
     private let peerArrived = DispatchSemaphore(value: 0)
 
     /// `idle`: how long a quiet peer stays (hub, programs); `limit`: the most peers at once.
-    init(socket: AsyncUDPSocket, mode: Mode, printer: DatagramPrinter, filter: PeerFilter, idle: Duration?, limit: Int) {
+    /// --pcap: every datagram each way as a UDP packet.
+    private let capture: CaptureTap?
+    /// The socket's own address, for a datagram whose destination the kernel did not say.
+    private var local: SocketAddress?
+
+    init(socket: AsyncUDPSocket, mode: Mode, printer: DatagramPrinter, filter: PeerFilter, idle: Duration?, limit: Int, capture: CaptureTap? = nil) {
         self.socket = socket
+        self.capture = capture
         self.mode = mode
         self.printer = printer
         self.filter = filter
@@ -87,6 +93,7 @@ final class UDPListener: @unchecked Sendable {
     deinit { programBuffer.deallocate() }
 
     func start() throws(UDPSocketError) {
+        if capture != nil { local = socket.localAddress }
         try socket.beginReceivingInPlace({ [self] view in handle(view) }, batchEnd: { [self] in flush() })
     }
 
@@ -125,6 +132,7 @@ final class UDPListener: @unchecked Sendable {
         }
         counters.received += 1
         counters.receivedBytes += view.bytes.count
+        capture?.datagram(view.bytes, from: view.source, to: view.destination ?? local)
         Statistics.received.add(view.bytes.count, ordering: .relaxed)
         shared.withLock { $0.lastActivity = now }
         if case .programs = mode {
@@ -163,6 +171,7 @@ final class UDPListener: @unchecked Sendable {
 
     private func startProgram(_ program: [String], for view: DatagramView) throws(CommandError) -> PeerProgram {
         let started = try PeerProgram(program, peer: view.source, local: view.destination, socket: socket, buffer: programBuffer)
+        started.capture = capture.map { capture in (capture, view.destination ?? local) }
         counters.programs += 1
         running[ObjectIdentifier(started)] = started
         started.onDrained = { [weak self] in self?.resumeReceiving() }
@@ -249,7 +258,9 @@ final class UDPListener: @unchecked Sendable {
             socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { result in
                 switch result {
                 case .failure(let error): failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") }
-                case .success: Statistics.sent.add(datagram.count, ordering: .relaxed)
+                case .success:
+                    Statistics.sent.add(datagram.count, ordering: .relaxed)
+                    datagram.withUnsafeBytes { self.capture?.datagram($0, from: local ?? self.local, to: peer) }
                 }
                 done.signal()
             }

@@ -34,6 +34,7 @@ struct DatagramScript {
                 if let error = failure.withLock({ $0 }) {
                     throw UDPSendCommand.failure(error, target: target)
                 }
+                receiver.recordSent(bytes, to: destination)
                 log?.sent(bytes.count)
                 log?.emit("send", [("bytes", .number(Double(bytes.count))), ("text", .string(text))])
                 Console.note("sent \(bytes.count) bytes to \(target) (--send '\(text)')", level: 1)

@@ -38,6 +38,10 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     private let accept: @Sendable (DatagramView) -> Bool
     /// Sees a copy of each datagram printed (for --expect), on the socket's queue.
     var observer: (@Sendable ([UInt8]) -> Void)?
+    /// --pcap: each datagram received (and echoed) as a UDP packet.
+    var capture: CaptureTap?
+    /// The socket's own address, for a datagram whose destination the kernel did not say.
+    private let local = Locked<SocketAddress?>(nil)
     /// Told when the socket closes (e.g. on a refusal), on the delegate queue.
     var onClose: (@Sendable () -> Void)?
     private let state = Locked(State())
@@ -66,6 +70,7 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
 
     /// Starts printing.
     func start() throws(UDPSocketError) {
+        if capture != nil, local.withLock({ $0 }) == nil { local.withLock { $0 = socket.localAddress } }
         try socket.beginReceivingInPlace(
             { [self] view in handle(view) },
             batchEnd: { [self] in
@@ -75,6 +80,15 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
                 // in a burst (1400-byte bursts lost up to a quarter of the datagrams).
                 if state.withLock({ $0.progressWanted }) { wake.signal() }
             })
+    }
+
+    /// --pcap: a datagram this socket sent, to `to` (its connected peer when nil). Called from
+    /// the sending thread, never the socket's queue.
+    func recordSent(_ bytes: [UInt8], to: SocketAddress?) {
+        guard let capture else { return }
+        let from = local.withLock { $0 } ?? socket.localAddress
+        if let from, from.port != 0 { local.withLock { $0 = from } }
+        bytes.withUnsafeBytes { capture.datagram($0, from: from, to: to ?? socket.connectedAddress) }
     }
 
     /// Counts as activity for --timeout / --wait-reply (a datagram was sent).
@@ -95,9 +109,14 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         // From the address the datagram was sent to, not the routing choice (a wildcard socket
         // that heard it on 127.0.0.2 answers from 127.0.0.2).
         let size = view.bytes.count
+        let here = view.destination ?? local.withLock { $0 }
+        capture?.datagram(view.bytes, from: view.source, to: here)
         if echo {
-            socket.send(Array(view.bytes), to: view.source, from: view.destination, timeout: .seconds(1)) { result in
-                if case .success = result { Statistics.sent.add(size, ordering: .relaxed) }
+            let echoed = Array(view.bytes)
+            socket.send(echoed, to: view.source, from: view.destination, timeout: .seconds(1)) { [capture, source = view.source] result in
+                guard case .success = result else { return }
+                Statistics.sent.add(size, ordering: .relaxed)
+                echoed.withUnsafeBytes { capture?.datagram($0, from: here, to: source) }
             }
         }
         Statistics.received.add(size, ordering: .relaxed)

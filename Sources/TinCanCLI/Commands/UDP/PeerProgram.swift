@@ -45,6 +45,8 @@ final class PeerProgram: @unchecked Sendable {
     var onEnd: (@Sendable (PeerProgram) -> Void)?
     /// Told when the backlog fell back under the limit.
     var onDrained: (@Sendable () -> Void)?
+    /// --pcap: the listener's capture, and its address for replies whose source is unknown.
+    var capture: (tap: CaptureTap, local: SocketAddress?)?
 
     /// Starts `program` for `peer`. `buffer` (64 KiB or more) is shared by every program of the
     /// listener: all run on one queue.
@@ -200,6 +202,7 @@ final class PeerProgram: @unchecked Sendable {
             } else {
                 self.replies += 1
                 Statistics.sent.add(n, ordering: .relaxed)
+                if let capture = self.capture { reply.withUnsafeBytes { capture.tap.datagram($0, from: self.local ?? capture.local, to: self.peer) } }
             }
             self.replyInFlight = false
             self.readSource.resume()

@@ -12,6 +12,8 @@ struct ReceiveSettings {
     let verbosity: Int
     /// --dscp, --tos: the traffic class of the --echo replies.
     let marking: TrafficMarking?
+    /// --pcap: every datagram received (and echoed) as a UDP packet.
+    let capture: CaptureTap?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         printer = DatagramPrinter(args)
@@ -23,6 +25,7 @@ struct ReceiveSettings {
         receiveBuffer = args.integer(.rcvbuf) ?? 32 << 20
         verbosity = args.count(.verbose)
         marking = try TrafficMarking.parse(args)
+        capture = try Capture.datagramTap(args)
     }
 
     /// A socket with the receive options applied. A signal closes it, which removes a Unix
@@ -41,6 +44,7 @@ struct ReceiveSettings {
     /// Prints until the run ends, then turns its end into success or the error to report.
     func serve(_ receiver: DatagramReceiver, what: String) throws(CommandError) {
         receiver.mark(marking)
+        receiver.capture = capture
         do throws(UDPSocketError) { try receiver.start() } catch {
             throw CommandError("cannot receive on \(what): \(error)")
         }

@@ -23,6 +23,8 @@ struct UDPConnectCommand {
     let device: String?
     /// --dscp, --tos.
     let marking: TrafficMarking?
+    /// --pcap: every datagram each way as a UDP packet.
+    let capture: CaptureTap?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -44,6 +46,7 @@ struct UDPConnectCommand {
         source = args.value(.source)
         device = args.value(.interface)
         marking = try TrafficMarking.parse(args)
+        capture = try Capture.datagramTap(args)
         if let source {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
@@ -81,6 +84,7 @@ struct UDPConnectCommand {
         }
         Console.note("connected to \(target) from \(socket.localAddress.map(UDPListener.name) ?? "?")", level: 1)
         let receiver = DatagramReceiver(socket: socket, printer: printer, limit: nil, echo: false)
+        receiver.capture = capture
         receiver.mark(marking)
         do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
         let input = Locked(Input())
@@ -98,6 +102,7 @@ struct UDPConnectCommand {
                     done.wait()
                     if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                     sent.withLock { $0 += 1 }
+                    receiver.recordSent(datagram, to: nil)
                     Statistics.sent.add(datagram.count, ordering: .relaxed)
                     receiver.touch()
                     Console.note("sent \(datagram.count) bytes to \(target)", level: 2)

@@ -20,6 +20,8 @@ struct UDPSendCommand {
     let script: Script
     /// --dscp, --tos.
     let marking: TrafficMarking?
+    /// --pcap: every datagram each way as a UDP packet.
+    let capture: CaptureTap?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         self.args = args
@@ -58,6 +60,7 @@ struct UDPSendCommand {
         waitReply = args.duration(.waitReply)
         verbosity = args.count(.verbose)
         marking = try TrafficMarking.parse(args)
+        capture = try Capture.datagramTap(args)
     }
 
     func run() throws {
@@ -102,6 +105,7 @@ struct UDPSendCommand {
             throw UDPSendCommand.failure(error, target: target)
         }
         let receiver = DatagramReceiver(socket: socket, printer: DatagramPrinter(args), limit: nil, echo: false)
+        receiver.capture = capture
         receiver.mark(marking)
         defer { socket.close() }
         if !script.isEmpty {
@@ -128,6 +132,7 @@ struct UDPSendCommand {
                 done.wait()
                 if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
                 sent.add(1, ordering: .relaxed)
+                receiver.recordSent(datagram, to: connected ? nil : destination)
                 Statistics.sent.add(datagram.count, ordering: .relaxed)
                 log?.sent(datagram.count)
                 Console.note("sent \(datagram.count) bytes to \(target)", level: 1)

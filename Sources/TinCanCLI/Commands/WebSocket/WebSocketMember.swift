@@ -157,7 +157,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
 
     /// --echo's capture; one that fails ends the run, as the hub's do.
     private func record(_ payload: [UInt8], _ direction: HexDump.Direction) {
-        guard let tap, let failure = payload.withUnsafeBytes({ tap.record($0, direction) }) else { return }
+        guard let tap, let failure = payload.withUnsafeBytes({ tap.record($0, direction, comment: "WebSocket message, \(payload.count) bytes") }) else { return }
         Capture.fatal(failure)
     }
 

@@ -172,7 +172,7 @@ struct WebSocketEchoServer: ListenMode {
                 gate.closed()
             case .success(let (request, leftover)):
                 let tap = capture?.tap(
-                    client: peer, ends: Capture.ends(of: socket.descriptor, recorderIsClient: false, layers: ["WebSocket framing (a packet per message)"]))
+                    client: peer, ends: Capture.ends(of: socket.descriptor, recorderIsClient: false, layers: ["WebSocket framing"]))
                 if let failure = tap?.failure {
                     Console.note("\(peer): \(failure)", level: 1)
                     tap?.close()
