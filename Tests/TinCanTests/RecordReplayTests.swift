@@ -191,6 +191,20 @@ final class RecordReplayTests: XCTestCase {
         XCTAssertEqual(server.wait(timeout: .seconds(10)), 0, server.stderrText)
         XCTAssertTrue(server.stderrText.contains("played as the server with 127.0.0.1:"), server.stderrText)
 
+        // -k: every client gets it; with --tls, inside TLS.
+        let (keepOpen, keepOpenPort) = try Tool.listener(["-k", "--replay", capture, "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")])
+        defer { keepOpen.stop() }
+        for _ in 1...2 {
+            let secure = try Tool.run(
+                [
+                    "curl", "-s", "-i", "--max-time", "20", "--cacert", certs.path("ca.pem"), "-H", "Host: replay.test", "-H", "User-Agent: replay-test",
+                    "https://localhost:\(keepOpenPort)/replayed", "--resolve", "localhost:\(keepOpenPort):127.0.0.1",
+                ], input: "", program: "/usr/bin/env")
+            XCTAssertEqual(secure.status, 0, secure.err + keepOpen.stderrText)
+            XCTAssertEqual(secure.out, original)
+        }
+        waitUntil("both replays done") { keepOpen.stderrText.components(separatedBy: "played as the server").count == 3 }
+
         // connect --replay: the recorded client against nginx; only the Date may differ, so
         // --replay-match length.
         let played = try Tool.run(["connect", "--replay", capture, "--replay-match", "length", "127.0.0.1", String(sites.ports[0])], input: "")
