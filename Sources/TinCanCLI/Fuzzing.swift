@@ -106,11 +106,9 @@ public enum Fuzzing {
             client: PacketEnd(address: [198, 18, 0, 1], port: 1), server: PacketEnd(address: [198, 18, 0, 2], port: UInt16(bytes.count & 0xFFFF)), recorderIsClient: true)
         var conversation = SyntheticConversation(ends: ends)
         var file = Pcapng.header(application: "fuzz")
-        for packet in conversation.open() { Pcapng.appendPacket(packet, microseconds: 0, comment: nil, to: &file) }
+        conversation.open(at: 0, comment: nil, into: &file)
         for (fromClient, turn) in script {
-            for packet in turn.withUnsafeBytes({ conversation.data(fromClient: fromClient, $0) }) {
-                Pcapng.appendPacket(packet, microseconds: 1, comment: "turn", to: &file)
-            }
+            turn.withUnsafeBytes { conversation.data(fromClient: fromClient, $0, at: 1, comment: "turn", into: &file) }
         }
         guard let read = try? CaptureReader.packets(file) else { preconditionFailure("a written capture did not read back") }
         let turns = TCPReassembly.conversations(read).first?.turns ?? []

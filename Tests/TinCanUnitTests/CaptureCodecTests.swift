@@ -25,17 +25,21 @@ final class CaptureCodecTests: XCTestCase {
             ends.server = PacketEnd(address: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [2], port: 443)
         }
         var conversation = SyntheticConversation(ends: ends)
-        var out: [([UInt8], UInt64)] = conversation.open().map { ($0, 1_000) }
+        var file = Pcapng.header(application: "test")
+        conversation.open(at: 1_000, comment: "opened", into: &file)
         for (index, (fromClient, bytes)) in script.enumerated() {
-            out += bytes.withUnsafeBytes { conversation.data(fromClient: fromClient, $0) }.map { ($0, UInt64(2_000 + index * 1_000)) }
+            bytes.withUnsafeBytes { conversation.data(fromClient: fromClient, $0, at: UInt64(2_000 + index * 1_000), into: &file) }
         }
-        out += [conversation.end(fromClient: true)!, conversation.end(fromClient: false)!].map { ($0, 9_000) }
-        return out
+        conversation.end(fromClient: true, at: 9_000, into: &file)
+        conversation.end(fromClient: false, at: 9_000, into: &file)
+        conversation.end(fromClient: false, at: 9_500, into: &file)  // once only
+        // Read back as packets (the reader's round trip is what the tests below check).
+        return try! CaptureReader.packets(file).map { (Array($0.bytes), $0.microseconds) }
     }
 
     private func pcapng(_ packets: [([UInt8], UInt64)]) -> [UInt8] {
         var file = Pcapng.header(application: "test")
-        for (packet, time) in packets { Pcapng.appendPacket(packet, microseconds: time, comment: "c", to: &file) }
+        for (packet, time) in packets { Pcapng.appendPacket(microseconds: time, comment: "c", to: &file) { $0 += packet } }
         return file
     }
 
@@ -58,11 +62,26 @@ final class CaptureCodecTests: XCTestCase {
     }
 
     func testChecksumsAreTheInternetChecksum() {
+        // The word-at-a-time sum against RFC 1071's byte pairs, at every length and alignment.
+        var generator = SystemRandomNumberGenerator()
+        let data = (0..<300).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for start in 0..<9 {
+            for end in stride(from: start, through: data.count, by: 7) {
+                var sum: UInt32 = 0x1_2345
+                var index = start
+                while index < end {
+                    sum += UInt32(data[index]) << 8 | (index + 1 < end ? UInt32(data[index + 1]) : 0)
+                    index += 2
+                }
+                while sum >> 16 != 0 { sum = (sum & 0xFFFF) + (sum >> 16) }
+                XCTAssertEqual(Checksum.ones(data[start..<end], initial: 0x1_2345), ~UInt16(sum), "bytes \(start)..<\(end)")
+            }
+        }
         let packet = packets()[0]
         // An IPv4 header with its checksum sums to 0xFFFF (its complement 0).
         XCTAssertEqual(Checksum.ones(packet.0[0..<20]), 0)
         // So does a TCP segment with the pseudo-header.
-        XCTAssertEqual(Checksum.transport(Array(packet.0[20...]), protocol: 6, source: client.address, destination: server.address), 0)
+        XCTAssertEqual(Checksum.transport(packet.0[20...], protocol: 6, source: client.address, destination: server.address), 0)
     }
 
     func testRetransmissionsOverlapsAndReorderingGiveWhatTheReceiverHad() throws {
@@ -143,9 +162,13 @@ final class CaptureCodecTests: XCTestCase {
         var other = CaptureEnds(client: PacketEnd(address: [198, 18, 0, 1], port: 40_001), server: server, recorderIsClient: true)
         other.layers = []
         var second = SyntheticConversation(ends: other)
-        let opened = second.open()
-        all.insert(contentsOf: opened.map { ($0, 1_500) }, at: 1)
-        all += Array("x".utf8).withUnsafeBytes { second.data(fromClient: true, $0) }.map { ($0, 9_500) }
+        var file = Pcapng.header(application: "test")
+        second.open(at: 1_500, comment: nil, into: &file)
+        let opened = try CaptureReader.packets(file).map { (Array($0.bytes), $0.microseconds) }
+        all.insert(contentsOf: opened, at: 1)
+        file = Pcapng.header(application: "test")
+        Array("x".utf8).withUnsafeBytes { second.data(fromClient: true, $0, at: 9_500, into: &file) }
+        all += try CaptureReader.packets(file).map { (Array($0.bytes), $0.microseconds) }
         let conversations = TCPReassembly.conversations(try CaptureReader.packets(pcapng(all)))
         XCTAssertEqual(conversations.map(\.number), [0, 1])
         XCTAssertEqual(conversations.map(\.client), ["198.18.0.1:40000", "198.18.0.1:40001"])

@@ -20,39 +20,44 @@ enum Pcapng {
         body.appendLittle(UInt16(1))
         body.appendLittle(UInt16(0))
         body.appendLittle(UInt64.max)  // section length: not given
-        option(4, Array(application.utf8), into: &body)  // shb_userappl
+        Array(application.utf8).withUnsafeBytes { option(4, $0, into: &body) }  // shb_userappl
         endOfOptions(&body)
         var out = block(sectionHeaderType, body)
         var interface: [UInt8] = []
         interface.appendLittle(rawIP)
         interface.appendLittle(UInt16(0))
         interface.appendLittle(UInt32(0))  // snap length: none
-        option(2, Array("tincan".utf8), into: &interface)  // if_name
+        Array("tincan".utf8).withUnsafeBytes { option(2, $0, into: &interface) }  // if_name
         endOfOptions(&interface)
         out += block(interfaceType, interface)
         return out
     }
 
-    /// An enhanced packet block of `packet` on interface 0 at `microseconds` since 1970, with
-    /// `comment` (opt_comment) when given, appended to `out`.
-    static func appendPacket(_ packet: [UInt8], microseconds: UInt64, comment: String?, to out: inout [UInt8]) {
-        let commentBytes = comment.map { Array($0.utf8) } ?? []
-        let optionsLength = comment == nil ? 0 : 4 + padded(commentBytes.count) + 4
-        let total = 12 + 20 + padded(packet.count) + optionsLength
+    /// An enhanced packet block on interface 0 at `microseconds` since 1970, with `comment`
+    /// (opt_comment) when given, appended to `out`: `packet` appends the packet's bytes, and
+    /// the block's lengths are filled in after.
+    static func appendPacket(microseconds: UInt64, comment: String?, to out: inout [UInt8], _ packet: (inout [UInt8]) -> Void) {
+        let start = out.count
         out.appendLittle(enhancedPacketType)
-        out.appendLittle(UInt32(total))
+        out.appendLittle(UInt32(0))  // the block's length, below
         out.appendLittle(UInt32(0))
         out.appendLittle(UInt32(truncatingIfNeeded: microseconds >> 32))
         out.appendLittle(UInt32(truncatingIfNeeded: microseconds))
-        out.appendLittle(UInt32(packet.count))
-        out.appendLittle(UInt32(packet.count))
-        out += packet
-        out += [UInt8](repeating: 0, count: padded(packet.count) - packet.count)
-        if comment != nil {
-            option(1, commentBytes, into: &out)
+        out.appendLittle(UInt64(0))  // captured and original lengths, below
+        let packetStart = out.count
+        packet(&out)
+        let length = out.count - packetStart
+        out.append(contentsOf: repeatElement(0, count: padded(length) - length))
+        if let comment {
+            var text = comment
+            text.withUTF8 { option(1, UnsafeRawBufferPointer($0), into: &out) }
             endOfOptions(&out)
         }
+        let total = out.count - start + 4
         out.appendLittle(UInt32(total))
+        out.setLittle(UInt32(total), at: start + 4)
+        out.setLittle(UInt32(length), at: start + 20)
+        out.setLittle(UInt32(length), at: start + 24)
     }
 
     static func padded(_ count: Int) -> Int { (count + 3) & ~3 }
@@ -66,11 +71,12 @@ enum Pcapng {
         return out
     }
 
-    private static func option(_ code: UInt16, _ value: [UInt8], into out: inout [UInt8]) {
+    private static func option(_ code: UInt16, _ whole: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        let value = UnsafeRawBufferPointer(rebasing: whole.prefix(65_532))  // its length is 16 bits
         out.appendLittle(code)
-        out.appendLittle(UInt16(value.count))
-        out += value
-        out += [UInt8](repeating: 0, count: padded(value.count) - value.count)
+        out.appendLittle(UInt16(truncatingIfNeeded: value.count))
+        out.append(contentsOf: value)
+        out.append(contentsOf: repeatElement(0, count: padded(value.count) - value.count))
     }
 
     private static func endOfOptions(_ out: inout [UInt8]) { out += [0, 0, 0, 0] }
@@ -80,6 +86,14 @@ extension Array where Element == UInt8 {
     mutating func appendLittle<T: FixedWidthInteger>(_ value: T) {
         var v = value.littleEndian
         Swift.withUnsafeBytes(of: &v) { append(contentsOf: $0) }
+    }
+
+    /// Overwrites the bytes at `offset` with `value`, little-endian.
+    mutating func setLittle<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+        var v = value.littleEndian
+        Swift.withUnsafeBytes(of: &v) { bytes in
+            for (index, byte) in bytes.enumerated() { self[offset + index] = byte }
+        }
     }
 
     mutating func appendBig<T: FixedWidthInteger>(_ value: T) {

@@ -70,7 +70,9 @@ struct CaptureEnds: Sendable {
 
 /// The packets of one conversation, made up around the bytes that passed: a TCP handshake,
 /// each chunk a segment with sequence numbers that count the bytes of its direction, a FIN for
-/// each end, all with real checksums; or UDP datagrams. Pure: packets out.
+/// each end, all with real checksums; or UDP datagrams. Pure: each packet is appended to the
+/// caller's buffer as a pcapng block (``Pcapng/appendPacket(microseconds:comment:to:_:)``), so a
+/// capture reuses one buffer and allocates nothing per chunk.
 struct SyntheticConversation {
     let ends: CaptureEnds
     private var clientNext: UInt32 = 1_000
@@ -83,135 +85,137 @@ struct SyntheticConversation {
 
     init(ends: CaptureEnds) { self.ends = ends }
 
-    /// The handshake: SYN, SYN-ACK, ACK (none for UDP).
-    mutating func open() -> [[UInt8]] {
-        guard !ends.datagram else { return [] }
-        let syn = segment(fromClient: true, flags: 0x02, payload: [])
+    /// The handshake: SYN (with `comment`), SYN-ACK, ACK; nothing for UDP.
+    mutating func open(at time: UInt64, comment: String?, into out: inout [UInt8]) {
+        guard !ends.datagram else { return }
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        Pcapng.appendPacket(microseconds: time, comment: comment, to: &out) { segment(fromClient: true, flags: 0x02, payload: empty, into: &$0) }
         clientNext &+= 1
-        let synAck = segment(fromClient: false, flags: 0x12, payload: [])
+        Pcapng.appendPacket(microseconds: time, comment: nil, to: &out) { segment(fromClient: false, flags: 0x12, payload: empty, into: &$0) }
         serverNext &+= 1
-        let ack = segment(fromClient: true, flags: 0x10, payload: [])
-        return [syn, synAck, ack]
+        Pcapng.appendPacket(microseconds: time, comment: nil, to: &out) { segment(fromClient: true, flags: 0x10, payload: empty, into: &$0) }
     }
 
-    /// The packets carrying `bytes` from the client (or the server): more than one when they
-    /// do not fit one.
-    mutating func data(fromClient: Bool, _ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
-        var packets: [[UInt8]] = []
+    /// The packets carrying `bytes` from the client (or the server), more than one when they do
+    /// not fit one; the first with `comment`.
+    mutating func data(fromClient: Bool, _ bytes: UnsafeRawBufferPointer, at time: UInt64, comment: String? = nil, into out: inout [UInt8]) {
         var offset = 0
         repeat {
             let end = min(bytes.count, offset + SyntheticConversation.maximumPayload)
-            let piece = Array(bytes[offset..<end])
-            if ends.datagram {
-                packets.append(datagram(fromClient: fromClient, payload: piece))
-            } else {
-                packets.append(segment(fromClient: fromClient, flags: 0x18, payload: piece))
+            let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<end])
+            Pcapng.appendPacket(microseconds: time, comment: offset == 0 ? comment : nil, to: &out) { packet in
+                if ends.datagram {
+                    datagram(fromClient: fromClient, payload: piece, into: &packet)
+                } else {
+                    segment(fromClient: fromClient, flags: 0x18, payload: piece, into: &packet)
+                }
+            }
+            if !ends.datagram {
                 if fromClient { clientNext &+= UInt32(piece.count) } else { serverNext &+= UInt32(piece.count) }
             }
             offset = end
         } while offset < bytes.count
-        return packets
     }
 
     /// The FIN of one direction, once (none for UDP).
-    mutating func end(fromClient: Bool) -> [UInt8]? {
-        guard !ends.datagram, !(fromClient ? clientEnded : serverEnded) else { return nil }
+    mutating func end(fromClient: Bool, at time: UInt64, into out: inout [UInt8]) {
+        guard !ends.datagram, !(fromClient ? clientEnded : serverEnded) else { return }
         if fromClient { clientEnded = true } else { serverEnded = true }
-        let fin = segment(fromClient: fromClient, flags: 0x11, payload: [])
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        Pcapng.appendPacket(microseconds: time, comment: nil, to: &out) { segment(fromClient: fromClient, flags: 0x11, payload: empty, into: &$0) }
         if fromClient { clientNext &+= 1 } else { serverNext &+= 1 }
-        return fin
     }
 
-    private mutating func segment(fromClient: Bool, flags: UInt8, payload: [UInt8]) -> [UInt8] {
+    private mutating func segment(fromClient: Bool, flags: UInt8, payload: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         let (source, destination) = fromClient ? (ends.client, ends.server) : (ends.server, ends.client)
-        var tcp: [UInt8] = []
-        tcp.reserveCapacity(20 + payload.count)
-        tcp.appendBig(source.port)
-        tcp.appendBig(destination.port)
-        tcp.appendBig(fromClient ? clientNext : serverNext)
-        tcp.appendBig(flags == 0x02 ? 0 : (fromClient ? serverNext : clientNext))
-        tcp += [5 << 4, flags]
-        tcp.appendBig(UInt16(65_535))
-        tcp += [0, 0, 0, 0]  // checksum, urgent pointer
-        tcp += payload
-        let sum = Checksum.transport(tcp, protocol: 6, source: source.address, destination: destination.address)
-        tcp[16] = UInt8(sum >> 8)
-        tcp[17] = UInt8(sum & 0xFF)
-        return ip(tcp, protocol: 6, source: source.address, destination: destination.address)
+        let start = ip(length: 20 + payload.count, protocol: 6, source: source.address, destination: destination.address, into: &out)
+        out.appendBig(source.port)
+        out.appendBig(destination.port)
+        out.appendBig(fromClient ? clientNext : serverNext)
+        out.appendBig(flags == 0x02 ? 0 : (fromClient ? serverNext : clientNext))
+        out += [5 << 4, flags]
+        out.appendBig(UInt16(65_535))
+        out += [0, 0, 0, 0]  // checksum, urgent pointer
+        out.append(contentsOf: payload)
+        let sum = Checksum.transport(out[start...], protocol: 6, source: source.address, destination: destination.address)
+        out[start + 16] = UInt8(sum >> 8)
+        out[start + 17] = UInt8(sum & 0xFF)
     }
 
-    private mutating func datagram(fromClient: Bool, payload: [UInt8]) -> [UInt8] {
+    private mutating func datagram(fromClient: Bool, payload: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         let (source, destination) = fromClient ? (ends.client, ends.server) : (ends.server, ends.client)
-        var udp: [UInt8] = []
-        udp.appendBig(source.port)
-        udp.appendBig(destination.port)
-        udp.appendBig(UInt16(truncatingIfNeeded: 8 + payload.count))
-        udp += [0, 0]
-        udp += payload
-        var sum = Checksum.transport(udp, protocol: 17, source: source.address, destination: destination.address)
+        let start = ip(length: 8 + payload.count, protocol: 17, source: source.address, destination: destination.address, into: &out)
+        out.appendBig(source.port)
+        out.appendBig(destination.port)
+        out.appendBig(UInt16(truncatingIfNeeded: 8 + payload.count))
+        out += [0, 0]
+        out.append(contentsOf: payload)
+        var sum = Checksum.transport(out[start...], protocol: 17, source: source.address, destination: destination.address)
         if sum == 0 { sum = 0xFFFF }
-        udp[6] = UInt8(sum >> 8)
-        udp[7] = UInt8(sum & 0xFF)
-        return ip(udp, protocol: 17, source: source.address, destination: destination.address)
+        out[start + 6] = UInt8(sum >> 8)
+        out[start + 7] = UInt8(sum & 0xFF)
     }
 
-    private mutating func ip(_ payload: [UInt8], protocol number: UInt8, source: [UInt8], destination: [UInt8]) -> [UInt8] {
-        var packet: [UInt8] = []
+    /// Appends an IP header for a payload of `length` bytes; where the payload starts.
+    private mutating func ip(length: Int, protocol number: UInt8, source: [UInt8], destination: [UInt8], into out: inout [UInt8]) -> Int {
+        let start = out.count
         if source.count == 16 {
-            packet.reserveCapacity(40 + payload.count)
-            packet += [0x60, 0, 0, 0]
-            packet.appendBig(UInt16(truncatingIfNeeded: payload.count))
-            packet += [number, 64]
-            packet += source
-            packet += destination
+            out += [0x60, 0, 0, 0]
+            out.appendBig(UInt16(truncatingIfNeeded: length))
+            out += [number, 64]
+            out += source
+            out += destination
         } else {
-            packet.reserveCapacity(20 + payload.count)
-            packet += [0x45, 0]
-            packet.appendBig(UInt16(truncatingIfNeeded: 20 + payload.count))
-            packet.appendBig(identification)
+            out += [0x45, 0]
+            out.appendBig(UInt16(truncatingIfNeeded: 20 + length))
+            out.appendBig(identification)
             identification &+= 1
-            packet += [0x40, 0, 64, number, 0, 0]  // don't fragment, TTL 64, checksum below
-            packet += source
-            packet += destination
-            let sum = Checksum.ones(packet[...])
-            packet[10] = UInt8(sum >> 8)
-            packet[11] = UInt8(sum & 0xFF)
+            out += [0x40, 0, 64, number, 0, 0]  // don't fragment, TTL 64, checksum below
+            out += source
+            out += destination
+            let sum = Checksum.ones(out[start...])
+            out[start + 10] = UInt8(sum >> 8)
+            out[start + 11] = UInt8(sum & 0xFF)
         }
-        packet += payload
-        return packet
+        return out.count
     }
 }
 
 /// The Internet checksum (RFC 1071).
 enum Checksum {
+    /// The checksum of `bytes`, `initial` (a sum of big-endian 16-bit words) added. Summed
+    /// eight bytes at a time in the machine's little-endian order with the carries deferred,
+    /// then swapped back (RFC 1071 sections 2(B) and 2(C)): a 64 KiB segment costs a few
+    /// microseconds.
     static func ones(_ bytes: ArraySlice<UInt8>, initial: UInt32 = 0) -> UInt16 {
-        var sum = initial
-        var index = bytes.startIndex
-        while index + 1 < bytes.endIndex {
-            sum += UInt32(bytes[index]) << 8 | UInt32(bytes[index + 1])
-            index += 2
+        var folded = initial
+        while folded >> 16 != 0 { folded = (folded & 0xFFFF) + (folded >> 16) }
+        var sum = UInt64(UInt16(folded).byteSwapped)
+        bytes.withUnsafeBytes { raw in
+            var index = 0
+            while index + 8 <= raw.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                sum &+= (word & 0xFFFF_FFFF) &+ (word >> 32)
+                index += 8
+            }
+            while index + 2 <= raw.count {
+                sum &+= UInt64(raw[index]) | UInt64(raw[index + 1]) << 8
+                index += 2
+            }
+            if index < raw.count { sum &+= UInt64(raw[index]) }
         }
-        if index < bytes.endIndex { sum += UInt32(bytes[index]) << 8 }
         while sum >> 16 != 0 { sum = (sum & 0xFFFF) + (sum >> 16) }
-        return ~UInt16(sum)
+        return ~UInt16(truncatingIfNeeded: sum).byteSwapped
     }
 
     /// A TCP or UDP checksum over the pseudo-header of `source` and `destination`.
-    static func transport(_ segment: [UInt8], protocol number: UInt8, source: [UInt8], destination: [UInt8]) -> UInt16 {
-        var pseudo = source + destination
-        if source.count == 16 {
-            pseudo.appendBig(UInt32(segment.count))
-            pseudo += [0, 0, 0, number]
-        } else {
-            pseudo += [0, number]
-            pseudo.appendBig(UInt16(truncatingIfNeeded: segment.count))
-        }
+    static func transport(_ segment: ArraySlice<UInt8>, protocol number: UInt8, source: [UInt8], destination: [UInt8]) -> UInt16 {
         var sum: UInt32 = 0
-        var index = 0
-        while index + 1 < pseudo.count {
-            sum += UInt32(pseudo[index]) << 8 | UInt32(pseudo[index + 1])
-            index += 2
+        for address in [source, destination] {
+            for index in stride(from: 0, to: address.count, by: 2) { sum += UInt32(address[index]) << 8 | UInt32(address[index + 1]) }
         }
-        return ones(segment[...], initial: sum)
+        sum += UInt32(number)
+        sum += UInt32(segment.count >> 16) + UInt32(segment.count & 0xFFFF)
+        return ones(segment, initial: sum)
     }
 }

@@ -169,6 +169,11 @@ final class CaptureTap: Sendable {
         /// --pcap: the packets made up around the bytes.
         var conversation: SyntheticConversation
         var closed = false
+        /// --pcap: the blocks of one record, built here and written whole (the buffer is kept:
+        /// nothing is allocated per chunk once it has grown).
+        var scratch: [UInt8] = []
+        /// --pcap on a datagram command: the last pair of addresses and their packets' maker.
+        var datagrams: (from: SocketAddress?, to: SocketAddress?, conversation: SyntheticConversation)?
     }
     private let state: Mutex<State>
     let ends: CaptureEnds
@@ -196,21 +201,23 @@ final class CaptureTap: Sendable {
                     "# \(Syscall.utcTimestamp()) connection \(connection) opened: client \(client), recorded by the \(ends.recorderIsClient ? "client" : "server")\(layers)\n".utf8)
             )
         case .pcap:
-            let packets = state.withLock { $0.conversation.open() }
             let comment = "tincan connection \(connection): client \(client), recorded by the \(ends.recorderIsClient ? "client" : "server")\(layers)"
-            write(packets: packets, comment: comment)
+            pcap { state, now in state.conversation.open(at: now, comment: comment, into: &state.scratch) }
         }
     }
 
-    /// Writes `packets` as enhanced packet blocks (the first with `comment`).
-    private func write(packets: [[UInt8]], comment: String? = nil) {
-        guard !packets.isEmpty else { return }
-        let now = Syscall.wallClockMicroseconds()
-        var out: [UInt8] = []
-        for (index, packet) in packets.enumerated() {
-            Pcapng.appendPacket(packet, microseconds: now, comment: index == 0 ? comment : nil, to: &out)
+    /// --pcap: what `build` appends to the scratch buffer (the time given), written whole.
+    private func pcap(_ build: (inout State, UInt64) -> Void) {
+        let result = state.withLock { state -> Result<Void, SystemError>? in
+            guard !state.stopped else { return nil }
+            state.scratch.removeAll(keepingCapacity: state.scratch.capacity <= 1 << 20)
+            build(&state, Syscall.wallClockMicroseconds())
+            guard !state.scratch.isEmpty else { return nil }
+            return file.lock.withLock { _ in
+                state.scratch.withUnsafeBytes { raw in Result { () throws(SystemError) in try Syscall.writeAll(file.fd, raw, isSocket: false) } }
+            }
         }
-        write(out)
+        if case .failure(let error) = result { failed(error) }
     }
 
     private func write(_ bytes: [UInt8]) {
@@ -226,11 +233,7 @@ final class CaptureTap: Sendable {
         guard !bytes.isEmpty else { return nil }
         if capture.format == .pcap {
             let fromClient = (direction == .sent) == ends.recorderIsClient
-            let packets = state.withLock { state -> [[UInt8]] in
-                guard !state.stopped else { return [] }
-                return state.conversation.data(fromClient: fromClient, bytes)
-            }
-            write(packets: packets, comment: comment)
+            pcap { state, now in state.conversation.data(fromClient: fromClient, bytes, at: now, comment: comment, into: &state.scratch) }
             return failure
         }
         let (offset, go) = state.withLock { state -> (Int, Bool) in
@@ -273,7 +276,19 @@ final class CaptureTap: Sendable {
     /// A datagram that went `from` → `to` (either unknown: loopback, port 9), as one UDP
     /// packet. A write that fails ends the run (exit 1), said, unless --capture-best-effort.
     func datagram(_ bytes: UnsafeRawBufferPointer, from: SocketAddress?, to: SocketAddress?) {
-        guard capture.format == .pcap, !state.withLock({ $0.stopped }) else { return }
+        guard capture.format == .pcap else { return }
+        pcap { state, now in
+            if state.datagrams == nil || state.datagrams?.from != from || state.datagrams?.to != to {
+                state.datagrams = (from, to, SyntheticConversation(ends: CaptureTap.datagramEnds(from: from, to: to)))
+            }
+            state.datagrams!.conversation.data(fromClient: true, bytes, at: now, into: &state.scratch)
+        }
+        if let failure { Capture.fatal(failure) }
+    }
+
+    /// The ends a datagram's packet shows: its addresses, an unknown one as loopback (port 9)
+    /// of the other's family.
+    private static func datagramEnds(from: SocketAddress?, to: SocketAddress?) -> CaptureEnds {
         let unknown = PacketEnd(address: [127, 0, 0, 1], port: 9)
         var source = from.flatMap(PacketEnd.init) ?? unknown
         var destination = to.flatMap(PacketEnd.init) ?? unknown
@@ -286,21 +301,19 @@ final class CaptureTap: Sendable {
             source.address = [127, 0, 0, 1]
             destination.address = [127, 0, 0, 1]
         }
-        var conversation = SyntheticConversation(ends: CaptureEnds(client: source, server: destination, recorderIsClient: true, datagram: true))
-        write(packets: conversation.data(fromClient: true, bytes))
-        if let failure { Capture.fatal(failure) }
+        return CaptureEnds(client: source, server: destination, recorderIsClient: true, datagram: true)
     }
 
     /// The connection is over: a pcap's FINs (the end of both directions) are written, and its
     /// own file is closed.
     func close() {
         if capture.format == .pcap {
-            let packets = state.withLock { state -> [[UInt8]] in
-                guard !state.stopped, !state.closed else { return [] }
+            pcap { state, now in
+                guard !state.closed else { return }
                 state.closed = true
-                return [state.conversation.end(fromClient: true), state.conversation.end(fromClient: false)].compactMap { $0 }
+                state.conversation.end(fromClient: true, at: now, into: &state.scratch)
+                state.conversation.end(fromClient: false, at: now, into: &state.scratch)
             }
-            write(packets: packets)
         }
         if owned && file.fd >= 0 { Syscall.close(file.fd) }
     }
