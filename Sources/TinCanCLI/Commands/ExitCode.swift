@@ -21,7 +21,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .timeout: "timeout: --connect-timeout (or -w; proxy handshakes included), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
-        case .expectFailed: "an --expect did not match within --expect-timeout, or the peer closed first (what arrived is quoted); a --replay peer sent other bytes than the capture, fewer or more (the first differing byte is said)"
+        case .expectFailed:
+            "an --expect did not match within --expect-timeout, or the peer closed first (what arrived is quoted); a --replay peer sent other bytes than the capture, fewer or more (the first differing byte is said)"
         case .proxyAuthentication: "a proxy wants credentials or refused them (SOCKS5 method or status, HTTP 407)"
         case .proxyRefused: "a proxy refused the target (its SOCKS reply code or HTTP status line quoted), or its reply was not its protocol (garbage, cut short)"
         case .webSocketRefused:
