@@ -34,9 +34,9 @@ final class RelayEngineTests: XCTestCase {
             signal.signal()
         }
 
-        func passEnd(_ d: Int, finishing: Bool) -> String? {
-            record(.passEnd(d, finishing: finishing))
-            return failing.withLock { $0[d] }
+        func passEnd(_ direction: RelayDirection, finishing: Bool) -> String? {
+            record(.passEnd(direction.rawValue, finishing: finishing))
+            return failing.withLock { $0[direction.rawValue] }
         }
         func resetBoth() { record(.reset) }
         func finish(_ outcome: SessionEnding<String>.Outcome) { record(.finish(outcome)) }

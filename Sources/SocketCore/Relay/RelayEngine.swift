@@ -76,8 +76,8 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
         let actions = handle(event)
         guard let transport = carrier.withLock({ $0?.transport }) else { return }
         var outcome = actions.finish
-        for d in 0...1 where d == 0 ? actions.closeWrite : actions.closeOutput {
-            guard let failure = transport.passEnd(d, finishing: outcome != nil) else { continue }
+        for direction in RelayDirection.allCases where direction == .forward ? actions.closeWrite : actions.closeOutput {
+            guard let failure = transport.passEnd(direction, finishing: outcome != nil) else { continue }
             guard outcome != nil else { return report(.failed(failure)) }
             outcome = .failed(failure)
         }
@@ -174,11 +174,11 @@ package final class RelayEngine<Failure: Sendable & Equatable>: @unchecked Senda
 /// failures, moves); the engine calls it back.
 package protocol RelayTransport<Failure>: AnyObject, Sendable {
     associatedtype Failure: Sendable & Equatable
-    /// Passes direction `d`'s end on after what is already on its way (0: the input's end to
-    /// the peer, a half-close; 1: the peer's end to the output). `finishing`: the session ends
-    /// in the same step (an end may then wait for the transport's own finish). A failure if it
-    /// could not be passed on.
-    func passEnd(_ d: Int, finishing: Bool) -> Failure?
+    /// Passes `direction`'s end on after what is already on its way (forward: the input's end
+    /// to the peer, a half-close; backward: the peer's end to the output). `finishing`: the
+    /// session ends in the same step (an end may then wait for the transport's own finish). A
+    /// failure if it could not be passed on.
+    func passEnd(_ direction: RelayDirection, finishing: Bool) -> Failure?
     /// Makes both sides' close a reset: no end of stream, no close_notify.
     func resetBoth()
     /// The session is over, as `outcome` says: called once, last.

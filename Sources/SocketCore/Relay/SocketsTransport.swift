@@ -28,29 +28,30 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
         self.filters = filters
     }
 
-    private func name(_ side: Int) -> String { side == 0 ? names.0 : names.1 }
+    /// The side `direction` reads from.
+    private func name(_ direction: RelayDirection) -> String { direction == .forward ? names.0 : names.1 }
 
     func start() {
         queue.async { [self] in
-            read(0)
-            read(1)
+            read(.forward)
+            read(.backward)
         }
     }
 
-    /// Direction `d` moves bytes from `sockets[d]` to `sockets[1 - d]`.
-    private func read(_ d: Int) {
-        sockets[d].readData(maxLength: StreamRelay.chunkSize) { [self] result in
+    /// `direction` moves bytes from the side it reads (`sockets[0]` forward) to the other.
+    private func read(_ d: RelayDirection) {
+        sockets[d.rawValue].readData(maxLength: StreamRelay.chunkSize) { [self] result in
             queue.async { self.received(d, result) }
         }
     }
 
-    private func received(_ d: Int, _ result: Result<ArraySlice<UInt8>, AsyncSocketError>) {
+    private func received(_ d: RelayDirection, _ result: Result<ArraySlice<UInt8>, AsyncSocketError>) {
         guard let relay, !relay.closed else { return }
         switch result {
         case .success(let read):
             var bytes = read
             var last = false
-            switch filters[d]?.filter(read) {
+            switch filters[d.rawValue]?.filter(read) {
             case nil: break
             case .pass(let through)?: bytes = through
             case .end(let through)?:
@@ -58,11 +59,11 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
                 last = true
             case .fail(let reason)?: return relay.fail(reason)
             }
-            if let tap, let reason = tap(d == 0, bytes) { return relay.fail(reason) }
+            if let tap, let reason = tap(d == .forward, bytes) { return relay.fail(reason) }
             guard !bytes.isEmpty else { return last ? relay.ended(d) : self.read(d) }
             let count = bytes.count
             // The read's own storage (exactly its bytes) goes on to the write: no copy.
-            sockets[1 - d].write(Array(bytes)) { [self, last] outcome in
+            sockets[d.opposite.rawValue].write(Array(bytes)) { [self, last] outcome in
                 queue.async { self.wrote(d, count, outcome, last: last) }
             }
         case .failure(.readStreamClosed):
@@ -74,20 +75,20 @@ final class SocketsTransport: SocketPairTransport, @unchecked Sendable {
     }
 
     /// `last`: the filter ended the direction with these bytes: no more is read from that side.
-    private func wrote(_ d: Int, _ count: Int, _ outcome: Result<Void, AsyncSocketError>, last: Bool) {
+    private func wrote(_ d: RelayDirection, _ count: Int, _ outcome: Result<Void, AsyncSocketError>, last: Bool) {
         guard let relay, !relay.closed else { return }
         switch outcome {
         case .success:
-            moved[d] += count
+            moved[d.rawValue] += count
             relay.moved(d, count)
             if last { relay.ended(d) } else { read(d) }
         case .failure(let error):
-            relay.fail("writing to \(name(1 - d)) failed: \(error)")
+            relay.fail("writing to \(name(d.opposite)) failed: \(error)")
         }
     }
 
-    func passEnd(_ d: Int) -> String? {
-        sockets[1 - d].shutdownWrite()
+    func passEnd(_ direction: RelayDirection) -> String? {
+        sockets[direction.opposite.rawValue].shutdownWrite()
         return nil
     }
 

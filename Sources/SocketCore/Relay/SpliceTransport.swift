@@ -36,8 +36,8 @@ final class SpliceTransport: SocketPairTransport, @unchecked Sendable {
             fd: b, queue: relay.queue,
             onReadable: { box.transport?.backward.pump() },
             onWritable: { box.transport?.forward.pump() })
-        forward = SplicedDirection(relay: relay, index: 0, from: first, to: second, pipe: pipes.forward, names: relay.names)
-        backward = SplicedDirection(relay: relay, index: 1, from: second, to: first, pipe: pipes.backward, names: (relay.names.1, relay.names.0))
+        forward = SplicedDirection(relay: relay, direction: .forward, from: first, to: second, pipe: pipes.forward, names: relay.names)
+        backward = SplicedDirection(relay: relay, direction: .backward, from: second, to: first, pipe: pipes.backward, names: (relay.names.1, relay.names.0))
         box.transport = self
     }
 
@@ -51,8 +51,8 @@ final class SpliceTransport: SocketPairTransport, @unchecked Sendable {
         backward.pump()
     }
 
-    func passEnd(_ d: Int) -> String? {
-        do throws(SystemError) { try Syscall.shutdown(d == 0 ? second.fd : first.fd, .write) } catch {
+    func passEnd(_ direction: RelayDirection) -> String? {
+        do throws(SystemError) { try Syscall.shutdown(direction == .forward ? second.fd : first.fd, .write) } catch {
             return error.lowercaseReason
         }
         return nil
@@ -81,7 +81,7 @@ final class SpliceTransport: SocketPairTransport, @unchecked Sendable {
 private final class SplicedDirection: @unchecked Sendable {
     unowned let relay: StreamRelay
     /// 0: first → second (the ending's input); 1: the other way (its peer).
-    let index: Int
+    let direction: RelayDirection
     let from: IOSources
     let to: IOSources
     let pipe: PipePool.Pipe
@@ -98,9 +98,9 @@ private final class SplicedDirection: @unchecked Sendable {
     private var chunk = 64 * 1024
     private var grown = false
 
-    init(relay: StreamRelay, index: Int, from: IOSources, to: IOSources, pipe: PipePool.Pipe, names: (String, String)) {
+    init(relay: StreamRelay, direction: RelayDirection, from: IOSources, to: IOSources, pipe: PipePool.Pipe, names: (String, String)) {
         self.relay = relay
-        self.index = index
+        self.direction = direction
         self.from = from
         self.to = to
         self.pipe = pipe
@@ -131,14 +131,14 @@ private final class SplicedDirection: @unchecked Sendable {
                 }
                 pending -= written
                 moved += written
-                relay.moved(index, written)
+                relay.moved(direction, written)
                 continue
             }
             to.suspendWrite()
             if inputEnded {
                 from.suspendRead()
                 endTold = true
-                return relay.ended(index)
+                return relay.ended(direction)
             }
             let read: Int?
             do throws(SystemError) {

@@ -143,17 +143,17 @@ public final class StreamRelay: @unchecked Sendable {
 
     // MARK: What the transport reports (on `queue`)
 
-    /// Direction `d` (0: first → second, the ending's input; 1: its peer) ended its input and
-    /// wrote out all it read.
-    func ended(_ d: Int) {
+    /// `direction` (forward: first → second, the ending's input; backward: its peer) ended its
+    /// input and wrote out all it read.
+    func ended(_ direction: RelayDirection) {
         guard !closed else { return }
-        engine.report(d == 0 ? .inputEnded : .peerEnded)
+        engine.report(direction == .forward ? .inputEnded : .peerEnded)
     }
 
-    /// Direction `d` wrote `count` bytes out.
-    func moved(_ d: Int, _ count: Int) {
-        if d == 0 { engine.sent() } else { engine.received() }
-        onMove?(d == 0, count)
+    /// `direction` wrote `count` bytes out.
+    func moved(_ direction: RelayDirection, _ count: Int) {
+        if direction == .forward { engine.sent() } else { engine.received() }
+        onMove?(direction == .forward, count)
     }
 
     /// Something failed: both sides are cut (the first reason is the one reported).
@@ -166,8 +166,8 @@ public final class StreamRelay: @unchecked Sendable {
 /// What the engine asks of the relay (on `queue`: every report comes from the transport's
 /// handlers or the engine's timer there), carried out by the transport between the sockets.
 extension StreamRelay: RelayTransport {
-    package func passEnd(_ d: Int, finishing: Bool) -> String? {
-        transport.passEnd(d).map { "ending the stream to \(d == 0 ? names.1 : names.0) failed: \($0)" }
+    package func passEnd(_ direction: RelayDirection, finishing: Bool) -> String? {
+        transport.passEnd(direction).map { "ending the stream to \(direction == .forward ? names.1 : names.0) failed: \($0)" }
     }
 
     package func resetBoth() { transport.resetBoth() }
@@ -193,9 +193,9 @@ extension StreamRelay: RelayTransport {
 protocol SocketPairTransport: AnyObject {
     /// Starts both directions.
     func start()
-    /// Shuts down the write half of the side direction `d` writes to (0: the second side, 1:
-    /// the first), after what is already on its way; the reason if that failed.
-    func passEnd(_ d: Int) -> String?
+    /// Shuts down the write half of the side `direction` writes to (forward: the second side,
+    /// backward: the first), after what is already on its way; the reason if that failed.
+    func passEnd(_ direction: RelayDirection) -> String?
     /// Makes both sides' close a reset: no end of stream, no close_notify.
     func resetBoth()
     /// The relay is over: releases both sides (`clean`: after their writes) and says how many

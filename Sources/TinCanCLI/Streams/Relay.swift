@@ -511,8 +511,8 @@ final class Relay: @unchecked Sendable {
 
 /// What the engine asks of the relay, from whichever thread reported.
 extension Relay: RelayTransport {
-    func passEnd(_ d: Int, finishing: Bool) -> SessionFailure? {
-        if d == 0 {
+    func passEnd(_ direction: RelayDirection, finishing: Bool) -> SessionFailure? {
+        if direction == .forward {
             // A half-close held back until the end goes out after delivery was confirmed: a
             // peer that has gone may reset it, and that reset says nothing about our data.
             if finishing { closeWriteAtFinish.store(true, ordering: .releasing) } else { closeWrite() }
