@@ -101,7 +101,7 @@ final class CaptureTests: XCTestCase {
         defer { origin.stop() }
         let (proxy, port) = try Tool.listener(["--http-proxy", "--hex-dump", "\(directory)/proxy-%n.hex"])
         defer { proxy.stop() }
-        let curl = try Tool.run(["-s", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(originPort)/page"], program: "/usr/bin/curl")
+        let curl = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(originPort)/page"])
         XCTAssertEqual(curl.status, 0, proxy.stderrText)
         XCTAssertEqual(curl.out, "hi\n")
         waitUntil("the capture") { self.records(self.text("proxy-1.hex")).contains { $0.direction == ">" } }

@@ -35,13 +35,6 @@ final class ForwardTLSTests: XCTestCase {
         return (server, port, dir)
     }
 
-    private func curl(_ arguments: [String]) throws -> Tool {
-        let curl = try Tool(["-s", "--max-time", "10"] + arguments, program: "/usr/bin/curl")
-        curl.closeInput()
-        _ = curl.wait()
-        return curl
-    }
-
     func testCurlHTTPSThroughTLSTerminationAndMutualTLS() throws {
         let page = String(repeating: "terminated here\n", count: 10_000)
         let (server, upstreamPort, dir) = try httpServer(page: page)
@@ -55,16 +48,16 @@ final class ForwardTLSTests: XCTestCase {
         ])
         defer { listener.stop() }
         for _ in 0..<3 {
-            let c = try curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(port)/page.txt"])
-            XCTAssertEqual(c.process.terminationStatus, 0, c.stderrText + listener.stderrText)
-            XCTAssertTrue(c.stdoutText == page, "the page, whole, decrypted by curl (\(c.stdoutText.utf8.count) bytes)")
+            let c = try Tool.curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(port)/page.txt"])
+            XCTAssertEqual(c.status, 0, c.err + listener.stderrText)
+            XCTAssertTrue(c.out == page, "the page, whole, decrypted by curl (\(c.out.utf8.count) bytes)")
         }
         waitUntil("three relays closed") { listener.stderrText.components(separatedBy: ": closed; ").count - 1 == 3 }
         XCTAssertTrue(listener.stderrText.contains("TLS from the client, TLSv1.3"), listener.stderrText)
         // Plain HTTP to the TLS port reaches no upstream.
-        let plain = try curl(["http://127.0.0.1:\(port)/page.txt"])
-        XCTAssertNotEqual(plain.process.terminationStatus, 0)
-        XCTAssertFalse(plain.stdoutText.contains("terminated here"))
+        let plain = try Tool.curl(["http://127.0.0.1:\(port)/page.txt"])
+        XCTAssertNotEqual(plain.status, 0)
+        XCTAssertFalse(plain.out.contains("terminated here"))
 
         // Mutual TLS: only a client with a certificate from the CA is relayed.
         let (mutual, mutualPort) = try relay([
@@ -72,15 +65,15 @@ final class ForwardTLSTests: XCTestCase {
             "--require-client-cert", "--ca", certs.path("ca.pem"), "--forward", "127.0.0.1:\(upstreamPort)",
         ])
         defer { mutual.stop() }
-        let withCert = try curl([
+        let withCert = try Tool.curl([
             "--cacert", certs.path("ca.pem"), "--cert", certs.path("client.pem"), "--key", certs.path("client.key"),
             "https://localhost:\(mutualPort)/page.txt",
         ])
-        XCTAssertEqual(withCert.process.terminationStatus, 0, withCert.stderrText + mutual.stderrText)
-        XCTAssertTrue(withCert.stdoutText == page)
-        let without = try curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(mutualPort)/page.txt"])
-        XCTAssertNotEqual(without.process.terminationStatus, 0)
-        XCTAssertEqual(without.stdoutText, "")
+        XCTAssertEqual(withCert.status, 0, withCert.err + mutual.stderrText)
+        XCTAssertTrue(withCert.out == page)
+        let without = try Tool.curl(["--cacert", certs.path("ca.pem"), "https://localhost:\(mutualPort)/page.txt"])
+        XCTAssertNotEqual(without.status, 0)
+        XCTAssertEqual(without.out, "")
         waitUntil("the refusal named") { mutual.stderrText.contains("closed the client") }
         XCTAssertTrue(mutual.process.isRunning, "-k goes on after a refused client")
     }

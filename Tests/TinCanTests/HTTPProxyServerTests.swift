@@ -13,10 +13,6 @@ final class HTTPProxyServerTests: XCTestCase {
         return (tool, port)
     }
 
-    private func curl(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        try Tool.run(["-sS", "--max-time", "10"] + arguments, input: "", program: "/usr/bin/curl")
-    }
-
     /// An origin that writes each request head it gets (up to its blank line) and what follows
     /// of its body (Content-Length) to `record`, then answers `200` with "recorded\n" and closes.
     private static func recorder(_ record: String) -> String {
@@ -53,18 +49,18 @@ final class HTTPProxyServerTests: XCTestCase {
         waitForListener(port: webPort)
         let (listener, port) = try proxy(["-v"])
         defer { listener.stop() }
-        let forwarded = try curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(webPort)/page.txt"])
+        let forwarded = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(webPort)/page.txt"])
         XCTAssertEqual(forwarded.status, 0, forwarded.err)
         XCTAssertTrue(forwarded.out == page, "forwarded whole (\(forwarded.out.utf8.count) bytes)")
-        let tunnelled = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://localhost:\(webPort)/page.txt"])
+        let tunnelled = try Tool.curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://localhost:\(webPort)/page.txt"])
         XCTAssertEqual(tunnelled.status, 0, tunnelled.err)
         XCTAssertTrue(tunnelled.out == page, "tunnelled whole (\(tunnelled.out.utf8.count) bytes)")
-        let missing = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(webPort)/nothing-here"])
+        let missing = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(webPort)/nothing-here"])
         XCTAssertEqual(missing.out, "404", "the origin's own status passes through")
         let closed = freePort()
-        let unreachable = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(closed)/"])
+        let unreachable = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(closed)/"])
         XCTAssertEqual(unreachable.out, "502", unreachable.err)
-        let tunnelRefused = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(closed)/"])
+        let tunnelRefused = try Tool.curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(closed)/"])
         XCTAssertTrue(tunnelRefused.err.contains("502"), tunnelRefused.err)
         waitUntil("the requests said") { listener.stderrText.contains("http CONNECT localhost:\(webPort)") }
         XCTAssertTrue(listener.stderrText.contains("http GET 127.0.0.1:\(webPort)"), listener.stderrText)
@@ -77,7 +73,7 @@ final class HTTPProxyServerTests: XCTestCase {
         defer { origin.stop() }
         let (listener, port) = try proxy(["--proxy-auth", "alice:s3cret"])
         defer { listener.stop() }
-        let posted = try curl([
+        let posted = try Tool.curl([
             "-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:s3cret", "-H", "Connection: X-Private", "-H", "X-Private: 1", "-H",
             "Proxy-Connection: keep-alive", "--data-binary", "field=value", "http://localhost:\(origin.port)/form?q=1",
         ])
@@ -91,12 +87,12 @@ final class HTTPProxyServerTests: XCTestCase {
         }
         // A head near the 32 KiB limit is passed on whole (more than one send may take).
         let big = String(repeating: "v", count: 30_000)
-        let large = try curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:s3cret", "-H", "X-Big: \(big)", "http://localhost:\(origin.port)/big"])
+        let large = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:s3cret", "-H", "X-Big: \(big)", "http://localhost:\(origin.port)/big"])
         XCTAssertEqual(large.out, "recorded\n", large.err)
         XCTAssertTrue(fileText(record).contains("X-Big: \(big)\r\n"), "the big field arrived whole")
-        let anonymous = try curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
+        let anonymous = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
         XCTAssertEqual(anonymous.out, "407")
-        let wrong = try curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:guess", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
+        let wrong = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "--proxy-user", "alice:guess", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:\(origin.port)/"])
         XCTAssertEqual(wrong.out, "407")
         // tincan's own client, through CONNECT with credentials.
         let echo = try PythonPeer(PythonPeers.echoMany)
@@ -117,7 +113,7 @@ final class HTTPProxyServerTests: XCTestCase {
         let (a, b) = (sites.ports[0], sites.ports[1])
         let (listener, port) = try proxy(["--proxy-auth", "u:secret", "-v"])
         defer { listener.stop() }
-        let both = try curl(["-x", "http://u:secret@127.0.0.1:\(port)", "http://127.0.0.1:\(a)/one", "http://127.0.0.1:\(b)/two"])
+        let both = try Tool.curl(["-x", "http://u:secret@127.0.0.1:\(port)", "http://127.0.0.1:\(a)/one", "http://127.0.0.1:\(b)/two"])
         XCTAssertEqual(both.status, 0, both.err)
         XCTAssertEqual(both.out, "site a /one auth=\nsite b /two auth=\n")
         waitUntil("both sites logged") { sites.text("a.log").contains("/one") && sites.text("b.log").contains("/two") }
@@ -157,7 +153,7 @@ final class HTTPProxyServerTests: XCTestCase {
         XCTAssertEqual(kept.out, "HTTP/1.1 200 OK close kept\n", kept.err)
 
         // A chunked upload reaches its site whole, and nothing after it does.
-        let upload = try curl([
+        let upload = try Tool.curl([
             "-x", "http://u:secret@127.0.0.1:\(port)", "-H", "Transfer-Encoding: chunked", "--data-binary", "in chunks", "http://127.0.0.1:\(b)/echo",
         ])
         XCTAssertEqual(upload.out, "site b got in chunks", upload.err)
@@ -228,13 +224,13 @@ final class HTTPProxyServerTests: XCTestCase {
         ])
         defer { listener.stop() }
         let proxyTLS = ["--proxy-cacert", tls.path("ca.pem"), "--proxy-cert", tls.path("client.pem"), "--proxy-key", tls.path("client.key")]
-        let forwarded = try curl(proxyTLS + ["-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/over-tls"])
+        let forwarded = try Tool.curl(proxyTLS + ["-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/over-tls"])
         XCTAssertEqual(forwarded.status, 0, forwarded.err)
         XCTAssertEqual(forwarded.out, "recorded\n")
         XCTAssertTrue(fileText(record).hasPrefix("GET /over-tls HTTP/1.1\r\n"), fileText(record))
-        let tunnelled = try curl(proxyTLS + ["-p", "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/tunnelled"])
+        let tunnelled = try Tool.curl(proxyTLS + ["-p", "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/tunnelled"])
         XCTAssertEqual(tunnelled.out, "recorded\n", tunnelled.err)
-        let noCertificate = try curl(["--proxy-cacert", tls.path("ca.pem"), "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/"])
+        let noCertificate = try Tool.curl(["--proxy-cacert", tls.path("ca.pem"), "-x", "https://localhost:\(port)", "http://127.0.0.1:\(origin.port)/"])
         XCTAssertNotEqual(noCertificate.status, 0, "no client certificate, no proxy")
         // SOCKS5 inside TLS, with tincan's own client: --tls to the proxy is the session's
         // TLS, so the SOCKS dialogue is checked by a python client wrapped in TLS.
@@ -266,10 +262,10 @@ final class HTTPProxyServerTests: XCTestCase {
         // refused although its name is allowed, 127.0.0.1 and [::1] too.
         let (listener, port) = try proxy(["--socks5", "-v", "--allow-dest", "*:\(echo.port)", "--deny-dest", "127.0.0.0/8", "--deny-dest", "[::1]"])
         defer { listener.stop() }
-        let byName = try curl(["--socks5-hostname", "127.0.0.1:\(port)", "http://localhost:\(echo.port)/"])
+        let byName = try Tool.curl(["--socks5-hostname", "127.0.0.1:\(port)", "http://localhost:\(echo.port)/"])
         XCTAssertEqual(byName.status, 97, byName.err)
         XCTAssertTrue(byName.err.contains("not allowed") || byName.err.contains("(2)"), byName.err)
-        let connect = try curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"])
+        let connect = try Tool.curl(["-p", "-x", "http://127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"])
         XCTAssertTrue(connect.err.contains("403"), connect.err)
         let tincan = try Tool.run(["connect", "--half-close", "--proxy", "socks5h://127.0.0.1:\(port)", "localhost", String(echo.port)], input: "x\n")
         XCTAssertNotEqual(tincan.status, 0)

@@ -56,7 +56,7 @@ final class ProxyProtocolInTests: XCTestCase {
         defer { balancer.stop() }
         for (host, frontend) in [("127.0.0.1", balancer.ports[1]), ("::1", balancer.ports[3])] {
             let url = host == "::1" ? "http://[::1]:\(frontend)/" : "http://127.0.0.1:\(frontend)/"
-            let curl = try Tool.run(["-s", "-g", "--max-time", "10", "-w", "\n%{local_port}", url], program: "/usr/bin/curl")
+            let curl = try Tool.curl(["-g", "-w", "\n%{local_port}", url])
             XCTAssertEqual(curl.status, 0, relay.stderrText)
             let lines = curl.out.split(separator: "\n")
             XCTAssertEqual(lines.first.map(String.init), "src=\(host) sport=\(lines.last ?? "") dst=\(host) dport=\(frontend)", relay.stderrText)

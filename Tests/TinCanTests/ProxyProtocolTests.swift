@@ -32,10 +32,9 @@ final class ProxyProtocolTests: XCTestCase {
 
     /// curl's answer and its own local port (`%{local_port}` after the body).
     private func curl(_ url: String) throws -> (body: String, localPort: String) {
-        let curl = try Tool(["-s", "-g", "--max-time", "10", "-w", "%{local_port}", url], program: "/usr/bin/curl")
-        curl.closeInput()
-        XCTAssertEqual(curl.wait(), 0, curl.stderrText)
-        let parts = curl.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
+        let curl = try Tool.curl(["-g", "-w", "%{local_port}", url])
+        XCTAssertEqual(curl.status, 0, curl.err)
+        let parts = curl.out.split(separator: "\n", omittingEmptySubsequences: false)
         return (parts.dropLast().joined(separator: "\n"), String(parts.last ?? ""))
     }
 

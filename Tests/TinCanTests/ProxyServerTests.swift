@@ -237,7 +237,7 @@ final class ProxyServerTests: XCTestCase {
         let wrong = try Tool.run(["connect", "--half-close", "--proxy", "socks5://alice:guess@127.0.0.1:\(port)", "127.0.0.1", String(echo.port)], input: "hello\n")
         XCTAssertNotEqual(wrong.status, 0)
         XCTAssertTrue(wrong.err.contains("refused the user name and password"), wrong.err)
-        let curl = try Tool.run(["-sS", "--max-time", "5", "--socks5", "127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"], input: "", program: "/usr/bin/curl")
+        let curl = try Tool.curl(["--socks5", "127.0.0.1:\(port)", "http://127.0.0.1:\(echo.port)/"], timeout: 5)
         XCTAssertEqual(curl.status, 97, "curl offers no credentials: \(curl.err)")
         XCTAssertEqual(try raw(port, ["0401" + String(format: "%04x", echo.port) + "7f00000100"]), ["005b000000000000", "closed"], "SOCKS4 has no password")
         waitUntil("three refusals said") { listener.stderrText.components(separatedBy: "refused its proxy request").count - 1 == 3 }

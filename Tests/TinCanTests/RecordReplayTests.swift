@@ -43,9 +43,7 @@ final class RecordReplayTests: XCTestCase {
     }
 
     private func curl(_ port: UInt16, path: String = "/replayed") throws -> (status: Int32, out: String, err: String) {
-        try Tool.run(
-            ["curl", "-s", "-i", "--max-time", "20", "-H", "Host: replay.test", "-H", "User-Agent: replay-test", "http://127.0.0.1:\(port)\(path)"], input: "",
-            program: "/usr/bin/env")
+        try Tool.curl(["-i", "-H", "Host: replay.test", "-H", "User-Agent: replay-test", "http://127.0.0.1:\(port)\(path)"], timeout: 20)
     }
 
     // MARK: --pcap
@@ -195,11 +193,11 @@ final class RecordReplayTests: XCTestCase {
         let (keepOpen, keepOpenPort) = try Tool.listener(["-k", "--replay", capture, "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")])
         defer { keepOpen.stop() }
         for _ in 1...2 {
-            let secure = try Tool.run(
+            let secure = try Tool.curl(
                 [
-                    "curl", "-s", "-i", "--max-time", "20", "--cacert", certs.path("ca.pem"), "-H", "Host: replay.test", "-H", "User-Agent: replay-test",
+                    "-i", "--cacert", certs.path("ca.pem"), "-H", "Host: replay.test", "-H", "User-Agent: replay-test",
                     "https://localhost:\(keepOpenPort)/replayed", "--resolve", "localhost:\(keepOpenPort):127.0.0.1",
-                ], input: "", program: "/usr/bin/env")
+                ], timeout: 20)
             XCTAssertEqual(secure.status, 0, secure.err + keepOpen.stderrText)
             XCTAssertEqual(secure.out, original)
         }

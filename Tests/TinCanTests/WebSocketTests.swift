@@ -147,7 +147,7 @@ final class WebSocketTests: XCTestCase {
         // A plain HTTP request: 426 with the version to use, said at -v.
         let (server, port) = try Tool.server(program: Tool.tincan) { ["listen", "-v", "--ws=/chat", "127.0.0.1", String($0)] }
         defer { server.stop() }
-        let curl = try Tool.run(["curl", "-s", "-i", "http://127.0.0.1:\(port)/chat"], program: "/usr/bin/env")
+        let curl = try Tool.curl(["-i", "http://127.0.0.1:\(port)/chat"])
         XCTAssertTrue(curl.out.hasPrefix("HTTP/1.1 426 Upgrade Required\r\n"), curl.out)
         XCTAssertTrue(curl.out.contains("Sec-WebSocket-Version: 13\r\n"), curl.out)
         XCTAssertEqual(server.wait(), 10, server.stderrText)

@@ -16,7 +16,7 @@ final class WordsAndFiguresTests: XCTestCase {
             let proxy = try Tool(["listen", "--http-proxy", "127.0.0.1", String(port)])
             defer { proxy.stop() }
             waitForListener(port: port)
-            let r = try Tool.run(["-s", "--max-time", "10", "-x", "http://127.0.0.1:\(port)", "http://no-such-name.test/"], input: "", program: "/usr/bin/curl")
+            let r = try Tool.curl(["-x", "http://127.0.0.1:\(port)", "http://no-such-name.test/"])
             XCTAssertTrue(r.out.hasPrefix("tincan: connect to no-such-name.test:80 failed: "), r.out)
             XCTAssertTrue(r.out.contains("lookup of no-such-name.test"), r.out)
         }

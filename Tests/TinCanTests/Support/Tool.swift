@@ -111,6 +111,14 @@ final class Tool: @unchecked Sendable {
         return r.out
     }
 
+    /// curl with `arguments` (silent, errors shown, at most `timeout` seconds), run to
+    /// completion: status, stdout, stderr.
+    static func curl(
+        _ arguments: [String], timeout seconds: Int = 10, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> (status: Int32, out: String, err: String) {
+        try run(["-sS", "--max-time", String(seconds)] + arguments, input: "", program: "/usr/bin/curl", file: file, line: line)
+    }
+
     /// Runs to completion: status, stdout, stderr.
     static func run(
         _ arguments: [String], input: String? = nil, timeout: Duration = .seconds(30), environment: [String: String]? = nil,
