@@ -7,16 +7,14 @@ import XCTest
 /// connection), a file per connection with `%n`/`%a`; a failed write (a full disk: /dev/full)
 /// ends the run with exit 1, or only the capture with --capture-best-effort.
 final class CaptureTests: XCTestCase {
-    private var directory = ""
+    private var temporary: TemporaryDirectory?
+    private var directory: String { temporary?.path ?? "" }
 
-    override func setUpWithError() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-capture-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
+    override func setUpWithError() throws { temporary = try TemporaryDirectory("capture") }
 
-    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+    override func tearDown() { temporary?.remove() }
 
-    private func text(_ name: String) -> String { (try? String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8)) ?? "" }
+    private func text(_ name: String) -> String { temporary?.text(name) ?? "" }
 
     /// A hex capture's records: (connection, direction, byte count, the bytes from its lines).
     private func records(_ dump: String) -> [(connection: Int, direction: String, count: Int, bytes: [UInt8])] {

@@ -8,24 +8,22 @@ import XCTest
 /// file, or a FIFO. tincan follows none of them, writes nothing through them, and says why on
 /// one line (exit 2 at start); its own file left 0644 is reused with mode 0600.
 final class FileSafetyTests: XCTestCase {
-    private var directory = ""
+    private var temporary: TemporaryDirectory?
+    private var directory: String { temporary?.path ?? "" }
     /// A file of root's that a followed link would truncate and overwrite.
     private var precious = ""
 
     override func setUpWithError() throws {
         guard getuid() == 0 else { throw Namespace.unavailable("acting as another user (setpriv) needs root") }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { throw Namespace.unavailable("no /usr/bin/setpriv") }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-files-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory("files")
         chmod(directory, 0o1777)  // as /tmp: anyone creates, only the owner removes
         precious = "\(directory)/precious"
         try "root's secret\n".write(toFile: precious, atomically: false, encoding: .utf8)
         chmod(precious, 0o644)
     }
 
-    override func tearDown() {
-        if !directory.isEmpty { try? FileManager.default.removeItem(atPath: directory) }
-    }
+    override func tearDown() { temporary?.remove() }
 
     /// Runs `command` as nobody (as the attacker would, from their own account).
     private func asNobody(_ command: String) throws {

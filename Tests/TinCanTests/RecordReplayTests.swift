@@ -8,16 +8,16 @@ import XCTest
 /// reordering replays as its receivers had it; a peer that differs is told where.
 final class RecordReplayTests: XCTestCase {
     private let certs = TLSFixtures.shared
-    private var directory = ""
+    private var temporary: TemporaryDirectory?
+    private var directory: String { temporary?.path ?? "" }
 
     /// nginx, exim and tcpdump start as root (as CI runs).
     override func setUpWithError() throws {
         guard getuid() == 0 else { throw Namespace.unavailable("the real daemons and tcpdump start as root") }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-replay-\(getpid())-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory("replay")
     }
 
-    override func tearDown() { try? FileManager.default.removeItem(atPath: directory) }
+    override func tearDown() { temporary?.remove() }
 
     private var trust: [String] { ["--ca", certs.path("ca.pem"), "--servername", "localhost"] }
 
