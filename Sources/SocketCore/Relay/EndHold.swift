@@ -12,16 +12,16 @@
 /// hold.due(ended: .seconds(3), lastMoved: .seconds(1))   // 3.5 s: the end counts, not the older byte
 /// hold.due(ended: .seconds(3), lastMoved: .seconds(4))   // 4.5 s: a byte after the end moves it on
 /// ```
-public struct EndHold: Sendable, Equatable {
+package struct EndHold: Sendable, Equatable {
     /// How long the other way must have been quiet.
-    public let delay: Duration
+    package let delay: Duration
 
     /// A hold of `delay`.
-    public init(_ delay: Duration) { self.delay = delay }
+    package init(_ delay: Duration) { self.delay = delay }
 
     /// When the held end goes on, given when the stream ended and when the other way last moved
     /// bytes (nil: never). All three are offsets from one origin on one clock.
-    public func due(ended: Duration, lastMoved: Duration?) -> Duration {
+    package func due(ended: Duration, lastMoved: Duration?) -> Duration {
         max(ended, lastMoved ?? ended) + delay
     }
 }

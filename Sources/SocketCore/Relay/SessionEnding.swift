@@ -27,36 +27,36 @@
 /// ending.nextDeadline(.init(lastReceived: .seconds(2)))           // 7 s: an answer came at 2 s
 /// ending.handle(.peerEnded, at: .seconds(3), activity: .init())   // closeWrite, finish: .peerClosed
 /// ```
-public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
+package struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
     /// What the session does at each end.
-    public struct Policy: Sendable, Equatable {
+    package struct Policy: Sendable, Equatable {
         /// Pass the input's end on to the peer; false: never (nc's `--no-shutdown`).
-        public var halfClose = true
+        package var halfClose = true
         /// When the input's end goes on.
-        public var hold: Hold = .none
+        package var hold: Hold = .none
         /// Quit this long after the input ended (nc's `-q`).
-        public var quitAfterInputEnd: Duration?
+        package var quitAfterInputEnd: Duration?
         /// After the input ended, quit once nothing has arrived for this long (nc's `-w`).
-        public var waitAfterInputEnd: Duration?
+        package var waitAfterInputEnd: Duration?
         /// End when nothing moved either way for this long.
-        public var idleTimeout: Duration?
+        package var idleTimeout: Duration?
         /// The peer's end ends the session at once, the input's end going out with it (a
         /// person typing; a session that another connection takes over). Not with
         /// ``passesPeerEnd``, whose output is still to be heard from.
-        public var peerEndEndsSession = false
+        package var peerEndEndsSession = false
         /// The peer's end goes on to the output (``Actions/closeOutput``): a socket's write
         /// half, a program's stdin, whose answers the session then waits for.
-        public var passesPeerEnd = false
+        package var passesPeerEnd = false
         /// A failure resets both sides (``Actions/reset``): a relay's cut reaches each side as
         /// a cut.
-        public var resetsOnFailure = false
+        package var resetsOnFailure = false
 
         /// A policy that passes each end on at once and ends when both have ended.
-        public init() {}
+        package init() {}
 
         /// A relay's policy between two sockets: each end goes on by itself (the first after
         /// `hold`, if given), a failure resets both.
-        public static func relay(holdingFirstEnd hold: Duration?) -> Policy {
+        package static func relay(holdingFirstEnd hold: Duration?) -> Policy {
             var policy = Policy()
             policy.hold = hold.map { .untilQuiet($0) } ?? .none
             policy.passesPeerEnd = true
@@ -66,7 +66,7 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
     }
 
     /// When the input's end goes on to the peer.
-    public enum Hold: Equatable, Sendable {
+    package enum Hold: Equatable, Sendable {
         /// At once (plain TCP, as nc).
         case none
         /// Once the peer has ended its stream, or has sent nothing for this long (``EndHold``);
@@ -79,7 +79,7 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
     }
 
     /// How the session ended.
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// Both directions ended (or the peer's end ended the session).
         case peerClosed
         /// ``Policy/quitAfterInputEnd`` ran out.
@@ -96,32 +96,32 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
 
     /// When the last bytes moved each way (time since the session started), as the engine
     /// records them; nil: nothing yet.
-    public struct Activity: Sendable {
+    package struct Activity: Sendable {
         /// The peer's last bytes (toward the output).
-        public var lastReceived: Duration?
+        package var lastReceived: Duration?
         /// The input's last bytes (toward the peer).
-        public var lastSent: Duration?
+        package var lastSent: Duration?
 
         /// Activity at these times.
-        public init(lastReceived: Duration? = nil, lastSent: Duration? = nil) {
+        package init(lastReceived: Duration? = nil, lastSent: Duration? = nil) {
             self.lastReceived = lastReceived
             self.lastSent = lastSent
         }
     }
 
     /// What the engine does now, in this order.
-    public struct Actions: Equatable, Sendable {
+    package struct Actions: Equatable, Sendable {
         /// Pass the input's end on to the peer: FIN, or close_notify then FIN.
-        public var closeWrite = false
+        package var closeWrite = false
         /// Pass the peer's end on to the output (``Policy/passesPeerEnd``).
-        public var closeOutput = false
+        package var closeOutput = false
         /// Reset both sides: no end of stream, no close_notify (``Policy/resetsOnFailure``).
-        public var reset = false
+        package var reset = false
         /// The session is over.
-        public var finish: Outcome?
+        package var finish: Outcome?
 
         /// Actions as given.
-        public init(closeWrite: Bool = false, closeOutput: Bool = false, reset: Bool = false, finish: Outcome? = nil) {
+        package init(closeWrite: Bool = false, closeOutput: Bool = false, reset: Bool = false, finish: Outcome? = nil) {
             self.closeWrite = closeWrite
             self.closeOutput = closeOutput
             self.reset = reset
@@ -130,7 +130,7 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
     }
 
     /// What happened.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         /// The input ended, every byte of it written on.
         case inputEnded
         /// The peer ended its stream, every byte of it written on.
@@ -144,24 +144,24 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
     }
 
     /// The policy.
-    public let policy: Policy
+    package let policy: Policy
     /// When the input ended (nil: it has not).
-    public private(set) var inputEndedAt: Duration?
+    package private(set) var inputEndedAt: Duration?
     /// Whether the peer has ended its stream.
-    public private(set) var peerEnded = false
+    package private(set) var peerEnded = false
     /// The input's end went out (or never will: no ``Policy/halfClose``).
-    public private(set) var writeClosed = false
+    package private(set) var writeClosed = false
     /// How the session ended (nil: it goes on).
-    public private(set) var outcome: Outcome?
+    package private(set) var outcome: Outcome?
 
     /// A session's ending under `policy`.
-    public init(_ policy: Policy) { self.policy = policy }
+    package init(_ policy: Policy) { self.policy = policy }
 
     /// Whether the input's end is being held back (``Policy/hold``).
-    public var closeWritePending: Bool { inputEndedAt != nil && !writeClosed && policy.halfClose }
+    package var closeWritePending: Bool { inputEndedAt != nil && !writeClosed && policy.halfClose }
 
     /// Takes `event`, which happened at `now`, and says what to do.
-    public mutating func handle(_ event: Event, at now: Duration, activity: Activity) -> Actions {
+    package mutating func handle(_ event: Event, at now: Duration, activity: Activity) -> Actions {
         var actions = Actions()
         guard outcome == nil else { return actions }
         switch event {
@@ -210,7 +210,7 @@ public struct SessionEnding<Failure: Sendable & Equatable>: Sendable {
 
     /// When the next ``Event/tick`` is due (nil: no deadline is pending). Activity only moves
     /// deadlines later, so a tick that comes early finds nothing to do and asks again.
-    public func nextDeadline(_ activity: Activity) -> Duration? {
+    package func nextDeadline(_ activity: Activity) -> Duration? {
         guard outcome == nil else { return nil }
         var next: Duration?
         func consider(_ deadline: Duration) { next = next.map { min($0, deadline) } ?? deadline }

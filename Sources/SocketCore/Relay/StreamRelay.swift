@@ -11,7 +11,7 @@ import Dispatch
 ///   their queued reads and writes, one 64 KiB chunk in flight per direction.
 ///
 /// Either way a slow receiver stalls its sender, and when the relay ends is
-/// ``SessionEnding``'s to say (its relay policy), through the engine every relay shares
+/// `SessionEnding`'s to say (its relay policy), through the engine every relay shares
 /// (`RelayEngine`: the machine, its clock, its deadlines): each direction ends on its own — when one side
 /// ends its stream and its last bytes are written on, the other side's write half is shut down
 /// (under TLS: close_notify, then the TCP half-close), so a client's end reaches the upstream,
