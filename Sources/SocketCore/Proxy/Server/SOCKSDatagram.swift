@@ -5,18 +5,18 @@
 /// let out = SOCKSDatagram.wrap([1, 2, 3], from: .loopbackIPv4(port: 53))  // [0, 0, 0, 1, 127, 0, 0, 1, 0, 53, 1, 2, 3]
 /// let parsed = try SOCKSDatagram.parse(out)                              // 127.0.0.1:53, payload [1, 2, 3]
 /// ```
-public enum SOCKSDatagram {
+package enum SOCKSDatagram {
     /// A datagram from the client: where it goes and what it carries.
-    public struct Outbound: Sendable, Equatable {
+    package struct Outbound: Sendable, Equatable {
         /// The destination host: a name to resolve, or an address.
-        public let target: ProxyTarget
+        package let target: ProxyTarget
         /// The destination port.
-        public let port: UInt16
+        package let port: UInt16
         /// Where the payload starts in the datagram.
-        public let payloadOffset: Int
+        package let payloadOffset: Int
 
         /// A datagram for `target`:`port` whose payload starts at `payloadOffset`.
-        public init(target: ProxyTarget, port: UInt16, payloadOffset: Int) {
+        package init(target: ProxyTarget, port: UInt16, payloadOffset: Int) {
             self.target = target
             self.port = port
             self.payloadOffset = payloadOffset
@@ -24,7 +24,7 @@ public enum SOCKSDatagram {
     }
 
     /// Why a client's datagram is dropped.
-    public enum Drop: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Drop: Error, Sendable, Equatable, CustomStringConvertible {
         /// Shorter than its header.
         case truncated
         /// A fragment (FRAG is not 0).
@@ -32,7 +32,7 @@ public enum SOCKSDatagram {
         /// An address type other than 1, 3 or 4, or a name that is not one.
         case badAddress
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .truncated: "shorter than its SOCKS header"
             case .fragment(let number): "a fragment (FRAG \(number)), which this server does not reassemble"
@@ -42,7 +42,7 @@ public enum SOCKSDatagram {
     }
 
     /// The header of a client's datagram.
-    public static func parse(_ bytes: [UInt8]) throws(Drop) -> Outbound {
+    package static func parse(_ bytes: [UInt8]) throws(Drop) -> Outbound {
         guard bytes.count >= 4 else { throw .truncated }
         guard bytes[2] == 0 else { throw .fragment(bytes[2]) }
         switch bytes[3] {
@@ -66,7 +66,7 @@ public enum SOCKSDatagram {
     }
 
     /// A datagram from `source` for the client, with its header.
-    public static func wrap(_ payload: some Collection<UInt8>, from source: SocketAddress) -> [UInt8] {
+    package static func wrap(_ payload: some Collection<UInt8>, from source: SocketAddress) -> [UInt8] {
         let address = source.networkBytes ?? [0, 0, 0, 0]
         var out: [UInt8] = [0, 0, 0, address.count == 16 ? 4 : 1]
         out.reserveCapacity(out.count + address.count + 2 + payload.count)
