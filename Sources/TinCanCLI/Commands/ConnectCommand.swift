@@ -83,7 +83,7 @@ struct ConnectCommand {
                 throw UsageError("bad --source \(error.description)", command: name)
             }
         }
-        if name == "tls" || args.has(.tls) || url?.secure == true {
+        if args.command.kind == .tls || args.has(.tls) || url?.secure == true {
             let host: String
             switch target {
             case .tcp(let h, _): host = h
@@ -212,7 +212,7 @@ struct ConnectCommand {
                 throw TLSOptions.explain(.tls(.verificationFailed(trust.verificationFailure!)), peer: target.description)
             }
             EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
-            if (args.command.name == "tls" || settings.verbosity > 0) && !args.has(.json) {  // the tls event has it
+            if (args.command.kind == .tls || settings.verbosity > 0) && !args.has(.json) {  // the tls event has it
                 for line in TLSOptions.summary(info, settings: tls) { Console.note(line) }
             }
             if args.has(.showCert) {

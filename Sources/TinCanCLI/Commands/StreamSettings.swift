@@ -83,7 +83,7 @@ struct StreamSettings {
         // --raw on a terminal: ~. (or the terminal's end) ends the session at once; from a pipe
         // the end of input is an end of input, and replies are still awaited.
         if args.has(.raw) && inputIsTerminal { relay.ending.quitAfterInputEnd = .zero }
-        let tlsClient = args.command.name == "tls" || (args.command.name == "connect" && args.has(.tls))
+        let tlsClient = args.command.kind == .tls || (args.command.kind == .connect && args.has(.tls))
         if tlsClient { relay.ending.hold = StreamSettings.hold(args) }
         relay.crlf = args.has(.crlf)
         if args.has(.hex) { relay.hex = HexDump() }
@@ -92,7 +92,7 @@ struct StreamSettings {
         self.relay = relay
         capture = try Capture.parse(args)
         replay = try ReplayPlan.parse(args)
-        dials = args.command.name != "listen"
+        dials = args.command.kind.dials
     }
 
 }

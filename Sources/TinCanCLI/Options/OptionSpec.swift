@@ -82,9 +82,23 @@ public struct PositionalSpec: Sendable, Equatable {
     public let optional: Bool
 }
 
+/// tincan's subcommands, by what the code asks of them (a command is known by its kind, never
+/// by comparing its name).
+public enum CommandKind: String, Sendable, CaseIterable {
+    case connect, listen, tls, ws
+    case udpSend = "udp-send"
+    case udpRecv = "udp-recv"
+    case joinGroup = "join-group"
+
+    /// Whether it makes its connection (connect, tls, ws) rather than accepting one.
+    public var dials: Bool { self == .connect || self == .tls || self == .ws }
+}
+
 /// One subcommand: what it does, its arguments, options and examples.
 public struct CommandSpec: Sendable {
-    public let name: String
+    public let kind: CommandKind
+    /// Its name on the command line.
+    public var name: String { kind.rawValue }
     public let summary: String
     /// Synopsis lines after `tincan NAME`, e.g. `[options] HOST PORT`.
     public let synopsis: [String]

@@ -45,7 +45,7 @@ extension OptionTable {
     ]
 
     public static let udpSend = CommandSpec(
-        name: "udp-send",
+        kind: .udpSend,
         summary: "send datagrams from stdin or --message to a UDP host and port",
         synopsis: ["[options] HOST PORT", "[options] --unix PATH"],
         description: """
@@ -100,7 +100,7 @@ extension OptionTable {
         run: { try UDPSendCommand($0).run() })
 
     public static let udpRecv = CommandSpec(
-        name: "udp-recv",
+        kind: .udpRecv,
         summary: "receive UDP datagrams and print them",
         synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH"],
         description: """
@@ -131,7 +131,7 @@ extension OptionTable {
         run: { try UDPReceiveCommand($0).run() })
 
     public static let joinGroup = CommandSpec(
-        name: "join-group",
+        kind: .joinGroup,
         summary: "join multicast groups and print their datagrams",
         synopsis: ["[options] GROUP[,GROUP...] [GROUP...] PORT"],
         description: """

@@ -35,7 +35,7 @@ extension OptionTable {
     ]
 
     public static let ws = CommandSpec(
-        name: "ws",
+        kind: .ws,
         summary: "connect to a WebSocket server and pipe stdin/stdout as messages",
         synopsis: ["[options] ws://HOST[:PORT][/PATH]", "[options] wss://HOST[:PORT][/PATH]", "[options] --unix PATH ws://HOST/PATH"],
         description: """

@@ -302,7 +302,7 @@ public enum OptionTable {
     ]
 
     public static let connect = CommandSpec(
-        name: "connect",
+        kind: .connect,
         summary: "connect to a TCP, UDP or Unix socket and pipe stdin/stdout over it",
         synopsis: ["[options] HOST PORT", "[options] --unix PATH", "[options] -u HOST PORT", "[options] -z [-u] HOST PORTS..."],
         description: """
@@ -380,7 +380,7 @@ public enum OptionTable {
         })
 
     public static let listen = CommandSpec(
-        name: "listen",
+        kind: .listen,
         summary: "accept TCP, UDP or Unix connections and pipe stdin/stdout over them",
         synopsis: ["[options] [ADDR] PORT", "[options] --unix PATH", "[options] -u [-k] [ADDR] PORT"],
         description: """
@@ -610,7 +610,7 @@ public enum OptionTable {
         run: { args in args.has(.udp) ? try UDPListenCommand(args).run() : try ListenCommand(args).run() })
 
     public static let tls = CommandSpec(
-        name: "tls",
+        kind: .tls,
         summary: "connect with TLS, show the session, and pipe stdin/stdout over it",
         synopsis: ["[options] HOST PORT"],
         description: """

@@ -60,7 +60,7 @@ struct ReplayPlan: Sendable {
             speed = factor
         }
         let match = args.value(.replayMatch).flatMap(Match.init(rawValue:)) ?? .exact
-        return ReplayPlan(file: file, conversation: chosen, match: match, speed: speed, asClient: name != "listen")
+        return ReplayPlan(file: file, conversation: chosen, match: match, speed: speed, asClient: args.command.kind.dials)
     }
 
     /// The conversations of a capture file: pcapng, pcap, or a hex dump.

@@ -105,6 +105,6 @@ struct PtySettings: Sendable {
         var size = defaultSize
         if case .windowSize(let given)? = args.decoded(.ptySize) { size = given }
         // A WebSocket client (a browser's terminal) speaks no telnet: it is not asked.
-        return PtySettings(term: term, size: size, asksWindowSize: args.command.name == "listen" && !args.has(.ws))
+        return PtySettings(term: term, size: size, asksWindowSize: args.command.kind == .listen && !args.has(.ws))
     }
 }
