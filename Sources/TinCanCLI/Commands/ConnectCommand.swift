@@ -31,7 +31,7 @@ struct ConnectCommand {
         let positionals = args.positionals
         inherited = args.integer(.fd).map(Int32.init)
         var url: WebSocketURL?
-        if name == "ws" {
+        if args.command.kind == .ws {
             guard positionals.count == 1 else {
                 throw UsageError(positionals.isEmpty ? "missing URL (ws://HOST[:PORT]/PATH)" : "unexpected argument '\(positionals[1])' after the URL", command: name)
             }
