@@ -11,6 +11,64 @@ final class ForwardCommandTests: XCTestCase {
         return (tool, port)
     }
 
+    /// An upstream that does not answer the SYN at once (its backlog full, as a far or busy
+    /// host): each client's connect waits on the relay's event loop, not on a thread of its
+    /// own, and completes when the upstream makes room: 20 clients waiting add no thread each.
+    func testConnectsUnderWayWaitOnTheEventLoopNotOnAThreadEach() throws {
+        let full = try Tool(
+            [
+                "python3", "-u", "-c",
+                """
+                import socket, sys, threading
+                s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
+                port = s.getsockname()[1]
+                fill = []
+                for _ in range(4):
+                    c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
+                print(port, flush=True)
+                sys.stdin.readline()  # room is made when the test says so
+                s.listen(128)
+                def serve(c):
+                    data = b''
+                    while True:
+                        chunk = c.recv(4096)
+                        if not chunk: break
+                        data += chunk
+                    c.sendall(b'upstream got ' + data); c.close()
+                while True:
+                    c, _ = s.accept()
+                    threading.Thread(target=serve, args=(c,), daemon=True).start()
+                """,
+            ], program: "/usr/bin/env")
+        defer { full.stop() }
+        waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
+        let upstreamPort = try XCTUnwrap(UInt16(full.stdoutText.split(separator: "\n")[0]))
+        let (listener, port) = try relay(["-k", "--forward", "127.0.0.1:\(upstreamPort)"])
+        defer { listener.stop() }
+        let pid = listener.process.processIdentifier
+        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0 }
+        // SYN_SENT (state 02) towards the upstream's port, in the relay's own /proc view.
+        func connecting() -> Int {
+            let hex = String(format: ":%04X ", upstreamPort)
+            return procText("/proc/\(pid)/net/tcp").split(separator: "\n").filter { $0.contains(hex) && $0.split(separator: " ")[3] == "02" }.count
+        }
+        let before = threads()
+        let clients = try (1...20).map { n in
+            let client = try Tool(["connect", "127.0.0.1", String(port)])
+            client.send("client \(n)\n")
+            client.closeInput()
+            return client
+        }
+        defer { clients.forEach { $0.stop() } }
+        waitUntil("20 connects under way", timeout: .seconds(20)) { connecting() >= 20 }
+        XCTAssertLessThan(threads(), before + 5, "a connect under way holds no thread (\(before) threads before, \(threads()) with 20 waiting)")
+        full.send("go\n")
+        for (index, client) in clients.enumerated() {
+            XCTAssertEqual(client.wait(timeout: .seconds(30)), 0, client.stderrText + listener.stderrText)
+            XCTAssertEqual(client.stdoutText, "upstream got client \(index + 1)\n")
+        }
+    }
+
     func testCurlThroughTheRelayToHTTPServerManyTimes() throws {
         let upstreamPort = freePort()
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-forward-\(getpid())").path

@@ -35,9 +35,13 @@ final class RecordReplayTests: XCTestCase {
             ["tcpdump", "-i", "lo", "-n", "-U", "--immediate-mode", "-Z", "root", "-w", path, "tcp port \(port)"], program: "/usr/bin/env")
         waitUntil("tcpdump listening", timeout: .seconds(20)) { dump.stderrText.contains("listening on") || !dump.process.isRunning }
         try body()
-        // Every packet of the exchange (the FINs included) is in the file before it stops.
-        waitUntil("tcpdump wrote the exchange") { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int).flatMap { $0 } ?? 0 > 24 }
-        usleep(200_000)
+        // Every packet of the exchange is in the file before it stops: both FINs (tcpdump -U
+        // writes each packet as it comes).
+        // (The file is read while tcpdump writes it: a read that fails is only looked at again.)
+        waitUntil("tcpdump wrote both ends of the exchange") {
+            let fins = try? Tool.run(["tshark", "-n", "-r", path, "-Y", "tcp.flags.fin==1", "-T", "fields", "-e", "tcp.srcport"], input: "", program: "/usr/bin/env")
+            return fins.map { $0.status == 0 && $0.out.split(separator: "\n").count >= 2 } ?? false
+        }
         dump.signal(SIGINT)
         XCTAssertEqual(dump.wait(timeout: .seconds(10)), 0, dump.stderrText)
     }

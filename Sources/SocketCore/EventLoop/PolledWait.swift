@@ -27,6 +27,17 @@ final class PolledWait: @unchecked Sendable {
         poller.update(watcher)
     }
 
+    /// A connect under way: `onWritable` once it is done (either way: the socket's pending
+    /// error says which), `onTimeout` if `timeout` (nil: none but the kernel's) passes first.
+    func waitWritable(timeout: Duration?, onTimeout: @escaping @Sendable () -> Void, onWritable: @escaping @Sendable () -> Void) {
+        guard watcher == nil, !over else { return }
+        if let timeout { timer = poller.scheduleTimer(after: timeout, onTimeout) }
+        let watcher = poller.watch(fd, onReadable: {}, onWritable: onWritable)
+        self.watcher = watcher
+        watcher.wantsWrite = true
+        poller.update(watcher)
+    }
+
     /// No more events or timer for this descriptor.
     func finish() {
         over = true

@@ -218,8 +218,18 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             Console.note("connected to \(address)", level: 1)
             connected(client, upstream: descriptor, secured: clientSocket)
         case .pending(let pending):
+            // The kernel did not answer inside connect(2) (a host further than loopback): the
+            // handshake is waited for on the client's queue's epoll set, with no thread.
+            let timeout = upstream.dial.timeout
+            let waited = PendingConnect.finish(pending, address: address, timeout: timeout, on: client.queue) { [self] finished in
+                switch UpstreamDial.outcome(finished, address: address, timeout: timeout) {
+                case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
+                case .failure(let error): unreachable(client, error, secured: clientSocket)
+                }
+            }
+            guard !waited else { return }
             onThread(client, secured: clientSocket, alsoClosing: pending.fd) { [self] in
-                switch UpstreamDial.finish(pending, address: address, timeout: upstream.dial.timeout) {
+                switch UpstreamDial.finish(pending, address: address, timeout: timeout) {
                 case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
                 case .failure(let error): unreachable(client, error, secured: clientSocket)
                 }

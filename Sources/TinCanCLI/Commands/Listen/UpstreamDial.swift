@@ -70,13 +70,18 @@ enum UpstreamDial {
     /// Waits (on a worker) for a ``Quick/pending(_:)`` connect, up to `timeout` (none: the
     /// kernel's own limit); the descriptor is closed if it failed.
     static func finish(_ pending: SourcelessDescriptor, address: SocketAddress, timeout: Duration?) -> Result<SourcelessDescriptor, Failure> {
-        do throws(SystemError) {
-            guard let descriptor = try BlockingConnector.finish(pending, address: address, timeout: timeout) else {
-                let line = "connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))"
-                return .failure(Failure(error: CommandError(line, code: .timeout), cause: .ttlExpired))
-            }
-            return .success(descriptor)
-        } catch {
+        outcome(Result { () throws(SystemError) in try BlockingConnector.finish(pending, address: address, timeout: timeout) }, address: address, timeout: timeout)
+    }
+
+    /// What a finished pending connect means for the client: its upstream, or why not (a
+    /// time that ran out is a timeout, the connect's errno its SOCKS answer).
+    static func outcome(_ finished: Result<SourcelessDescriptor?, SystemError>, address: SocketAddress, timeout: Duration?) -> Result<SourcelessDescriptor, Failure> {
+        switch finished {
+        case .success(let descriptor?): return .success(descriptor)
+        case .success(nil):
+            let line = "connect to \(address) timed out after \(EventLog.format(timeout ?? .zero))"
+            return .failure(Failure(error: CommandError(line, code: .timeout), cause: .ttlExpired))
+        case .failure(let error):
             return .failure(Failure(error: CommandError("connect to \(address) failed: \(error.lowercaseReason)"), cause: ProxyConnectError(errno: error.errno)))
         }
     }
