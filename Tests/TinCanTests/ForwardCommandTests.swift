@@ -11,22 +11,23 @@ final class ForwardCommandTests: XCTestCase {
         return (tool, port)
     }
 
-    /// An upstream that does not answer the SYN at once (its backlog full, as a far or busy
-    /// host): each client's connect waits on the relay's event loop, not on a thread of its
-    /// own, and completes when the upstream makes room: 20 clients waiting add no thread each.
-    func testConnectsUnderWayWaitOnTheEventLoopNotOnAThreadEach() throws {
+    /// An upstream whose accept queue is full, so that it drops new SYNs and a connect to it
+    /// stays under way: the tool and its port. A line on its stdin makes room; it then answers
+    /// each connection with "upstream got " and what it read until the connection's end.
+    private func fullUpstream() throws -> (Tool, UInt16) {
         let full = try Tool(
             [
                 "python3", "-u", "-c",
                 """
-                import socket, sys, threading
+                import socket, sys, threading, time
                 s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
                 port = s.getsockname()[1]
                 fill = []
                 for _ in range(4):
                     c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
+                time.sleep(0.2)
                 print(port, flush=True)
-                sys.stdin.readline()  # room is made when the test says so
+                sys.stdin.readline()
                 s.listen(128)
                 def serve(c):
                     data = b''
@@ -40,9 +41,20 @@ final class ForwardCommandTests: XCTestCase {
                     threading.Thread(target=serve, args=(c,), daemon=True).start()
                 """,
             ], program: "/usr/bin/env")
+        waitUntil("the full listener's port") { full.stdoutText.contains("\n") || !full.process.isRunning }
+        guard let port = full.stdoutText.split(separator: "\n").first.flatMap({ UInt16($0) }) else {
+            full.stop()
+            throw Listeners.Failure(reason: "no port from the full upstream: \(full.stderrText)")
+        }
+        return (full, port)
+    }
+
+    /// An upstream that does not answer the SYN at once (its backlog full, as a far or busy
+    /// host): each client's connect waits on the relay's event loop, not on a thread of its
+    /// own, and completes when the upstream makes room: 20 clients waiting add no thread each.
+    func testConnectsUnderWayWaitOnTheEventLoopNotOnAThreadEach() throws {
+        let (full, upstreamPort) = try fullUpstream()
         defer { full.stop() }
-        waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
-        let upstreamPort = try XCTUnwrap(UInt16(full.stdoutText.split(separator: "\n")[0]))
         let (listener, port) = try relay(["-k", "--forward", "127.0.0.1:\(upstreamPort)"])
         defer { listener.stop() }
         let pid = listener.process.processIdentifier
@@ -142,25 +154,9 @@ final class ForwardCommandTests: XCTestCase {
 
     func testAnUpstreamThatNeverAnswersIsGivenUpAfterConnectTimeout() throws {
         // A listener whose accept queue is full drops new SYNs: the upstream's connect stays
-        // under way (the worker's wait, not the accepting thread's) until --connect-timeout.
-        let full = try Tool(
-            [
-                "python3", "-u", "-c",
-                """
-                import socket, time
-                s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)
-                port = s.getsockname()[1]
-                fill = []
-                for _ in range(4):
-                    c = socket.socket(); c.setblocking(False); c.connect_ex(('127.0.0.1', port)); fill.append(c)
-                time.sleep(0.2)
-                print(port, flush=True)
-                time.sleep(120)
-                """,
-            ], program: "/usr/bin/env")
+        // under way (on the relay's event loop, not the accepting thread) until --connect-timeout.
+        let (full, upstreamPort) = try fullUpstream()
         defer { full.stop() }
-        waitUntil("the full listener's port") { full.stdoutText.contains("\n") }
-        let upstreamPort = full.stdoutText.split(separator: "\n")[0]
         let (listener, port) = try relay(["-k", "-v", "--connect-timeout", "300ms", "--forward", "127.0.0.1:\(upstreamPort)"])
         defer { listener.stop() }
         let started = ContinuousClock.now

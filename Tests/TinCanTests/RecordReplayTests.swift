@@ -227,11 +227,15 @@ final class RecordReplayTests: XCTestCase {
         XCTAssertTrue(strict.stderrText.contains("< 00000005  6f 74 68 65"), strict.stderrText)
     }
 
+    /// What the capture of ``lossyCapture()`` holds: the client's request and the server's answer.
+    private static let request = "HELLO server\nthis request came in pieces\n"
+    private static let answer = Array("HELLO client\n".utf8) + (0..<4).flatMap { _ in (0...255).map { UInt8($0) } }
+
     /// A pcap written here (python's struct) as a lossy link and a busy capture give it: the
     /// client's request in three segments that arrive last-first, one of them again and one
-    /// overlapping two others; the server's answer in two, the second first, then both again.
-    /// Replayed both ways by tincan, each side gets exactly what the other had.
-    func testRetransmissionsAndReorderingReplayExactly() throws {
+    /// overlapping two others; the server's answer in two, the second first, then both again;
+    /// a second between packets.
+    private func lossyCapture() throws -> String {
         let capture = "\(directory)/lossy.pcap"
         let writer = #"""
             import struct, sys
@@ -264,18 +268,22 @@ final class RecordReplayTests: XCTestCase {
             """#
         let wrote = try Tool.run(["python3", "-c", writer, capture], input: "", program: "/usr/bin/env")
         XCTAssertEqual(wrote.status, 0, wrote.err)
-        var answer = Array("HELLO client\n".utf8)
-        for _ in 0..<4 { answer += (0...255).map { UInt8($0) } }
+        return capture
+    }
 
+    /// Replayed both ways by tincan, each side of the lossy capture gets exactly what the other had.
+    func testRetransmissionsAndReorderingReplayExactly() throws {
+        let capture = try lossyCapture()
+        let answer = RecordReplayTests.answer
         let (server, port) = try Tool.listener(["--replay", capture])
         defer { server.stop() }
         let client = try Tool(["connect", "127.0.0.1", String(port)])
-        client.send("HELLO server\nthis request came in pieces\n")
+        client.send(RecordReplayTests.request)
         client.closeInput()
         XCTAssertEqual(client.wait(timeout: .seconds(20)), 0, client.stderrText)
         XCTAssertEqual(Array(client.stdout), answer)
         XCTAssertEqual(server.wait(timeout: .seconds(10)), 0, server.stderrText)
-        XCTAssertEqual(server.stdoutText, "HELLO server\nthis request came in pieces\n")
+        XCTAssertEqual(server.stdoutText, RecordReplayTests.request)
 
         // The other side: tincan as the recorded client, against a peer that answers as recorded.
         let (peer, peerPort) = try Tool.listener(["--replay", capture, "--replay-speed", "1000"])
@@ -285,6 +293,47 @@ final class RecordReplayTests: XCTestCase {
         XCTAssertEqual(played.wait(timeout: .seconds(20)), 0, played.stderrText)
         XCTAssertEqual(Array(played.stdout), answer)
         XCTAssertEqual(peer.wait(timeout: .seconds(10)), 0, peer.stderrText)
+    }
+
+    /// The byte path of a replay: the client's input ends first and the recorded server answers
+    /// after its recorded pause (4 s at 1.5 times: over 2 s), every byte arriving; a replay whose
+    /// stdout fails (/dev/full) ends with exit 1 and says so; a peer that resets ends it non-zero.
+    func testAReplaysPauseStdoutFailureAndAPeersReset() throws {
+        let capture = try lossyCapture()
+        let (server, port) = try Tool.listener(["--replay", capture, "--replay-speed", "1.5"])
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let client = try Tool(["connect", "127.0.0.1", String(port)])
+        client.send(RecordReplayTests.request)
+        client.closeInput()
+        XCTAssertEqual(client.wait(timeout: .seconds(30)), 0, client.stderrText)
+        XCTAssertEqual(Array(client.stdout), RecordReplayTests.answer)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .seconds(2), "the recorded pause was kept, after the client's end")
+        XCTAssertEqual(server.wait(timeout: .seconds(10)), 0, server.stderrText)
+
+        let (peer, peerPort) = try Tool.listener(["--replay", capture])
+        defer { peer.stop() }
+        let full = try Tool.run(
+            ["-c", "exec \"$0\" connect --replay \"$1\" 127.0.0.1 \"$2\" > /dev/full", Tool.tincan, capture, String(peerPort)], input: "", program: "/bin/sh")
+        XCTAssertEqual(full.status, 1, full.err)
+        XCTAssertTrue(full.err.contains("writing to stdout failed: "), full.err)
+
+        // A server that takes the request and resets the connection.
+        let resetter = try PythonPeer(
+            PythonPeers.listenPrelude + """
+                import struct
+                while True:
+                    c, _ = s.accept(); got = b''
+                    while len(got) < \(RecordReplayTests.request.utf8.count):
+                        chunk = c.recv(4096)
+                        if not chunk: break
+                        got += chunk
+                    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+                """)
+        defer { resetter.stop() }
+        let reset = try Tool.run(["connect", "--replay", capture, "127.0.0.1", String(resetter.port)], input: "")
+        XCTAssertNotEqual(reset.status, 0, reset.err)
+        XCTAssertTrue(reset.err.contains("replay: receiving from 127.0.0.1:\(resetter.port) failed"), reset.err)
     }
 
     func testATincanHexDumpReplaysAndAChoiceAmongConversationsIsAsked() throws {

@@ -79,7 +79,7 @@ enum Pcapng {
         out.append(contentsOf: repeatElement(0, count: padded(value.count) - value.count))
     }
 
-    private static func endOfOptions(_ out: inout [UInt8]) { out += [0, 0, 0, 0] }
+    private static func endOfOptions(_ out: inout [UInt8]) { out.appendLittle(UInt32(0)) }
 }
 
 extension Array where Element == UInt8 {

@@ -133,9 +133,9 @@ struct SyntheticConversation {
         out.appendBig(destination.port)
         out.appendBig(fromClient ? clientNext : serverNext)
         out.appendBig(flags == 0x02 ? 0 : (fromClient ? serverNext : clientNext))
-        out += [5 << 4, flags]
+        out.appendBig(UInt16(5 << 12) | UInt16(flags))  // header length, flags
         out.appendBig(UInt16(65_535))
-        out += [0, 0, 0, 0]  // checksum, urgent pointer
+        out.appendBig(UInt32(0))  // checksum (below), urgent pointer
         out.append(contentsOf: payload)
         let sum = Checksum.transport(out[start...], protocol: 6, source: source.address, destination: destination.address)
         out[start + 16] = UInt8(sum >> 8)
@@ -148,7 +148,7 @@ struct SyntheticConversation {
         out.appendBig(source.port)
         out.appendBig(destination.port)
         out.appendBig(UInt16(truncatingIfNeeded: 8 + payload.count))
-        out += [0, 0]
+        out.appendBig(UInt16(0))  // checksum, below
         out.append(contentsOf: payload)
         var sum = Checksum.transport(out[start...], protocol: 17, source: source.address, destination: destination.address)
         if sum == 0 { sum = 0xFFFF }
@@ -160,17 +160,19 @@ struct SyntheticConversation {
     private mutating func ip(length: Int, protocol number: UInt8, source: [UInt8], destination: [UInt8], into out: inout [UInt8]) -> Int {
         let start = out.count
         if source.count == 16 {
-            out += [0x60, 0, 0, 0]
+            out.appendBig(UInt32(0x6000_0000))
             out.appendBig(UInt16(truncatingIfNeeded: length))
-            out += [number, 64]
+            out.appendBig(UInt16(number) << 8 | 64)  // next header, hop limit
             out += source
             out += destination
         } else {
-            out += [0x45, 0]
+            out.appendBig(UInt16(0x4500))
             out.appendBig(UInt16(truncatingIfNeeded: 20 + length))
             out.appendBig(identification)
             identification &+= 1
-            out += [0x40, 0, 64, number, 0, 0]  // don't fragment, TTL 64, checksum below
+            out.appendBig(UInt16(0x4000))  // don't fragment
+            out.appendBig(UInt16(64) << 8 | UInt16(number))  // TTL, protocol
+            out.appendBig(UInt16(0))  // checksum, below
             out += source
             out += destination
             let sum = Checksum.ones(out[start...])
@@ -211,8 +213,9 @@ enum Checksum {
     /// A TCP or UDP checksum over the pseudo-header of `source` and `destination`.
     static func transport(_ segment: ArraySlice<UInt8>, protocol number: UInt8, source: [UInt8], destination: [UInt8]) -> UInt16 {
         var sum: UInt32 = 0
-        for address in [source, destination] {
-            for index in stride(from: 0, to: address.count, by: 2) { sum += UInt32(address[index]) << 8 | UInt32(address[index + 1]) }
+        for index in stride(from: 0, to: source.count, by: 2) {
+            sum += UInt32(source[index]) << 8 | UInt32(source[index + 1])
+            sum += UInt32(destination[index]) << 8 | UInt32(destination[index + 1])
         }
         sum += UInt32(number)
         sum += UInt32(segment.count >> 16) + UInt32(segment.count & 0xFFFF)

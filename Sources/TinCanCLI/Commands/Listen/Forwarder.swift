@@ -221,19 +221,18 @@ final class Forwarder: ListenMode, @unchecked Sendable {
             // The kernel did not answer inside connect(2) (a host further than loopback): the
             // handshake is waited for on the client's queue's epoll set, with no thread.
             let timeout = upstream.dial.timeout
-            let waited = PendingConnect.finish(pending, address: address, timeout: timeout, on: client.queue) { [self] finished in
-                switch UpstreamDial.outcome(finished, address: address, timeout: timeout) {
+            let reached: @Sendable (Result<SourcelessDescriptor, UpstreamDial.Failure>) -> Void = { [self] result in
+                switch result {
                 case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
                 case .failure(let error): unreachable(client, error, secured: clientSocket)
                 }
+            }
+            let waited = PendingConnect.finish(pending, address: address, timeout: timeout, on: client.queue) { finished in
+                reached(UpstreamDial.outcome(finished, address: address, timeout: timeout))
             }
             guard !waited else { return }
-            onThread(client, secured: clientSocket, alsoClosing: pending.fd) { [self] in
-                switch UpstreamDial.finish(pending, address: address, timeout: timeout) {
-                case .success(let descriptor): connected(client, upstream: descriptor, secured: clientSocket)
-                case .failure(let error): unreachable(client, error, secured: clientSocket)
-                }
-            }
+            // A queue without an epoll set of its own: the wait on a thread.
+            onThread(client, secured: clientSocket, alsoClosing: pending.fd) { reached(UpstreamDial.finish(pending, address: address, timeout: timeout)) }
         case .failed(let error):
             unreachable(client, error, secured: clientSocket)
         }
