@@ -7,6 +7,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <openssl/opensslv.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/time.h>
 
 /// Loads the system's libssl (and libcrypto) on first call; NULL once it is loaded, else why it
 /// could not be (dlerror's text). The executable does not link OpenSSL (see loader.c): call
@@ -113,5 +116,25 @@ void tincan_SSL_CTX_use_client_session_cache(SSL_CTX *ctx);
 void tincan_SSL_CTX_note_certificate_requests(SSL_CTX *ctx);
 /// 1 if the server asked this session (a client with no certificate) for a certificate.
 int tincan_tls_certificate_requested(const SSL *ssl);
+
+// DTLS (datagram.c, and macros).
+
+/// Server contexts: the HelloVerifyRequest's cookie is HMAC-SHA256 of a per-process secret and
+/// the peer's address (set with `tincan_dtls_set_cookie_peer` before each DTLSv1_listen).
+void tincan_SSL_CTX_use_dtls_cookies(SSL_CTX *ctx);
+/// The address (sockaddr bytes) of the datagram DTLSv1_listen is about to screen, on this thread.
+void tincan_dtls_set_cookie_peer(const void *address, size_t length);
+/// A pre-shared key (and the identity a client sends, or the only one a server takes; NULL or
+/// empty on a server: any) for the context's sessions; 1 on success.
+int tincan_SSL_CTX_use_psk(SSL_CTX *ctx, const unsigned char *key, size_t key_length, const char *identity, int server);
+
+/// The first retransmission wait of the context's DTLS sessions, in µs (doubled on each loss
+/// up to 60 s); `tincan_dtls_use_timer` applies it to a session.
+void tincan_SSL_CTX_set_dtls_first_timeout(SSL_CTX *ctx, unsigned int microseconds);
+void tincan_dtls_use_timer(SSL *ssl);
+
+static inline long tincan_DTLSv1_get_timeout(SSL *ssl, struct timeval *remaining) { return DTLSv1_get_timeout(ssl, remaining); }
+static inline long tincan_DTLSv1_handle_timeout(SSL *ssl) { return DTLSv1_handle_timeout(ssl); }
+static inline long tincan_SSL_set_mtu(SSL *ssl, long mtu) { return SSL_set_mtu(ssl, mtu); }
 
 #endif

@@ -24,7 +24,10 @@ public final class TLSContext: @unchecked Sendable {
         if let reason = tincan_openssl_load() {
             throw .unavailable("cannot load OpenSSL: \(String(cString: reason)); install libssl3 (Debian) or your system's OpenSSL 3 package")
         }
-        guard let context = SSL_CTX_new(settings.isServer ? TLS_server_method() : TLS_client_method()) else {
+        let method =
+            settings.datagram
+            ? (settings.isServer ? DTLS_server_method() : DTLS_client_method()) : (settings.isServer ? TLS_server_method() : TLS_client_method())
+        guard let context = SSL_CTX_new(method) else {
             throw .configuration("SSL_CTX_new: \(TLSContext.drainErrors())")
         }
         self.context = context
@@ -53,8 +56,26 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     private static func configure(_ ctx: OpaquePointer, _ s: TLSSettings, fingerprint: inout String?) throws(TLSError) {
-        _ = tincan_SSL_CTX_set_min_proto_version(ctx, s.minimumVersion.protocolNumber)
-        if let max = s.maximumVersion { _ = tincan_SSL_CTX_set_max_proto_version(ctx, max.protocolNumber) }
+        if s.datagram {
+            _ = tincan_SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION)
+            if s.isServer { tincan_SSL_CTX_use_dtls_cookies(ctx) }
+            if s.retransmissionTimeout != .seconds(1) {
+                tincan_SSL_CTX_set_dtls_first_timeout(ctx, UInt32(clamping: max(1, Int(s.retransmissionTimeout.milliseconds * 1000))))
+            }
+        } else {
+            _ = tincan_SSL_CTX_set_min_proto_version(ctx, s.minimumVersion.protocolNumber)
+            if let max = s.maximumVersion { _ = tincan_SSL_CTX_set_max_proto_version(ctx, max.protocolNumber) }
+        }
+        if let key = s.preSharedKey {
+            guard tincan_SSL_CTX_use_psk(ctx, key, key.count, s.pskIdentity, s.isServer ? 1 : 0) == 1 else {
+                throw .configuration("a pre-shared key is 1 to 512 bytes and its identity at most 256")
+            }
+            // A client with a key offers the suites that use it (else a server with a
+            // certificate would pick one, and the client would have none to check it by).
+            if !s.isServer && s.cipherList == nil && SSL_CTX_set_cipher_list(ctx, "PSK") != 1 {
+                throw .configuration("this OpenSSL has no PSK cipher suite")
+            }
+        }
         // Writes come from Swift arrays, which may move between retries of one write.
         _ = tincan_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
         if let ciphers = s.cipherList, SSL_CTX_set_cipher_list(ctx, ciphers) != 1 {
@@ -106,8 +127,11 @@ public final class TLSContext: @unchecked Sendable {
             guard SSL_CTX_check_private_key(ctx) == 1 else {
                 throw .configuration("key \(key) does not match certificate \(certificate)")
             }
-        } else if s.isServer {
+        } else if s.isServer && s.preSharedKey == nil {
             fingerprint = try useEphemeralCertificate(ctx)
+        } else if s.isServer {
+            // A key and no certificate: only the suites that need none.
+            guard s.cipherList != nil || SSL_CTX_set_cipher_list(ctx, "PSK") == 1 else { throw .configuration("this OpenSSL has no PSK cipher suite") }
         } else {
             tincan_SSL_CTX_note_certificate_requests(ctx)
         }

@@ -24,22 +24,28 @@ final class TLSSession {
     private(set) var endedWithoutCloseNotify = false
     /// The descriptor given by ``move(to:)``, read directly once `input` is used up.
     private var descriptor: Int32?
-    /// The socket the session was made on (records go out through it until ``move(to:)``).
-    private let socketDescriptor: Int32
+    /// The socket the session was made on (records go out through it until ``move(to:)``); nil
+    /// for a datagram session, whose records go to ``output`` for its owner to send.
+    private let socketDescriptor: Int32?
+    /// A datagram session's outgoing records (a memory BIO), taken by ``takeOutput(_:)``.
+    private let output: OpaquePointer?
     /// Where new sessions go (``TLSSettings/sessionCache``), under which key.
     private let cache: (TLSSessionCache, key: String)?
     /// Whether the C side has per-session state to free (manual trust or a session cache).
     private let hasState: Bool
 
-    init(context: TLSContext, fd: Int32) throws(TLSError) {
+    /// A session over the socket `fd`, or with `fd` nil a datagram session whose records are
+    /// fed in and taken out by its owner (``DTLSSession``).
+    init(context: TLSContext, fd: Int32?) throws(TLSError) {
         self.context = context
         guard let ssl = SSL_new(context.context) else { throw .configuration("SSL_new: \(TLSContext.drainErrors())") }
-        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new_socket(fd, BIO_NOCLOSE) else {
+        guard let input = BIO_new(BIO_s_mem()), let output = fd.map({ BIO_new_socket($0, BIO_NOCLOSE) }) ?? BIO_new(BIO_s_mem()) else {
             SSL_free(ssl)
             throw .configuration("BIO_new failed")
         }
         self.ssl = ssl
         self.input = input
+        self.output = fd == nil ? output : nil
         socketDescriptor = fd
         SSL_set_bio(ssl, input, output)  // the session owns both BIOs now
         // A TCP end of stream without close_notify reads as an end (OpenSSL would otherwise send
@@ -49,7 +55,7 @@ final class TLSSession {
         _ = SSL_set_options(ssl, UInt64(1) << 7)  // SSL_OP_IGNORE_UNEXPECTED_EOF
         let settings = context.settings
         let cache = settings.isServer ? nil : settings.sessionCache
-        let key = cache.map { _ in "\(settings.peerName ?? "") \(Syscall.peerAddress(fd)?.description ?? "")" }
+        let key = cache.map { _ in "\(settings.peerName ?? "") \(fd.flatMap(Syscall.peerAddress)?.description ?? "")" }
         self.cache = cache.map { ($0, key ?? "") }
         hasState = !settings.isServer && (settings.evaluatesTrustManually || cache != nil)
         if hasState && tincan_tls_state_attach(ssl, settings.evaluatesTrustManually ? 1 : 0) != 1 {
@@ -225,7 +231,7 @@ final class TLSSession {
                 // handshake ended) leaves only an end of stream to read: the kernel's state
                 // tells it from a FIN (CLOSE, where a FIN leaves CLOSE_WAIT, while we have not
                 // ended our side).
-                if !closeNotifySent && Syscall.connectionIsDead(descriptor ?? socketDescriptor) {
+                if !closeNotifySent, let fd = descriptor ?? socketDescriptor, Syscall.connectionIsDead(fd) {
                     throw .failed(SystemError(errno: ECONNRESET, call: "read").lowercaseReason)
                 }
                 endedWithoutCloseNotify = true
@@ -263,7 +269,7 @@ final class TLSSession {
             let errors = TLSContext.drainErrors()
             guard errors == "unknown error" else { throw .failed(errors) }
             // A peer that is gone: name it (EPIPE, ECONNRESET), from errno or the socket itself.
-            let pending = (try? Syscall.pendingError(descriptor ?? socketDescriptor)).flatMap { $0 == 0 ? nil : SystemError(errno: $0, call: "write") }
+            let pending = (descriptor ?? socketDescriptor).flatMap { try? Syscall.pendingError($0) }.flatMap { $0 == 0 ? nil : SystemError(errno: $0, call: "write") }
             if let reason = system ?? pending { throw .failed(Self.gone(reason)) }
             throw .failed("the peer closed the connection")
         }
@@ -300,6 +306,67 @@ final class TLSSession {
 
     /// Whether this end is the TLS server.
     var isServer: Bool { context.settings.isServer }
+
+    // MARK: Datagrams (DTLS)
+
+    /// Hands the records written since the last call to `body` (all of them, in order, as
+    /// OpenSSL wrote them) and empties the output.
+    func takeOutput(_ body: (UnsafeRawBufferPointer) -> Void) {
+        guard let output else { return }
+        let pending = BIO_ctrl_pending(output)
+        guard pending > 0 else { return }
+        withUnsafeTemporaryAllocation(byteCount: pending, alignment: 1) { buffer in
+            let n = BIO_read(output, buffer.baseAddress, Int32(pending))
+            if n > 0 { body(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(n)])) }
+        }
+    }
+
+    /// Drops what is left unread of the last datagram fed (a malformed tail OpenSSL skipped),
+    /// so it never runs into the next one.
+    func discardUnreadInput() {
+        if let input, BIO_ctrl_pending(input) > 0 { _ = BIO_ctrl(input, BIO_CTRL_RESET, 0, nil) }
+    }
+
+    /// Datagram sessions: the largest datagram to write (records are cut to fit it), and OpenSSL
+    /// asked not to probe the path's MTU itself (it has no socket to ask).
+    func setMaximumDatagram(_ bytes: Int) {
+        _ = SSL_set_options(ssl, UInt64(1) << 12)  // SSL_OP_NO_QUERY_MTU
+        _ = tincan_SSL_set_mtu(ssl, bytes)
+        tincan_dtls_use_timer(ssl)
+    }
+
+    /// The most plaintext one record can carry in a datagram of the size set.
+    var maximumRecordPayload: Int { DTLS_get_data_mtu(ssl) }
+
+    /// How long until the handshake's retransmission timer fires, or nil when none runs.
+    var retransmissionDelay: Duration? {
+        var remaining = timeval()
+        guard tincan_DTLSv1_get_timeout(ssl, &remaining) == 1 else { return nil }
+        return .seconds(remaining.tv_sec) + .microseconds(remaining.tv_usec)
+    }
+
+    /// The timer fired: resends the last flight (to ``takeOutput(_:)``), doubling the next wait.
+    /// False when OpenSSL gave up (too many retransmissions).
+    func retransmit() -> Bool {
+        ERR_clear_error()
+        let done = tincan_DTLSv1_handle_timeout(ssl) >= 0
+        _ = TLSContext.drainErrors()
+        return done
+    }
+
+    /// A server screens a first datagram: true when its ClientHello carries a valid cookie for
+    /// `peer` (the session goes on with it, fed); false when it was answered with a
+    /// HelloVerifyRequest (in ``takeOutput(_:)``) or dropped, keeping no state.
+    func screenCookie(from peer: SocketAddress) -> Bool {
+        peer.withSockAddr { address, length in tincan_dtls_set_cookie_peer(address, Int(length)) }
+        guard let client = BIO_ADDR_new() else { return false }
+        defer { BIO_ADDR_free(client) }
+        ERR_clear_error()
+        let result = DTLSv1_listen(ssl, client)
+        _ = TLSContext.drainErrors()
+        discardUnreadInput()
+        return result == 1
+    }
 
     /// Whether this end checks the peer's certificate (so a verification verdict can fail it).
     private var verifiesPeer: Bool {

@@ -66,6 +66,19 @@ public struct TLSSettings: Sendable, Equatable {
     /// among the settings of connects to the same servers. Servers resume on their own: a
     /// ``TLSContext`` shared by its sessions keeps their tickets' keys.
     public var sessionCache: TLSSessionCache?
+    /// DTLS 1.2 over datagrams (``DTLSSession``) instead of TLS over a stream. A server context
+    /// then answers a first ClientHello with a stateless cookie (HelloVerifyRequest).
+    public var datagram = false
+    /// DTLS: how long to wait for the reply to a handshake flight before sending it again,
+    /// doubled after each loss up to 60 s (RFC 6347 4.2.4 starts at 1 s).
+    public var retransmissionTimeout: Duration = .seconds(1)
+    /// A pre-shared key (RFC 4279) instead of, or besides, certificates: a client offers only
+    /// PSK cipher suites unless ``cipherList`` says otherwise; a server takes a client that
+    /// knows it. At most 512 bytes.
+    public var preSharedKey: [UInt8]?
+    /// With ``preSharedKey``: the identity a client sends, or the only one a server takes (nil:
+    /// any). At most 256 bytes.
+    public var pskIdentity: String?
 
     /// Client settings for `peerName`, verifying against the system's trust store.
     public init(peerName: String? = nil) {
