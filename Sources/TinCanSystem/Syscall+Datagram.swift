@@ -150,3 +150,26 @@ extension Syscall {
         try retrying(ipv6 ? "IPV6_MULTICAST_ALL" : "IP_MULTICAST_ALL") { csystem_set_multicast_all(fd, ipv6 ? 1 : 0, on ? 1 : 0) }
     }
 }
+
+// Path MTU, for datagram protocols that must fit their records in one packet (DTLS).
+extension Syscall {
+    /// The path MTU the kernel knows for a connected socket's peer (IP_MTU, IPV6_MTU): the
+    /// route's, or less once an ICMP "fragmentation needed" said so. Nil when it cannot say.
+    package static func pathMTU(_ fd: Int32, ipv6: Bool) -> Int? {
+        let mtu =
+            ipv6
+            ? try? getOption(fd, Int32(IPPROTO_IPV6), IPV6_MTU, as: Int32.self, name: "IPV6_MTU")
+            : try? getOption(fd, Int32(IPPROTO_IP), IP_MTU, as: Int32.self, name: "IP_MTU")
+        return mtu.flatMap { $0 > 0 ? Int($0) : nil }
+    }
+
+    /// Sends this socket's datagrams with Don't Fragment and never fragments them itself
+    /// (IP_PMTUDISC_DO): one too large for the path fails with EMSGSIZE instead.
+    package static func setDontFragment(_ fd: Int32, ipv6: Bool) throws(SystemError) {
+        if ipv6 {
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MTU_DISCOVER, Int32(IPV6_PMTUDISC_DO), name: "IPV6_MTU_DISCOVER")
+        } else {
+            try setOption(fd, Int32(IPPROTO_IP), IP_MTU_DISCOVER, Int32(IP_PMTUDISC_DO), name: "IP_MTU_DISCOVER")
+        }
+    }
+}

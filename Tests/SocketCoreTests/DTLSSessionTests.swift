@@ -91,11 +91,19 @@ final class DTLSSessionTests: XCTestCase {
         // Too much for one record is refused, not cut.
         let big = Array(repeating: UInt8(1), count: pair.client.maximumRecordPayload + 1)
         XCTAssertThrowsError(try big.withUnsafeBytes { try pair.client.send($0) })
+        // After our close_notify, records still arrive until the peer's.
         pair.client.close()
+        XCTAssertThrowsError(try Array("late".utf8).withUnsafeBytes { try pair.client.send($0) })
+        let sentClose = pair.toServer
+        pair.toServer = []
+        try Array("reply".utf8).withUnsafeBytes { try pair.server!.send($0) }
+        try pair.run()
+        XCTAssertEqual(pair.clientRecords.last, Array("reply".utf8))
+        pair.toServer = sentClose
         try pair.run()
         XCTAssertEqual(pair.server?.status, DTLSSession.Status.closed)
         XCTAssertEqual(pair.server?.peerSentCloseNotify, true)
-        XCTAssertEqual(pair.client.status, .closed)
+        XCTAssertEqual(pair.client.status, .closed, "the server answered with its own close_notify")
     }
 
     func testAClientHelloFromAnotherAddressDoesNotPassWithThisCookie() throws {

@@ -24,15 +24,31 @@ final class OptionRuleTests: XCTestCase {
     }
 
     func testAModeTakesOnlyItsOwnOptions() {
-        XCTAssertEqual(verdict("connect -u --tls h 80"), "--tls is for TCP: not with -u")
+        XCTAssertEqual(verdict("connect -u --tls-min 1.3 --tls h 80"), "--tls-min is for TCP: not with -u")
+        XCTAssertEqual(verdict("connect -u --starttls smtp --tls h 80"), "--starttls is for TCP: not with -u")
         XCTAssertEqual(verdict("connect -u --lines --format hex h 80"), "ok")
-        XCTAssertEqual(verdict("listen -u --tls 9"), "--tls is for TCP: not with -u")
+        XCTAssertEqual(verdict("listen -u --ws 9"), "--ws is for TCP: not with -u")
         XCTAssertEqual(verdict("listen -u -k --exec /bin/cat 9"), "ok")
         XCTAssertEqual(verdict("connect -z -u --tls h 80"), "-z -u sends one datagram per port: it does not take --tls")
         XCTAssertEqual(verdict("connect -z --send x h 80"), "-z only connects: it does not take --send")
         XCTAssertEqual(verdict("connect -z -u --send x h 80"), "ok")
         XCTAssertEqual(verdict("connect -u --retry 3 h 80"), "--retry retries a stream connection: not with -u")
         XCTAssertEqual(verdict("connect -z --reconnect 3 h 80"), "--reconnect retries a stream connection: not with -z")
+    }
+
+    func testDTLSTakesItsOptionsOnlyOverUDPWithTLS() {
+        XCTAssertEqual(verdict("connect -u --tls --psk 0102 --mtu 1280 --handshake-timeout 5s h 80"), "ok")
+        XCTAssertEqual(verdict("connect --tls --psk 0102 h 443"), "--psk is for DTLS: add -u and --tls")
+        XCTAssertEqual(verdict("connect -u --mtu 1280 h 80"), "--mtu is for DTLS: add -u and --tls")
+        XCTAssertEqual(verdict("connect -u --tls --psk-identity x h 80"), "--psk-identity needs --psk")
+        XCTAssertEqual(verdict("connect -u --tls --unix /s"), "DTLS (-u --tls) runs over UDP: not with --unix")
+        XCTAssertEqual(verdict("listen -u -k --tls --psk 0102 --exec /bin/cat 9"), "ok")
+        XCTAssertEqual(verdict("listen -u --tls --cert c --key k --require-client-cert --ca c 9"), "ok")
+        XCTAssertEqual(verdict("listen -u -k --forward h:53 9"), "ok")
+        XCTAssertEqual(verdict("listen -u --forward h:53 9"), "--forward with -u relays each peer to an upstream of its own: add -k")
+        XCTAssertEqual(verdict("listen -u -k --forward h:53 --forward-tls --forward-insecure --mtu 1280 9"), "ok")
+        XCTAssertEqual(verdict("listen -u -k --forward h:53 --lines 9"), "--lines is for stdin and stdout: each peer is relayed to its upstream")
+        XCTAssertEqual(verdict("listen -u -k --psk 0102 9"), "--psk is for DTLS: add -u and --tls")
     }
 
     func testAnOptionThatNeedsAnotherSaysWhich() {

@@ -29,7 +29,7 @@ public final class DTLSSession {
         case handshaking
         /// The handshake finished: records flow both ways.
         case open
-        /// The peer sent close_notify, or we did (``close()``).
+        /// The peer sent close_notify (ours answered it).
         case closed
     }
 
@@ -49,6 +49,8 @@ public final class DTLSSession {
     private let transmit: (UnsafeRawBufferPointer) -> Void
     /// Whether the peer ended the session with close_notify.
     public private(set) var peerSentCloseNotify = false
+    /// Whether we sent close_notify (``close()``, or in answer to the peer's).
+    public private(set) var closeNotifySent = false
 
     /// A session with `context`'s settings (a client or a server: ``TLSSettings/isServer``)
     /// whose datagrams of at most `maximumDatagram` bytes go to `transmit`. A server's sessions
@@ -94,7 +96,10 @@ public final class DTLSSession {
                     peerSentCloseNotify = true
                     status = .closed
                     progress.closed = true
-                    session.sendCloseNotify()  // answered, as TLS 1.2 asks
+                    if !closeNotifySent {
+                        closeNotifySent = true
+                        session.sendCloseNotify()  // answered, as TLS 1.2 asks
+                    }
                     return
                 }
                 deliver(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
@@ -121,7 +126,9 @@ public final class DTLSSession {
     /// Sends `plaintext` as one record (once ``status`` is ``Status/open``). More than
     /// ``maximumRecordPayload`` bytes is refused rather than cut.
     public func send(_ plaintext: UnsafeRawBufferPointer) throws(TLSError) {
-        guard status == .open else { throw .failed("the DTLS session is not open") }
+        guard status == .open, !closeNotifySent else {
+            throw .failed(status == .closed ? "the peer ended the DTLS session" : closeNotifySent ? "the DTLS session was closed" : "the DTLS session is not open")
+        }
         guard plaintext.count <= maximumRecordPayload else {
             throw .failed("\(plaintext.count) bytes do not fit in one record of a \(maximumDatagram)-byte datagram (\(maximumRecordPayload) at most)")
         }
@@ -140,10 +147,11 @@ public final class DTLSSession {
         guard session.retransmit() else { throw .handshakeFailed("the peer stopped answering (no reply to 12 retransmissions)") }
     }
 
-    /// Sends close_notify: the session is over for this end.
+    /// Sends close_notify: nothing more goes from this end, while records still arrive until the
+    /// peer's close_notify (``Progress/closed``).
     public func close() {
-        guard status != .closed else { return }
-        status = .closed
+        guard !closeNotifySent, status != .closed else { return }
+        closeNotifySent = true
         session.sendCloseNotify()
         flush()
     }

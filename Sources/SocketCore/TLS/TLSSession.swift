@@ -410,7 +410,7 @@ final class TLSSession {
         let checked = settings.isServer ? settings.requireClientCertificate : !settings.insecure || settings.evaluatesTrustManually
         return TLSInfo(
             protocolVersion: version, cipher: cipher, alpn: alpn?.isEmpty == false ? alpn : nil,
-            peerChain: chain, verified: checked && SSL_get_verify_result(ssl) == X509_V_OK,
+            peerChain: chain, verified: checked && !chain.isEmpty && SSL_get_verify_result(ssl) == X509_V_OK,
             resumed: SSL_session_reused(ssl) == 1)
     }
 

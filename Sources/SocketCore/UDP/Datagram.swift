@@ -54,3 +54,11 @@ public struct DatagramView {
         Datagram(data: Array(bytes), source: source, destination: destination, interfaceIndex: interfaceIndex, length: length)
     }
 }
+
+extension DatagramView {
+    /// The same datagram's addresses with another payload, e.g. the plaintext a DTLS layer
+    /// took out of it; valid as long as `bytes` is.
+    public func replacingBytes(_ bytes: UnsafeRawBufferPointer) -> DatagramView {
+        DatagramView(bytes: bytes, source: source, destination: destination, interfaceIndex: interfaceIndex, length: bytes.count, kernelDrops: kernelDrops)
+    }
+}

@@ -198,6 +198,8 @@ enum TLSOptions {
         var lines = ["\(info.protocolVersion), \(info.cipher)" + (info.alpn.map { ", ALPN \($0)" } ?? "")]
         if info.verified {
             lines.append("certificate verified" + (settings.peerName.map { " for \($0)" } ?? ""))
+        } else if settings.preSharedKey != nil && info.peerChain.isEmpty {
+            lines.append("authenticated by the pre-shared key (--psk)" + (settings.pskIdentity.map { ", identity \($0)" } ?? ""))
         } else if !settings.isServer {
             lines.append("certificate NOT verified (--insecure)" + (settings.pinnedKeys.isEmpty ? "" : "; public key pin matched"))
         }

@@ -88,6 +88,9 @@ public enum Option: String, CaseIterable, Sendable {
     case pcap
     case parallel
     case pin
+    case psk
+    case pskIdentity = "psk-identity"
+    case mtu
     case pingInterval = "ping-interval"
     case pingTimeout = "ping-timeout"
     case preferIPv4 = "prefer-ipv4"

@@ -30,7 +30,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         case .pty, .ptyTerm, .ptySize, .raw, .escape, .noWindowSize:
             .terminal
         case .tls, .tlsMin, .tlsMax, .ciphers, .ciphersuites, .curves, .cert, .key, .keylog, .ca, .requireClientCert, .alpn, .servername, .insecure, .pin, .showCert, .starttls,
-            .xmpphost:
+            .xmpphost, .psk, .pskIdentity, .mtu:
             .tls
         case .ws, .binary, .jsonl, .noDeflate, .maxMessage, .closeTimeout, .pingInterval, .pingTimeout, .header, .origin, .protocol, .allowOrigin:
             .webSocket

@@ -2,16 +2,23 @@
 // modes that take fewer options than their command (connect -u, listen -u).
 extension OptionTable {
     /// What connect takes with -u (without -z): datagrams to one peer.
-    static let connectDatagramMode: Set<Option> = [
+    static let connectDatagramMode: Set<Option> = Set<Option>([
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
         .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
+    ]).union(datagramTLSClient)
+
+    /// DTLS as a client: what connect -u takes with --tls.
+    static let datagramTLSClient: Set<Option> = [
+        .tls, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .keylog, .ciphers, .curves, .psk, .pskIdentity, .mtu, .handshakeTimeout,
     ]
 
     /// What listen takes with -u; anything else is for TCP.
-    static let listenDatagramMode: Set<Option> = [
+    static let listenDatagramMode: Set<Option> = Set<Option>([
         .help, .verbose, .ipv4, .ipv6, .udp, .keepOpen, .maxConns, .allow, .deny, .exec, .shExec, .open,
         .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
-    ]
+        // DTLS, and the relay of each peer (plain UDP or DTLS upstream).
+        .tls, .cert, .key, .ca, .requireClientCert, .handshakeTimeout, .keylog, .ciphers, .curves, .alpn, .psk, .pskIdentity, .mtu, .forward, .forwardTls,
+    ]).union(forwardTLSOnly)
 
     /// The client's TLS options, which connect takes only with --tls.
     static let tlsClientOnly: [Option] = [
@@ -96,6 +103,9 @@ extension OptionTable {
                 [.tls, .unix, .expect, .proxy, .proxyAddress, .exec, .shExec], when: .all([.given(.zeroIo), .given(.udp)]), "-z -u sends one datagram per port: it does not take %o"
             ),
             .takesOnly(connectDatagramMode, when: .all([.given(.udp), .absent(.zeroIo)]), "%o is for TCP: not with -u"),
+            .needs([.psk, .mtu, .handshakeTimeout], .all([.given(.udp), .given(.tls)]), "%o is for DTLS: add -u and --tls"),
+            .needs([.pskIdentity], .given(.psk), "%o needs --psk"),
+            .forbids([.tls], when: .all([.given(.udp), .given(.unix)]), "DTLS (-u --tls) runs over UDP: not with --unix"),
             .forbids([.ipv4, .ipv6, .source, .interface], when: .all([.given(.udp), .given(.unix)]), "%o is for IP: not with --unix"),
         ] + framingRules(when: .given(.udp))
         + [
@@ -115,6 +125,14 @@ extension OptionTable {
             .takesOnly(listenDatagramMode, when: .given(.udp), "%o is for TCP: not with -u"),
             .forbids([.ipv4, .ipv6], when: .all([.given(.udp), .given(.unix)]), "%o is for IP: not with --unix"),
             .needs([.exec, .shExec], .given(.keepOpen), when: .given(.udp), "--exec and --sh-exec with -u run a program per peer: add -k"),
+            .needs([.forward], .given(.keepOpen), when: .given(.udp), "--forward with -u relays each peer to an upstream of its own: add -k"),
+            .needs([.psk], .all([.given(.udp), .given(.tls)]), "%o is for DTLS: add -u and --tls"),
+            .needs([.mtu], .all([.given(.udp), .anyOf(.tls, .forwardTls)]), "%o is for DTLS: add -u and --tls (or --forward-tls)"),
+            .needs([.pskIdentity], .given(.psk), "%o needs --psk"),
+            .forbids([.tls, .forward], when: .all([.given(.udp), .given(.unix)]), "%o with -u is for UDP: not with --unix"),
+            .forbids(
+                [.lines, .stripNewline, .chunk, .whole, .format], when: .all([.given(.udp), .given(.forward)]),
+                "%o is for stdin and stdout: each peer is relayed to its upstream"),
             .forbids(
                 [.lines, .stripNewline, .chunk, .whole, .format], when: .all([.given(.udp), .anyOf(.exec, .shExec)]),
                 "%o is for stdin and stdout: each peer's program has its own"),

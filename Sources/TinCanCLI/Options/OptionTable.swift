@@ -152,7 +152,11 @@ public enum OptionTable {
             "When the run ends (however it ends, a signal too), print one statistics line on stderr: connections, bytes received and sent with their rates, how long it ran, and what a listener refused; with --json a stats event instead. SIGUSR1 prints the same line at any time, with or without --stats. Bytes a plain connection carries straight to its --exec program (the socket is the program's stdin and stdout) are not seen, so not counted."
     )
 
-    static let tlsFlag = OptionSpec(.tls, help: "Use TLS (verified by default) over the connection.")
+    static let tlsFlag = OptionSpec(
+        .tls,
+        help:
+            "Use TLS (verified by default) over the connection. With -u: DTLS 1.2 (openssl s_client -dtls), each line of stdin one record, each record received one write to stdout; the peer's close_notify ends the session (ours is held after stdin ends until the peer is quiet for 5 s, or -q/-w end the run)."
+    )
 
     /// The protocol versions and algorithms a TLS end offers: connect --tls, tls and listen --tls.
     static let tlsControls: [OptionSpec] = [
@@ -172,6 +176,26 @@ public enum OptionTable {
             .curves, value: .text, valueName: "LIST",
             help: "The key exchange groups (curves) to offer, in order of preference, colon- or comma-separated (e.g. X25519:P-256)."),
     ]
+
+    /// DTLS (-u with --tls): connect and listen (`server`: as the listener words them).
+    static func datagramTLS(server: Bool) -> [OptionSpec] {
+        [
+            OptionSpec(
+                .psk, value: .text, valueName: "HEX",
+                help:
+                    "With -u --tls: a pre-shared key (hex, 1 to 512 bytes) instead of certificates, for devices that have none (openssl's -psk): \(server ? "a client that knows it is taken" : "only PSK cipher suites are offered"). Anyone who has it can read and forge the traffic."
+            ),
+            OptionSpec(
+                .pskIdentity, value: .text, valueName: "ID",
+                default: server ? "any" : "Client_identity",
+                help: server ? "With --psk: take only clients that name this identity." : "With --psk: the identity sent with it (openssl s_client's default too)."),
+            OptionSpec(
+                .mtu, value: .integer(576...65535), valueName: "BYTES", default: server ? "1500" : "the route's, at most 1500",
+                help:
+                    "With -u --tls: the largest IP packet DTLS may send; records and handshake messages are cut to fit it and sent with Don't Fragment, so none is fragmented at the IP layer. A line of stdin longer than one record can carry fails with what fits."
+            ),
+        ]
+    }
 
     /// A program on the connection instead of stdin/stdout: listen (`each`: for each connection)
     /// and connect.
@@ -330,7 +354,13 @@ public enum OptionTable {
                     help:
                         "UDP, as nc -u (with --unix: Unix datagrams): each line of stdin (or --chunk, --whole) is a datagram to HOST PORT and replies go to stdout. After stdin ends tincan stays until -q runs out, -w passes without a reply, --idle-timeout passes with nothing either way (exit code 3) or a signal; a closed port (ICMP port unreachable) fails the run (exit code 1). With -z: probe UDP ports (closed when ICMP says so, open|filtered otherwise, open when a reply to --send comes)."
                 ),
-            ] + datagramFraming + datagramOutput,
+            ] + datagramFraming + datagramOutput + datagramTLS(server: false) + [
+                OptionSpec(
+                    .handshakeTimeout, value: .duration, valueName: "DURATION", default: "30s",
+                    help:
+                        "With -u --tls: how long the DTLS handshake may take, its lost flights resent meanwhile (after 1 s, then 2 s, 4 s...); past it the run ends with exit code 3."
+                )
+            ],
         examples: [
             ("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tincan connect example.org 80", "Fetch a page by hand."),
             ("tincan connect --tls --alpn http/1.1 example.org 443", "The same over TLS, verified against the system trust store."),
@@ -458,13 +488,13 @@ public enum OptionTable {
                 OptionSpec(
                     .forward, value: .hostAndPort, valueName: "HOST:PORT",
                     help:
-                        "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself, and a reset on either side passed on as a reset (RST, never a FIN or close_notify), so a cut download is never taken for a whole one. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on."
+                        "Relay each client to a new connection to HOST:PORT (socat's TCP-LISTEN,fork TCP:HOST:PORT): bytes both ways with splice (through the TLS sessions when --tls or --forward-tls is on), each direction's end of stream passed on by itself, and a reset on either side passed on as a reset (RST, never a FIN or close_notify), so a cut download is never taken for a whole one. A client whose upstream cannot be reached is closed without a byte relayed (a plain close: FIN, or RST if it had already sent bytes, which the kernel then discards) and one line names both and why; with -k the listener goes on. With -u -k: each peer gets a UDP socket of its own to HOST:PORT (socat's UDP-LISTEN,fork UDP:HOST:PORT), each datagram (or DTLS record with --tls) one datagram to it, each reply one back, until the peer is idle for --idle-timeout."
                 ),
                 OptionSpec(.forwardUnix, value: .path, valueName: "PATH", help: "As --forward, to a Unix domain socket."),
                 OptionSpec(
                     .forwardTls,
                     help:
-                        "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends."
+                        "With --forward: speak TLS to the upstream (TLS origination), verified against the system trust store unless --forward-insecure; with --tls too, TLS at both ends. With -u: DTLS to the upstream, a session per peer, its datagrams held (64 at most) until the handshake is done."
                 ),
                 OptionSpec(
                     .forwardServername, value: .text, valueName: "NAME", default: "HOST",
@@ -544,7 +574,11 @@ public enum OptionTable {
                         "Open to anyone who reaches it, on purpose, a listener that runs a program or a terminal (--exec, --sh-exec, --pty) or carries traffic onward (--forward, --socks5, --http-proxy): without an address it listens on every address instead of loopback, and a proxy with nothing to protect it may take a non-loopback address. Said at start. (With --ws, web pages of other sites still need --allow-origin.)"
                 ),
             ] + proxying.filter { [.proxy, .proxyUser, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey].contains($0.name) } + stream + [
-                OptionSpec(.tls, help: "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown."),
+                OptionSpec(
+                    .tls,
+                    help:
+                        "Serve TLS. Without --cert, a self-signed certificate is made and its fingerprint shown (--psk without --cert: no certificate). With -u: DTLS 1.2 with each peer, a first ClientHello answered with a stateless cookie (HelloVerifyRequest) so a forged source gets nothing kept and nothing amplified; the peer's records are its datagrams for the mode (stdout, --exec, --forward)."
+                ),
                 OptionSpec(.cert, value: .path, valueName: "FILE", help: "The server's certificate chain (PEM)."),
                 OptionSpec(.key, value: .path, valueName: "FILE", help: "The private key of --cert (PEM). Default: read from the --cert file."),
                 OptionSpec(.ca, value: .path, valueName: "FILE|DIR", help: "With --require-client-cert: the CAs client certificates must chain to."),
@@ -560,7 +594,7 @@ public enum OptionTable {
                     help:
                         "Log the TLS secrets to FILE (NSS key log format, mode 0600, appended to; a symbolic link or another user's file is refused) so Wireshark can decrypt a capture; without it the SSLKEYLOGFILE environment variable is read, as curl and browsers do. Anyone who can read the file can read the traffic."
                 ),
-            ] + tlsControls + probing + replaying + datagramFraming + datagramOutput + webSocketSession,
+            ] + tlsControls + datagramTLS(server: true) + probing + replaying + datagramFraming + datagramOutput + webSocketSession,
         examples: [
             ("tincan listen 9000 > received.bin", "Receive one upload on port 9000."),
             ("tincan listen -k 9000 --exec /bin/cat", "An echo server for many clients."),

@@ -30,6 +30,12 @@ struct UDPListenCommand {
     let inherited: SocketActivation.Socket?
     /// Who can reach it (a program per peer binds loopback unless opened).
     let exposure: Exposure
+    /// --tls: DTLS with every peer.
+    let dtls: DTLSOptions?
+    /// --forward HOST:PORT: each peer relayed to an upstream socket of its own.
+    let forward: (host: String, port: UInt16)?
+    /// --forward-tls: DTLS to the upstream.
+    let forwardTLS: DTLSOptions?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -58,9 +64,12 @@ struct UDPListenCommand {
         maxSize = args.integer(.maxSize) ?? 65535
         marking = try TrafficMarking.parse(args)
         capture = try Capture.datagramTap(args)
+        dtls = args.has(.tls) ? try DTLSOptions.server(args) : nil
+        if case .endpoint(let host, let port)? = args.decoded(.forward) { forward = (host, port) } else { forward = nil }
+        forwardTLS = try forward.flatMap { forward throws(UsageError) in args.has(.forwardTls) ? try DTLSOptions.forwardClient(args, host: forward.host) : nil }
         exposure = try Exposure(
             args, target: unix.map { .unix($0.host) } ?? .tcp(host: address ?? "", port: port), address: address, passed: inherited != nil, program: program,
-            upstream: nil, proxyUsers: 0)
+            upstream: forward.map { .tcp(host: $0.host, port: $0.port) }, proxyUsers: 0)
         if let inherited, let refusal = exposure.refusal(passed: Syscall.localAddress(inherited.fd), what: "socket activation's \(inherited.name)") {
             throw UsageError(refusal, command: name)
         }
@@ -98,11 +107,20 @@ struct UDPListenCommand {
         if let said = exposure.announcement(listening: bound, unix: unix != nil) { Console.note(said.line, level: said.level) }
         let reporter = marking.map { MarkingReporter($0, on: socket) }
         defer { withExtendedLifetime(reporter) {} }
-        let listener = UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit, capture: capture)
+        var mode = self.mode
+        if let forward {
+            let upstream = try UDPSendCommand.resolve(forward.host, port: forward.port, ipv4Only: false, ipv6Only: false)
+            mode = .forward(upstream: upstream, name: Endpoint(host: forward.host, port: forward.port).description, tls: forwardTLS)
+        }
+        let serving = try dtls.map { dtls throws(CommandError) in try DTLSServer.serving(dtls, on: socket) }
+        let listener = try UDPListener(socket: socket, mode: mode, printer: printer, filter: filter, idle: idle, limit: limit, capture: capture, dtls: serving)
         do throws(UDPSocketError) { try listener.start() } catch {
             throw CommandError("cannot receive on \(bound.first ?? place): \(error)")
         }
-        if case .programs = mode {} else { pumpStdin(into: listener) }
+        switch mode {
+        case .programs, .forward: break
+        case .onePeer, .hub: pumpStdin(into: listener)
+        }
         let isOnePeer = if case .onePeer = mode { true } else { false }
         let end = listener.wait(idle: isOnePeer ? idle : nil, quitAfterEOF: quitAfterEOF)
         let counters = listener.summary()
@@ -111,6 +129,15 @@ struct UDPListenCommand {
         var summary = "received \(counters.received) datagrams (\(counters.receivedBytes) bytes), sent \(counters.sent)"
         if counters.dropped > 0 { summary += "; dropped \(counters.dropped) from others" }
         if case .programs = mode { summary += "; \(counters.programs) programs" }
+        if case .forward = mode {
+            summary += "; relayed \(counters.forwarded) to the upstream, \(counters.forwardReplies) back"
+            if counters.forwardDropped > 0 { summary += ", \(counters.forwardDropped) lost (the upstream refused them, or its session was not up)" }
+        }
+        if dtls != nil {
+            summary += "; \(counters.handshakes) DTLS handshakes"
+            if counters.failedHandshakes > 0 { summary += ", \(counters.failedHandshakes) failed" }
+            if counters.screened > 0 { summary += ", \(counters.screened) datagrams answered with a cookie or ignored" }
+        }
         if counters.notTaken > 0 { summary += "; \(counters.notTaken) reached a program that had closed its input" }
         if counters.kernelDrops > 0 {
             summary += "; the kernel dropped \(counters.kernelDrops) before they could be read (its receive buffer was full)"

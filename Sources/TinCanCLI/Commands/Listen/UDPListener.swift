@@ -8,6 +8,12 @@ import SocketCore
 /// - ``Mode/hub``: every sender heard within the idle time is a peer; all datagrams go to
 ///   stdout, stdin goes to every live peer.
 /// - ``Mode/programs``: a ``PeerProgram`` per peer, ended when the peer goes idle.
+/// - ``Mode/forward``: a ``PeerUpstream`` per peer (its own socket to the upstream), ended
+///   when the peer goes idle.
+///
+/// With DTLS (``DTLSServing``) every peer first passes the cookie screen, then gets a
+/// ``DTLSLink``: its records, not its datagrams, are what the mode serves, and replies go
+/// through its session.
 ///
 /// The socket is not connected to the peer (as nc connects it): a wildcard socket connected to
 /// 127.0.0.1 would stop hearing datagrams sent to 127.0.0.2, and others' datagrams could not be
@@ -22,6 +28,15 @@ final class UDPListener: @unchecked Sendable {
         case onePeer
         case hub
         case programs([String])
+        /// Each peer relayed to `upstream` (`name` as the user gave it), over DTLS with `tls`.
+        case forward(upstream: SocketAddress, name: String, tls: DTLSOptions?)
+    }
+
+    /// listen -u --tls: what every peer's DTLS session starts from.
+    struct DTLSServing {
+        let screen: DTLSCookieScreen
+        let maximumDatagram: Int
+        let handshakeTimeout: Duration
     }
 
     /// Why the session ended.
@@ -42,6 +57,16 @@ final class UDPListener: @unchecked Sendable {
         var programs = 0
         /// Reached a program that had already closed its input.
         var notTaken = 0
+        /// DTLS: datagrams from peers without a session that did not pass the cookie screen
+        /// (a first ClientHello answered with a cookie, or not DTLS).
+        var screened = 0
+        /// DTLS: handshakes completed, and failed (or timed out).
+        var handshakes = 0
+        var failedHandshakes = 0
+        /// --forward: datagrams relayed each way, and lost (an upstream that refused them).
+        var forwarded = 0
+        var forwardReplies = 0
+        var forwardDropped = 0
         /// Dropped by the kernel before they could be read (receive buffer full), by its count.
         var kernelDrops: UInt32 = 0
     }
@@ -57,7 +82,7 @@ final class UDPListener: @unchecked Sendable {
     let mode: Mode
     private let printer: DatagramPrinter
     private let filter: PeerFilter
-    private var table: UDPPeerTable<PeerProgram?>
+    private var table: UDPPeerTable<(any PeerSink)?>
     private(set) var counters = Counters()
     private let output = OutputBuffer(fd: 1)
     private let programBuffer: UnsafeMutableRawBufferPointer
@@ -75,9 +100,19 @@ final class UDPListener: @unchecked Sendable {
     private let capture: CaptureTap?
     /// The socket's own address, for a datagram whose destination the kernel did not say.
     private var local: SocketAddress?
+    /// --tls: the peers' DTLS sessions, from their first valid ClientHello on.
+    private let dtls: DTLSServing?
+    private var links: [SocketAddress: DTLSLink] = [:]
+    /// --forward-tls: the upstream's context, made once and shared by every peer's session.
+    private var upstreamContext: TLSContext?
 
-    init(socket: AsyncUDPSocket, mode: Mode, printer: DatagramPrinter, filter: PeerFilter, idle: Duration?, limit: Int, capture: CaptureTap? = nil) {
+    init(
+        socket: AsyncUDPSocket, mode: Mode, printer: DatagramPrinter, filter: PeerFilter, idle: Duration?, limit: Int, capture: CaptureTap? = nil,
+        dtls: DTLSServing? = nil
+    ) throws(CommandError) {
         self.socket = socket
+        self.dtls = dtls
+        if case .forward(_, _, let tls?) = mode { upstreamContext = try tls.context() }
         self.capture = capture
         self.mode = mode
         self.printer = printer
@@ -102,44 +137,84 @@ final class UDPListener: @unchecked Sendable {
     private func handle(_ view: DatagramView) {
         if let drops = view.kernelDrops { counters.kernelDrops = max(counters.kernelDrops, drops) }
         if let reason = filter.refusal(for: view.source) { return drop(view, because: reason) }
-        let now = ContinuousClock.now
-        var failure: CommandError?
-        let heard = table.heard(view.source, local: view.destination, at: now) {
-            guard case .programs(let program) = mode else { return nil }
-            do throws(CommandError) { return try startProgram(program, for: view) } catch {
-                failure = error
-                return nil
+        if let dtls { return handleDTLS(view, dtls) }
+        handlePlain(view)
+    }
+
+    /// A datagram for a peer's DTLS session, or for the cookie screen when it has none.
+    private func handleDTLS(_ view: DatagramView, _ dtls: DTLSServing) {
+        if let link = links[view.source] {
+            link.receive(view) { handlePlain($0) }
+            return
+        }
+        if case .onePeer = mode, let chosen = links.keys.first ?? table.chosen, chosen != view.source {
+            return drop(view, because: "not the peer (\(UDPListener.name(chosen)))")
+        }
+        if links.count >= table.limit { return drop(view, because: "--max-conns \(table.limit) DTLS sessions reached") }
+        let link: DTLSLink?
+        do throws(TLSError) {
+            link = try DTLSLink.screened(view, by: dtls.screen, socket: socket, maximumDatagram: dtls.maximumDatagram, handshakeTimeout: dtls.handshakeTimeout)
+        } catch {
+            return drop(view, because: "\(error)")
+        }
+        guard let link else {
+            counters.screened += 1
+            return
+        }
+        let peer = view.source
+        links[peer] = link
+        link.onOpen = { [weak self, weak link] info in
+            guard let self, let link else { return }
+            self.counters.handshakes += 1
+            Console.note("DTLS peer \(UDPListener.name(peer)): \(info.protocolVersion), \(info.cipher)", level: 1)
+            // The peer is in from its handshake on: stdin reaches it, its program starts, and
+            // it goes idle as any peer does.
+            if let refusal = self.admit(peer, local: link.local, at: .now) {
+                Console.note("DTLS peer \(UDPListener.name(peer)): \(refusal)", level: 1)
+                self.links.removeValue(forKey: peer)?.close()
             }
         }
-        switch heard {
-        case .refused:
-            let reason: String
-            if case .onePeer = mode, let peer = table.chosen { reason = "not the peer (\(UDPListener.name(peer)))" } else { reason = "--max-conns \(table.limit) peers reached" }
-            return drop(view, because: reason)
-        case .new:
-            if let failure {
-                _ = table.remove(view.source)
-                Console.note("\(UDPListener.name(view.source)): \(failure.message)")
-                return drop(view, because: "its program did not start")
-            }
-            Console.note("peer \(UDPListener.name(view.source))\(view.destination.map { " (to \($0))" } ?? "")", level: 1)
-            Statistics.peers.add(1, ordering: .relaxed)
+        link.onEnd = { [weak self] end in self?.dtlsEnded(peer, end) }
+        link.start()
+    }
+
+    /// A peer's DTLS session ended: its program's input or upstream ends with it.
+    private func dtlsEnded(_ peer: SocketAddress, _ reason: DTLSLink.End) {
+        guard let link = links.removeValue(forKey: peer) else { return }
+        if let entry = table.remove(peer) {
+            entry.value?.endInput()
             shared.withLock { $0.peers = table.count }
-            peerArrived.signal()
-            scheduleExpiry()
-        case .known:
-            break
         }
+        let failure = DTLSOptions.explain(reason, peer: UDPListener.name(peer))
+        if failure != nil && link.session.status == .handshaking { counters.failedHandshakes += 1 }
+        if let failure {
+            Console.note(failure.message, level: 1)
+        } else {
+            Console.note("DTLS peer \(UDPListener.name(peer)) ended its session (close_notify)", level: 1)
+        }
+        // One peer: its session is the run.
+        if case .onePeer = mode {
+            if let failure { end(.failed(failure)) } else { end(.done) }
+        }
+    }
+
+    /// A datagram (or a DTLS record) for the mode: stdout, the peer's program or its upstream.
+    private func handlePlain(_ view: DatagramView) {
+        let now = ContinuousClock.now
+        if let refusal = admit(view.source, local: view.destination, at: now) { return drop(view, because: refusal) }
         counters.received += 1
         counters.receivedBytes += view.bytes.count
         capture?.datagram(view.bytes, from: view.source, to: view.destination ?? local)
         Statistics.received.add(view.bytes.count, ordering: .relaxed)
         shared.withLock { $0.lastActivity = now }
-        if case .programs = mode {
-            guard let program = table.peers[view.source]?.value else { return }
-            program.local = view.destination ?? program.local
-            if !program.deliver(view.bytes) { pauseReceiving() }
+        switch mode {
+        case .programs, .forward:
+            guard let sink = table.peers[view.source]?.value else { return }
+            sink.local = view.destination ?? sink.local
+            if !sink.deliver(view.bytes) { pauseReceiving() }
             return
+        case .onePeer, .hub:
+            break
         }
         do throws(SystemError) {
             try printer.print(view, into: output)
@@ -147,6 +222,43 @@ final class UDPListener: @unchecked Sendable {
         } catch {
             stdoutFailed(error)
         }
+    }
+
+    /// Takes `peer` into the table (starting its program or upstream) or marks it heard; why
+    /// not, when it is refused.
+    private func admit(_ peer: SocketAddress, local: SocketAddress?, at now: ContinuousClock.Instant) -> String? {
+        var failure: CommandError?
+        let heard = table.heard(peer, local: local, at: now) { () -> (any PeerSink)? in
+            do throws(CommandError) {
+                switch mode {
+                case .programs(let program): return try startProgram(program, peer: peer, local: local)
+                case .forward(let upstream, let name, let tls): return try startUpstream(upstream, name: name, tls: tls, peer: peer, local: local)
+                case .onePeer, .hub: return nil
+                }
+            } catch {
+                failure = error
+                return nil
+            }
+        }
+        switch heard {
+        case .refused:
+            if case .onePeer = mode, let chosen = table.chosen { return "not the peer (\(UDPListener.name(chosen)))" }
+            return "--max-conns \(table.limit) peers reached"
+        case .new:
+            if let failure {
+                _ = table.remove(peer)
+                Console.note("\(UDPListener.name(peer)): \(failure.message)")
+                return "its program or upstream did not start"
+            }
+            Console.note("peer \(UDPListener.name(peer))\(local.map { " (to \($0))" } ?? "")", level: 1)
+            Statistics.peers.add(1, ordering: .relaxed)
+            shared.withLock { $0.peers = table.count }
+            peerArrived.signal()
+            scheduleExpiry()
+        case .known:
+            break
+        }
+        return nil
     }
 
     /// stdout is gone (its reader left, a full disk): what arrived can no longer be delivered,
@@ -169,9 +281,60 @@ final class UDPListener: @unchecked Sendable {
         do throws(SystemError) { try output.flush() } catch { stdoutFailed(error) }
     }
 
-    private func startProgram(_ program: [String], for view: DatagramView) throws(CommandError) -> PeerProgram {
-        let started = try PeerProgram(program, peer: view.source, local: view.destination, socket: socket, buffer: programBuffer)
-        started.capture = capture.map { capture in (capture, view.destination ?? local) }
+    /// How replies reach `peer`: through its DTLS session when it has one.
+    private func replier(for peer: SocketAddress) -> PeerReply? {
+        guard let link = links[peer] else { return nil }
+        return { reply, completion in
+            reply.withUnsafeBytes { bytes in
+                do throws(TLSError) { try link.send(bytes, completion: completion) } catch {
+                    completion(.failure(.badParam("\(error)")))
+                }
+            }
+        }
+    }
+
+    private func startUpstream(_ upstream: SocketAddress, name: String, tls: DTLSOptions?, peer: SocketAddress, local: SocketAddress?) throws(CommandError) -> PeerUpstream {
+        var dtlsUpstream: (context: TLSContext, maximumDatagram: Int, handshakeTimeout: Duration)?
+        if let tls, let context = upstreamContext {
+            dtlsUpstream = (context, DTLSOptions.maximumDatagram(mtu: tls.mtu ?? DTLSOptions.defaultMTU, ipv6: upstream.isIPv6), tls.handshakeTimeout)
+        }
+        let started = try PeerUpstream(
+            peer: peer, local: local, upstream: upstream, queue: socket.socketQueue, tls: dtlsUpstream, upstreamName: name)
+        let capture = self.capture
+        let local = local ?? self.local
+        let through: PeerReply =
+            replier(for: peer) ?? { [socket] reply, completion in
+                socket.send(reply, to: peer, from: started.local, timeout: .seconds(5), completion: completion)
+            }
+        started.reply = { reply, completion in
+            through(reply) { result in
+                if case .success = result {
+                    Statistics.sent.add(reply.count, ordering: .relaxed)
+                    reply.withUnsafeBytes { capture?.datagram($0, from: local, to: peer) }
+                }
+                completion(result)
+            }
+        }
+        started.onEnd = { [weak self] upstream, reason in self?.upstreamEnded(upstream, reason) }
+        Console.note("peer \(UDPListener.name(peer)) relayed to \(name)\(tls == nil ? "" : " over DTLS")", level: 2)
+        return started
+    }
+
+    private func upstreamEnded(_ upstream: PeerUpstream, _ reason: String?) {
+        counters.forwarded += upstream.forwarded
+        counters.forwardReplies += upstream.replies
+        counters.forwardDropped += upstream.dropped
+        if let reason { Console.note("peer \(UDPListener.name(upstream.peer)): \(reason)", level: 1) }
+        if table.peers[upstream.peer]?.value === upstream {
+            _ = table.remove(upstream.peer)
+            shared.withLock { $0.peers = table.count }
+        }
+    }
+
+    private func startProgram(_ program: [String], peer: SocketAddress, local: SocketAddress?) throws(CommandError) -> PeerProgram {
+        let started = try PeerProgram(program, peer: peer, local: local, socket: socket, buffer: programBuffer)
+        started.reply = replier(for: peer)
+        started.capture = capture.map { capture in (capture, local ?? self.local) }
         counters.programs += 1
         running[ObjectIdentifier(started)] = started
         started.onDrained = { [weak self] in self?.resumeReceiving() }
@@ -220,6 +383,7 @@ final class UDPListener: @unchecked Sendable {
         for peer in table.expire(at: .now) {
             Console.note("peer \(UDPListener.name(peer.address)) idle for \(EventLog.format(table.idle ?? .zero)): gone", level: 1)
             peer.value?.endInput()
+            links.removeValue(forKey: peer.address)?.close()  // close_notify: the session is over
         }
         shared.withLock { $0.peers = table.count }
         expiryTimer = nil
@@ -255,7 +419,7 @@ final class UDPListener: @unchecked Sendable {
                 done.signal()
                 continue
             }
-            socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { result in
+            let sent: @Sendable (Result<Void, UDPSocketError>) -> Void = { result in
                 switch result {
                 case .failure(let error): failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") }
                 case .success:
@@ -263,6 +427,15 @@ final class UDPListener: @unchecked Sendable {
                     datagram.withUnsafeBytes { self.capture?.datagram($0, from: local ?? self.local, to: peer) }
                 }
                 done.signal()
+            }
+            if dtls != nil {
+                // A record in the peer's DTLS session.
+                socket.perform {
+                    guard let send = replier(for: peer) else { return sent(.failure(.badParam("its DTLS session has ended"))) }
+                    send(datagram, sent)
+                }
+            } else {
+                socket.send(datagram, to: peer, from: local, timeout: .seconds(5), completion: sent)
             }
         }
         for _ in targets { done.wait() }

@@ -42,6 +42,9 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     var capture: CaptureTap?
     /// The socket's own address, for a datagram whose destination the kernel did not say.
     private let local = Locked<SocketAddress?>(nil)
+    /// A layer between the socket and the printer (DTLS): it takes each datagram and hands on
+    /// what it carries, on the socket's queue. Set before ``start()``.
+    var layer: ((DatagramView, (DatagramView) -> Void) -> Void)?
     /// Told when the socket closes (e.g. on a refusal), on the delegate queue.
     var onClose: (@Sendable () -> Void)?
     private let state = Locked(State())
@@ -71,8 +74,11 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
     /// Starts printing.
     func start() throws(UDPSocketError) {
         if capture != nil, local.withLock({ $0 }) == nil { local.withLock { $0 = socket.localAddress } }
+        let layer = self.layer
         try socket.beginReceivingInPlace(
-            { [self] view in handle(view) },
+            { [self] view in
+                if let layer { layer(view) { handle($0) } } else { handle(view) }
+            },
             batchEnd: { [self] in
                 flush()
                 // The waiting thread is woken for new datagrams only when it counts them, and then
@@ -90,6 +96,9 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         if let from, from.port != 0 { local.withLock { $0 = from } }
         bytes.withUnsafeBytes { capture.datagram($0, from: from, to: to ?? socket.connectedAddress) }
     }
+
+    /// When a datagram last came or went.
+    var lastActivity: ContinuousClock.Instant { state.withLock { $0.lastActivity } }
 
     /// Counts as activity for --timeout / --wait-reply (a datagram was sent).
     func touch() {

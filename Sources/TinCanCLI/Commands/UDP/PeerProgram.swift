@@ -9,7 +9,7 @@ import SocketCore
 /// Confined to the UDP socket's queue. Memory is bounded: bytes the program has not read yet
 /// wait in a backlog of at most about ``backlogLimit`` (beyond it the listener stops receiving
 /// until the backlog drains), and one reply is in flight at a time.
-final class PeerProgram: @unchecked Sendable {
+final class PeerProgram: PeerSink, @unchecked Sendable {
     // @unchecked Sendable: every mutable property is touched only on the socket's queue.
     /// Bytes of datagrams waiting for the program to read before the listener pauses.
     static let backlogLimit = 256 * 1024
@@ -47,6 +47,8 @@ final class PeerProgram: @unchecked Sendable {
     var onDrained: (@Sendable () -> Void)?
     /// --pcap: the listener's capture, and its address for replies whose source is unknown.
     var capture: (tap: CaptureTap, local: SocketAddress?)?
+    /// How replies go (through the peer's DTLS session); nil: straight from the socket.
+    var reply: PeerReply?
 
     /// Starts `program` for `peer`. `buffer` (64 KiB or more) is shared by every program of the
     /// listener: all run on one queue.
@@ -195,7 +197,7 @@ final class PeerProgram: @unchecked Sendable {
         let reply = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         replyInFlight = true
         readSource.suspend()
-        socket.send(reply, to: peer, from: local, timeout: .seconds(5)) { [weak self] result in
+        let sent: @Sendable (Result<Void, UDPSocketError>) -> Void = { [weak self] result in
             guard let self else { return }
             if case .failure(let error) = result {
                 Console.note("a reply of \(n) bytes to \(self.peer) failed: \(error)", level: 0)
@@ -206,6 +208,11 @@ final class PeerProgram: @unchecked Sendable {
             }
             self.replyInFlight = false
             self.readSource.resume()
+        }
+        if let send = self.reply {
+            send(reply, sent)
+        } else {
+            socket.send(reply, to: peer, from: local, timeout: .seconds(5), completion: sent)
         }
     }
 

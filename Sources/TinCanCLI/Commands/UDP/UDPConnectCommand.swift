@@ -25,6 +25,10 @@ struct UDPConnectCommand {
     let marking: TrafficMarking?
     /// --pcap: every datagram each way as a UDP packet.
     let capture: CaptureTap?
+    /// --tls: DTLS over the datagrams.
+    let dtls: DTLSOptions?
+    /// --show-cert (with --tls).
+    let showCert: Bool
 
     init(_ args: ParsedArguments) throws(UsageError) {
         let name = args.command.name
@@ -47,6 +51,8 @@ struct UDPConnectCommand {
         device = args.value(.interface)
         marking = try TrafficMarking.parse(args)
         capture = try Capture.datagramTap(args)
+        dtls = args.has(.tls) ? try DTLSOptions.client(args, host: host) : nil
+        showCert = args.has(.showCert)
         if let source {
             do { _ = try Interfaces.addresses(for: source) } catch { throw UsageError("bad --source \(error.description)", command: name) }
         }
@@ -83,6 +89,10 @@ struct UDPConnectCommand {
             throw UDPSendCommand.failure(error, target: target)
         }
         Console.note("connected to \(target) from \(socket.localAddress.map(UDPListener.name) ?? "?")", level: 1)
+        if let dtls {
+            defer { socket.close() }
+            return try DTLSClientSession(command: self, options: dtls, socket: socket, destination: destination).run()
+        }
         let receiver = DatagramReceiver(socket: socket, printer: printer, limit: nil, echo: false)
         receiver.capture = capture
         receiver.mark(marking)

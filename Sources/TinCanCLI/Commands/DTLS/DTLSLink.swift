@@ -1,0 +1,194 @@
+import Dispatch
+import SocketCore
+
+/// A DTLS session to one peer carried by an ``AsyncUDPSocket``, on the socket's queue: the
+/// peer's datagrams go in through ``receive(_:deliver:)`` and come out as records; records go
+/// out through ``send(_:completion:)``; the retransmission timer and the handshake's deadline
+/// run on the queue. The one DTLS layer of every road: connect -u --tls (a connected socket),
+/// each peer of listen -u --tls (the listener's socket, replies from the address the peer
+/// sent to), and each peer's upstream with --forward-tls.
+final class DTLSLink: @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is touched only on the socket's queue.
+    enum End {
+        /// The peer sent close_notify.
+        case closedByPeer
+        /// The handshake failed, a record could not be read, or the peer stopped answering.
+        case failed(TLSError)
+        /// The handshake did not finish within its deadline.
+        case handshakeTimedOut(Duration)
+        /// A datagram could not be sent (a closed port: ICMP unreachable).
+        case sendFailed(UDPSocketError)
+    }
+
+    /// Where the session's datagrams go: the peer (nil: the connected one), from `local`.
+    private final class Outbound: @unchecked Sendable {
+        // @unchecked Sendable: used on the socket's queue only (send completions run there).
+        let socket: AsyncUDPSocket
+        let peer: SocketAddress?
+        var local: SocketAddress?
+        /// Datagrams written during one ``DTLSLink/send(_:completion:)``, sent together.
+        var gathered: [[UInt8]]?
+        var failed: ((UDPSocketError) -> Void)?
+
+        init(socket: AsyncUDPSocket, peer: SocketAddress?, local: SocketAddress?) {
+            self.socket = socket
+            self.peer = peer
+            self.local = local
+        }
+
+        func transmit(_ bytes: UnsafeRawBufferPointer) {
+            if gathered != nil {
+                gathered!.append(Array(bytes))
+                return
+            }
+            send(Array(bytes), completion: nil)
+        }
+
+        func send(_ datagram: [UInt8], completion: (@Sendable (Result<Void, UDPSocketError>) -> Void)?) {
+            socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { [weak self] result in
+                if case .failure(let error) = result { self?.failed?(error) }
+                completion?(result)
+            }
+        }
+    }
+
+    let session: DTLSSession
+    private let outbound: Outbound
+    private let queue: DispatchQueue
+    private var timer: DispatchSourceTimer?
+    private var deadline: DispatchSourceTimer?
+    private let handshakeTimeout: Duration
+    private(set) var ended = false
+    /// The handshake finished (on the socket's queue).
+    var onOpen: ((TLSInfo) -> Void)?
+    /// The session is over, told once (on the socket's queue).
+    var onEnd: ((End) -> Void)?
+
+    /// The peer's address (nil: the socket's connected peer).
+    var peer: SocketAddress? { outbound.peer }
+    /// The address replies leave from (a wildcard listener's: the one the peer sent to).
+    var local: SocketAddress? {
+        get { outbound.local }
+        set { outbound.local = newValue }
+    }
+
+    /// A client link: its ClientHello goes once ``start()`` is called.
+    convenience init(client context: TLSContext, socket: AsyncUDPSocket, maximumDatagram: Int, handshakeTimeout: Duration) throws(TLSError) {
+        let outbound = Outbound(socket: socket, peer: nil, local: nil)
+        let session = try DTLSSession(context: context, maximumDatagram: maximumDatagram) { outbound.transmit($0) }
+        self.init(session: session, outbound: outbound, handshakeTimeout: handshakeTimeout)
+    }
+
+    /// A server link for a peer that returned its cookie to `screen` with this datagram; nil
+    /// when it did not (a HelloVerifyRequest went back, or nothing for what is not a ClientHello).
+    static func screened(
+        _ view: DatagramView, by screen: DTLSCookieScreen, socket: AsyncUDPSocket, maximumDatagram: Int, handshakeTimeout: Duration
+    ) throws(TLSError) -> DTLSLink? {
+        let outbound = Outbound(socket: socket, peer: view.source, local: view.destination)
+        let session = try screen.screen(
+            view.bytes, from: view.source, maximumDatagram: maximumDatagram, reply: { outbound.transmit($0) }, transmit: { outbound.transmit($0) })
+        return session.map { DTLSLink(session: $0, outbound: outbound, handshakeTimeout: handshakeTimeout) }
+    }
+
+    private init(session: DTLSSession, outbound: Outbound, handshakeTimeout: Duration) {
+        self.session = session
+        self.outbound = outbound
+        self.handshakeTimeout = handshakeTimeout
+        queue = outbound.socket.socketQueue
+        outbound.failed = { [weak self] error in self?.end(.sendFailed(error)) }
+    }
+
+    deinit {
+        timer?.cancel()
+        deadline?.cancel()
+    }
+
+    /// Starts the handshake and its deadline (on the socket's queue).
+    func start() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + handshakeTimeout.dispatchInterval)
+        timer.setEventHandler { [weak self] in
+            guard let self, self.session.status == .handshaking else { return }
+            self.end(.handshakeTimedOut(self.handshakeTimeout))
+        }
+        deadline = timer
+        timer.resume()
+        advance { () throws(TLSError) in try session.start() }
+    }
+
+    /// One datagram from the peer; each record in it goes to `deliver` with the datagram's
+    /// addresses (on the socket's queue).
+    func receive(_ view: DatagramView, deliver: (DatagramView) -> Void) {
+        guard !ended else { return }
+        if let destination = view.destination { outbound.local = destination }
+        advance { () throws(TLSError) in
+            let progress = try session.receive(view.bytes) { record in deliver(view.replacingBytes(record)) }
+            if progress.opened {
+                deadline?.cancel()
+                deadline = nil
+                onOpen?(session.info)
+            }
+            if progress.closed { end(.closedByPeer) }
+        }
+    }
+
+    /// Sends `plaintext` as one record; `completion` once its datagram went (or failed). A
+    /// refusal (too large, not open) is thrown and nothing is sent.
+    func send(_ plaintext: UnsafeRawBufferPointer, completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) throws(TLSError) {
+        outbound.gathered = []
+        defer { outbound.gathered = nil }
+        try session.send(plaintext)
+        let datagrams = outbound.gathered ?? []
+        guard let last = datagrams.last else { return completion(.success(())) }
+        for datagram in datagrams.dropLast() { outbound.send(datagram, completion: nil) }
+        outbound.send(last, completion: completion)
+    }
+
+    /// Sends close_notify; the link keeps reading until the peer's.
+    func close() {
+        session.close()
+        rearm()
+    }
+
+    /// Ends the link without a word to the peer (its deadline, a failure): told once.
+    func end(_ reason: End) {
+        guard !ended else { return }
+        ended = true
+        timer?.cancel()
+        timer = nil
+        deadline?.cancel()
+        deadline = nil
+        onEnd?(reason)
+    }
+
+    private func advance(_ step: () throws(TLSError) -> Void) {
+        do throws(TLSError) { try step() } catch { return end(.failed(error)) }
+        rearm()
+    }
+
+    /// The retransmission timer, as the session wants it now.
+    private func rearm() {
+        guard !ended, let delay = session.retransmissionDelay else {
+            timer?.cancel()
+            timer = nil
+            return
+        }
+        if timer == nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.retransmit() }
+            timer.schedule(deadline: .now() + delay.dispatchInterval)
+            timer.resume()
+            self.timer = timer
+        } else {
+            timer?.schedule(deadline: .now() + delay.dispatchInterval)
+        }
+    }
+
+    private func retransmit() {
+        guard !ended else { return }
+        // Not yet due (the timer fired early within its leeway): rearmed for the rest.
+        advance { () throws(TLSError) in
+            if session.retransmissionDelay == .zero { try session.retransmissionTimerFired() }
+        }
+    }
+}
