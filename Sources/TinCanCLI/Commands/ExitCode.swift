@@ -18,7 +18,8 @@ public enum ExitCode: Int32, CaseIterable, Sendable {
         case .failure:
             "network or I/O failure: connection refused or reset (the first proxy's too), bytes from stdin not delivered, stdout not writable (full, closed, its reader gone), a capture file (-o, --hex-dump) not writable (a full disk), datagrams refused (port unreachable), name not found, address in use, a program (--exec) that failed"
         case .usage: "usage error: unknown option, missing or bad argument"
-        case .timeout: "timeout: --connect-timeout (or -w; proxy handshakes included), --handshake-timeout (DTLS), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
+        case .timeout:
+            "timeout: --connect-timeout (or -w; proxy handshakes included), --handshake-timeout (DTLS), --idle-timeout, --timeout (no datagram) or --wait-reply (no reply) ran out"
         case .tlsVerification: "TLS verification failed: untrusted, expired or misnamed certificate, or no --pin matched"
         case .startTLSRefused: "STARTTLS refused: the server did not offer it, or said no (its line is quoted)"
         case .expectFailed:
