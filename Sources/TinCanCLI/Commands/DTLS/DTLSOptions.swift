@@ -75,13 +75,21 @@ struct DTLSOptions {
         do throws(TLSError) { return try TLSContext(settings) } catch { throw CommandError("\(error)") }
     }
 
+    /// `2s`, `2.5s`, `300ms`: a duration as options spell it.
+    static func words(_ duration: Duration) -> String {
+        let milliseconds = Int(duration.milliseconds)
+        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000)s" }
+        if milliseconds > 1000 && milliseconds % 100 == 0 { return "\(milliseconds / 1000).\(milliseconds % 1000 / 100)s" }
+        return "\(milliseconds)ms"
+    }
+
     /// One line, and the exit code, for the way a DTLS session with `peer` ended badly.
     static func explain(_ end: DTLSLink.End, peer: String, optionPrefix: String = "") -> CommandError? {
         switch end {
         case .closedByPeer: return nil
         case .handshakeTimedOut(let after):
             return CommandError(
-                "DTLS with \(peer): no handshake within \(EventLog.format(after)) (--handshake-timeout): the peer did not answer, or its answers were lost",
+                "DTLS with \(peer): no handshake within \(DTLSOptions.words(after)) (--handshake-timeout): the peer did not answer, or its answers were lost",
                 code: .timeout)
         case .failed(let error): return TLSOptions.explain(.tls(error), peer: peer, optionPrefix: optionPrefix)
         case .sendFailed(let error): return UDPSendCommand.failure(error, target: peer)
