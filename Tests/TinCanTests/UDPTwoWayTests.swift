@@ -381,7 +381,8 @@ final class UDPTwoWayTests: XCTestCase {
 
     func testOptionsThatDoNotFitUDPAreRefused() throws {
         for (arguments, message) in [
-            (["listen", "-u", "--tls", "9"], "--tls is for TCP: not with -u"),
+            (["listen", "-u", "--ws", "9"], "--ws is for TCP: not with -u"),
+            (["listen", "-u", "--tls", "--unix", "/tmp/x"], "--tls with -u is for UDP: not with --unix"),
             (["listen", "-u", "--exec", "/bin/cat", "9"], "add -k"),
             (["listen", "-u", "-k", "--exec", "/bin/cat", "--chunk", "4", "9"], "each peer's program has its own"),
             (["connect", "-u", "--crlf", "127.0.0.1", "9"], "--crlf is for TCP: not with -u"),

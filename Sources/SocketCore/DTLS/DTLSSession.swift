@@ -113,6 +113,7 @@ public final class DTLSSession {
         switch try session.handshake() {
         case .done:
             status = .open
+            maximumRecordPayload = session.maximumRecordPayload  // OpenSSL works it out each time it is asked
             return true
         case .wantRead, .wantWrite, .awaitingTrust:
             return false
@@ -121,7 +122,7 @@ public final class DTLSSession {
 
     /// The most plaintext one ``send(_:)`` takes: one record in one datagram (known once the
     /// handshake chose a cipher; 0 before).
-    public var maximumRecordPayload: Int { status == .handshaking ? 0 : session.maximumRecordPayload }
+    public private(set) var maximumRecordPayload = 0
 
     /// Sends `plaintext` as one record (once ``status`` is ``Status/open``). More than
     /// ``maximumRecordPayload`` bytes is refused rather than cut.

@@ -44,6 +44,45 @@ extension AsyncUDPSocket {
         enqueue(packet)
     }
 
+    /// Sends `bytes` at once, on the socket's queue (from an in-place receive handler, a timer
+    /// on the queue, or ``perform(_:)``): no copy, no timer and no callback, for relays that
+    /// answer one datagram with another. When queued datagrams wait, a copy is queued behind
+    /// them instead (order is kept). False when the kernel's send buffer is full and the
+    /// datagram was dropped, as the network may drop one; a failure (a refused peer, one too
+    /// large) is thrown.
+    public func sendInPlace(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress?, from source: SocketAddress? = nil) throws(UDPSocketError) -> Bool {
+        precondition(queue.isCurrent, "sendInPlace runs on the socket's queue")
+        let family: SocketAddress.Family
+        if let address {
+            family = address.family
+        } else if case .connected(let peer) = connection {
+            family = peer.family
+        } else {
+            throw .badConfig("the socket is not connected: give a destination, or connect first")
+        }
+        if currentSend != nil || !sendQueue.isEmpty || sendFilter != nil {
+            send(Array(bytes), to: address, from: source, timeout: nil) { _ in }
+            return true
+        }
+        let channel = try ensureChannel(family)
+        let from = source.flatMap { $0.isMulticast || $0.isUnix || $0.family != family ? nil : $0 }
+        do throws(SystemError) {
+            let sent: Int?
+            if let from {
+                sent = try Syscall.send(channel.fd, from: bytes, to: address, source: from)
+            } else {
+                sent = try Syscall.send(channel.fd, from: bytes, to: address)
+            }
+            if channel.localPort == 0 { channel.refreshLocalPort() }
+            return sent != nil
+        } catch {
+            if error.errno == EMSGSIZE { throw .tooLarge(size: bytes.count, limit: family == .ipv6 ? 65527 : 65507) }
+            // Not an address this host can send from (a broadcast one): the kernel chooses.
+            if from != nil, [EINVAL, EADDRNOTAVAIL, ENETUNREACH].contains(error.errno) { return try sendInPlace(bytes, to: address, from: nil) }
+            throw .system(error)
+        }
+    }
+
     /// Sets (or with nil removes) a filter every queued datagram passes before it is sent. It
     /// runs on `queue`; `async` false makes the socket queue wait for it. A datagram the filter
     /// refuses is dropped and reported sent, as in GCDAsyncUdpSocket.

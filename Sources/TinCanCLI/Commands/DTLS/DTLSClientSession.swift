@@ -81,29 +81,20 @@ struct DTLSClientSession {
         let limit = socket.perform { link.session.maximumRecordPayload }
         let socket = self.socket
         DispatchQueue.global().async {
-            let done = DispatchSemaphore(value: 0)
             do {
                 try source.forEach(limit: limit) { datagram in
-                    let outcome = Locked<Result<Void, UDPSocketError>?>(nil)
-                    let refused: TLSError? = socket.perform {
+                    let outcome: Result<UDPSocketError?, TLSError> = socket.perform {
                         datagram.withUnsafeBytes { bytes in
-                            do throws(TLSError) {
-                                try link.send(bytes) { result in
-                                    outcome.withLock { $0 = result }
-                                    done.signal()
-                                }
-                                return nil
-                            } catch {
-                                return error
-                            }
+                            do throws(TLSError) { return .success(try link.send(bytes)) } catch { return .failure(error) }
                         }
                     }
-                    if let refused {
+                    switch outcome {
+                    case .failure(let refused):
                         if state.withLock({ $0.end }) != nil { throw Ended() }
                         throw CommandError("DTLS: \(refused)")
+                    case .success(let failure):
+                        if failure != nil { throw Ended() }  // the link's end says why
                     }
-                    done.wait()
-                    if case .failure = outcome.withLock({ $0 }) { throw Ended() }  // the link's end says why
                     Statistics.sent.add(datagram.count, ordering: .relaxed)
                     receiver.recordSent(datagram, to: nil)
                     receiver.touch()

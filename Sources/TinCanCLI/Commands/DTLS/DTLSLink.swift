@@ -26,8 +26,10 @@ final class DTLSLink: @unchecked Sendable {
         let socket: AsyncUDPSocket
         let peer: SocketAddress?
         var local: SocketAddress?
-        /// Datagrams written during one ``DTLSLink/send(_:completion:)``, sent together.
-        var gathered: [[UInt8]]?
+        /// The last datagram that could not be sent, since the caller last cleared it.
+        var failure: UDPSocketError?
+        /// Datagrams the kernel dropped (its send buffer full), as the network may.
+        var dropped = 0
         var failed: ((UDPSocketError) -> Void)?
 
         init(socket: AsyncUDPSocket, peer: SocketAddress?, local: SocketAddress?) {
@@ -36,18 +38,13 @@ final class DTLSLink: @unchecked Sendable {
             self.local = local
         }
 
+        /// Sends at once, on the socket's queue: no copy and no timer per datagram.
         func transmit(_ bytes: UnsafeRawBufferPointer) {
-            if gathered != nil {
-                gathered!.append(Array(bytes))
-                return
-            }
-            send(Array(bytes), completion: nil)
-        }
-
-        func send(_ datagram: [UInt8], completion: (@Sendable (Result<Void, UDPSocketError>) -> Void)?) {
-            socket.send(datagram, to: peer, from: local, timeout: .seconds(5)) { [weak self] result in
-                if case .failure(let error) = result { self?.failed?(error) }
-                completion?(result)
+            do throws(UDPSocketError) {
+                if try !socket.sendInPlace(bytes, to: peer, from: local) { dropped += 1 }
+            } catch {
+                failure = error
+                failed?(error)
             }
         }
     }
@@ -132,16 +129,14 @@ final class DTLSLink: @unchecked Sendable {
         }
     }
 
-    /// Sends `plaintext` as one record; `completion` once its datagram went (or failed). A
-    /// refusal (too large, not open) is thrown and nothing is sent.
-    func send(_ plaintext: UnsafeRawBufferPointer, completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) throws(TLSError) {
-        outbound.gathered = []
-        defer { outbound.gathered = nil }
+    /// Sends `plaintext` as one record, at once (on the socket's queue): a failure to send its
+    /// datagram is returned (and ends the link); a refusal (too large, not open) is thrown and
+    /// nothing is sent.
+    @discardableResult
+    func send(_ plaintext: UnsafeRawBufferPointer) throws(TLSError) -> UDPSocketError? {
+        outbound.failure = nil
         try session.send(plaintext)
-        let datagrams = outbound.gathered ?? []
-        guard let last = datagrams.last else { return completion(.success(())) }
-        for datagram in datagrams.dropLast() { outbound.send(datagram, completion: nil) }
-        outbound.send(last, completion: completion)
+        return outbound.failure
     }
 
     /// Sends close_notify; the link keeps reading until the peer's.

@@ -76,7 +76,10 @@ struct UDPListenCommand {
     }
 
     func run() throws {
-        let socket = AsyncUDPSocket()
+        // One epoll set whose thread runs the handlers itself (the queue's poller): a datagram
+        // costs one wake-up, not a dispatch source's two; every peer's upstream socket and DTLS
+        // session shares it.
+        let socket = AsyncUDPSocket(socketQueue: try? AsyncSocket.sharedQueue(label: "tincan.listen.udp"))
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
         socket.maxReceiveIPv6BufferSize = UInt32(maxSize)

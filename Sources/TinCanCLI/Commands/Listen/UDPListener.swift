@@ -284,12 +284,8 @@ final class UDPListener: @unchecked Sendable {
     /// How replies reach `peer`: through its DTLS session when it has one.
     private func replier(for peer: SocketAddress) -> PeerReply? {
         guard let link = links[peer] else { return nil }
-        return { reply, completion in
-            reply.withUnsafeBytes { bytes in
-                do throws(TLSError) { try link.send(bytes, completion: completion) } catch {
-                    completion(.failure(.badParam("\(error)")))
-                }
-            }
+        return { bytes in
+            do throws(TLSError) { return try link.send(bytes) } catch { return .badParam("\(error)") }
         }
     }
 
@@ -303,17 +299,20 @@ final class UDPListener: @unchecked Sendable {
         let capture = self.capture
         let local = local ?? self.local
         let through: PeerReply =
-            replier(for: peer) ?? { [socket] reply, completion in
-                socket.send(reply, to: peer, from: started.local, timeout: .seconds(5), completion: completion)
-            }
-        started.reply = { reply, completion in
-            through(reply) { result in
-                if case .success = result {
-                    Statistics.sent.add(reply.count, ordering: .relaxed)
-                    reply.withUnsafeBytes { capture?.datagram($0, from: local, to: peer) }
+            replier(for: peer) ?? { [socket, weak started] bytes in
+                do throws(UDPSocketError) {
+                    return try socket.sendInPlace(bytes, to: peer, from: started?.local) ? nil : .badParam("the send buffer is full")
+                } catch {
+                    return error
                 }
-                completion(result)
             }
+        started.reply = { bytes in
+            let failure = through(bytes)
+            if failure == nil {
+                Statistics.sent.add(bytes.count, ordering: .relaxed)
+                capture?.datagram(bytes, from: local, to: peer)
+            }
+            return failure
         }
         started.onEnd = { [weak self] upstream, reason in self?.upstreamEnded(upstream, reason) }
         Console.note("peer \(UDPListener.name(peer)) relayed to \(name)\(tls == nil ? "" : " over DTLS")", level: 2)
@@ -432,7 +431,7 @@ final class UDPListener: @unchecked Sendable {
                 // A record in the peer's DTLS session.
                 socket.perform {
                     guard let send = replier(for: peer) else { return sent(.failure(.badParam("its DTLS session has ended"))) }
-                    send(datagram, sent)
+                    sent(datagram.withUnsafeBytes { send($0) }.map { .failure($0) } ?? .success(()))
                 }
             } else {
                 socket.send(datagram, to: peer, from: local, timeout: .seconds(5), completion: sent)

@@ -210,7 +210,7 @@ final class PeerProgram: PeerSink, @unchecked Sendable {
             self.readSource.resume()
         }
         if let send = self.reply {
-            send(reply, sent)
+            sent(reply.withUnsafeBytes { send($0) }.map { .failure($0) } ?? .success(()))
         } else {
             socket.send(reply, to: peer, from: local, timeout: .seconds(5), completion: sent)
         }

@@ -18,8 +18,9 @@ protocol PeerSink: AnyObject {
     func endInput()
 }
 
-/// How a datagram goes back to a peer: `completion` once it went or failed.
-typealias PeerReply = ([UInt8], @escaping @Sendable (Result<Void, UDPSocketError>) -> Void) -> Void
+/// How a datagram goes back to a peer, at once, on the listener's queue: nil once sent, else
+/// why not.
+typealias PeerReply = (UnsafeRawBufferPointer) -> UDPSocketError?
 
 /// One peer's upstream under `listen -u -k --forward HOST:PORT`: a UDP socket of its own,
 /// connected to the upstream (so the upstream's replies for this peer come to it alone), on
@@ -109,15 +110,11 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
 
     private func send(_ bytes: UnsafeRawBufferPointer) {
         forwarded += 1
-        guard let link else {
-            socket.send(Array(bytes), to: nil, timeout: .seconds(5)) { [weak self] result in
-                if case .failure = result { self?.dropped += 1 }
-            }
-            return
-        }
-        do throws(TLSError) {
-            try link.send(bytes) { [weak self] result in
-                if case .failure = result { self?.dropped += 1 }
+        do {
+            if let link {
+                if try link.send(bytes) != nil { dropped += 1 }
+            } else if try !socket.sendInPlace(bytes, to: nil) {
+                dropped += 1
             }
         } catch {
             dropped += 1
@@ -133,8 +130,7 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
 
     private func replyToPeer(_ bytes: UnsafeRawBufferPointer) {
         guard let reply else { return }
-        replies += 1
-        reply(Array(bytes)) { _ in }
+        if reply(bytes) == nil { replies += 1 } else { dropped += 1 }
     }
 
     func endInput() {
