@@ -6,6 +6,8 @@
 //                                       checked; prints round trips per second and losses
 //   dtls_ping PORT stream N [WINDOW]    one session, N 64-byte records with up to WINDOW (32) in
 //                                       flight; prints echoes received per second and losses
+//   dtls_ping PORT flood N              one session, N 64-byte records sent one after another as
+//                                       fast as they go, nothing awaited (the far end counts)
 // A reply that does not come within 1 s counts as lost (the next goes). Certificates are not
 // verified: the relay's cost is what is measured.
 #include <arpa/inet.h>
@@ -66,6 +68,19 @@ int main(int argc, char **argv) {
             SSL_free(ssl);
             close(fd);
         }
+    } else if (strcmp(argv[2], "flood") == 0) {
+        int n = atoi(argv[3]), fd;
+        SSL *ssl = open_session(ctx, port, &fd);
+        if (!ssl) { fprintf(stderr, "handshake failed\n"); return 1; }
+        char out[64];
+        memset(out, 'f', sizeof out);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < n; i++) {
+            if (SSL_write(ssl, out, sizeof out) == (int)sizeof out) done++; else { failed++; ERR_clear_error(); }
+        }
+        SSL_shutdown(ssl);
+        SSL_free(ssl);
+        close(fd);
     } else if (strcmp(argv[2], "stream") == 0) {
         int n = atoi(argv[3]), window = argc > 4 ? atoi(argv[4]) : 32, fd, sent = 0, outstanding = 0;
         SSL *ssl = open_session(ctx, port, &fd);

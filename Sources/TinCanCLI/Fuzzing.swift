@@ -114,4 +114,48 @@ public enum Fuzzing {
         let turns = TCPReassembly.conversations(read).first?.turns ?? []
         precondition(turns.map(\.bytes) == script.map(\.1) && turns.map(\.fromClient) == script.map(\.0), "a written conversation read back differently")
     }
+    /// A DTLS server context for ``dtls(_:)``, made once (a key is generated for it).
+    private static let dtlsServer: TLSContext? = {
+        var settings = TLSSettings.server(certificateFile: nil, keyFile: nil)
+        settings.datagram = true
+        return try? TLSContext(settings)
+    }()
+
+    /// DTLS: records packed into datagrams give back every byte once, in order, no datagram over
+    /// the limit unless it holds one record alone; and datagrams from a stranger (the input cut
+    /// where its length prefixes say) meet a server's cookie screen, then any session it lets
+    /// through, without a trap.
+    public static func dtls(_ bytes: [UInt8]) {
+        let limit = 256 + Int(bytes.first ?? 0)
+        var next = 0
+        bytes.withUnsafeBytes { raw in
+            DTLSRecords.datagrams(in: raw, limit: limit) { range in
+                precondition(range.lowerBound == next && !range.isEmpty, "a datagram skips or repeats bytes")
+                if range.count > limit {
+                    let length = range.count >= DTLSRecords.headerLength ? DTLSRecords.headerLength + Int(raw[range.lowerBound + 11]) << 8 + Int(raw[range.lowerBound + 12]) : 0
+                    precondition(length >= range.count || range.upperBound == raw.count, "a datagram over the limit holds more than one record")
+                }
+                next = range.upperBound
+            }
+        }
+        precondition(next == bytes.count, "bytes left out of the datagrams")
+        guard let context = dtlsServer, let screen = try? DTLSCookieScreen(context: context),
+            let peer = try? SocketAddress(ip: "198.18.0.7", port: 5684)
+        else { return }
+        var session: DTLSSession?
+        var offset = 1
+        while offset + 2 <= bytes.count {
+            let length = min(Int(bytes[offset]) << 8 | Int(bytes[offset + 1]), bytes.count - offset - 2)
+            let datagram = Array(bytes[(offset + 2)..<(offset + 2 + length)])
+            offset += 2 + length
+            datagram.withUnsafeBytes { raw in
+                if let session {
+                    _ = try? session.receive(raw) { _ in }
+                } else if let accepted = try? screen.screen(raw, from: peer, maximumDatagram: limit, reply: { _ in }, transmit: { _ in }) {
+                    session = accepted
+                    try? accepted.start()
+                }
+            }
+        }
+    }
 }

@@ -26,6 +26,7 @@ import COpenSSL
 public final class DTLSSession {
     /// Where the session is.
     public enum Status: Sendable, Equatable {
+        /// The handshake is under way (a client's from ``start()``; a server's from its screen).
         case handshaking
         /// The handshake finished: records flow both ways.
         case open

@@ -124,6 +124,9 @@ extension AsyncUDPSocket {
                 deliver(slots.view(index, localPort: channel.localPort))
             }
             inPlaceBatchEnd?()
+            // Less than a full batch: the socket was drained, and readiness (level-triggered)
+            // says when more comes; asking again now would only meet EAGAIN, a call per wake-up.
+            if count < slots.count { break }
         }
         updateReceiving()
     }

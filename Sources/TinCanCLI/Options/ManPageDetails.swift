@@ -53,6 +53,16 @@ extension ManPage {
             ]
         ),
         (
+            "DTLS (TLS over UDP)",
+            [
+                "`-u --tls` speaks DTLS 1.2 (RFC 6347): `connect -u --tls HOST PORT` as a client (openssl's `s_client -dtls`, socat's `OPENSSL-DTLS-CLIENT`, ncat's `--udp --ssl`), `listen -u --tls` as a server for one peer, `-k` for many (each with its own session; `--exec`/`--sh-exec` a program per peer), and `listen -u -k --forward HOST:PORT` as a relay (socat's `OPENSSL-DTLS-SERVER,fork UDP:...`): each peer a socket of its own to the upstream, plain UDP, or DTLS with `--forward-tls`. A record is a datagram: a line of stdin (or `--chunk`, `--whole` piece) one record, each record received one write to stdout or the program.",
+                "Verification is as for TLS (the system store or `--ca`, the name, `--pin`, exit 4 on failure; `--require-client-cert` on the server). `--psk HEX` (1 to 512 bytes) uses a pre-shared key instead of certificates (RFC 4279): the client offers only PSK suites and sends `--psk-identity` (default `Client_identity`, as s_client); the server takes any identity unless `--psk-identity` names one.",
+                "A listener answers a first ClientHello with a HelloVerifyRequest whose cookie is HMAC-SHA256 of a per-run secret and the peer's address and port: no larger than the ClientHello, and nothing kept, so a forged source neither amplifies nor holds state. `--max-conns` counts the handshakes under way with the sessions; `--idle-timeout` ends a quiet peer's session with close_notify.",
+                "`--mtu BYTES` (default 1500; a client takes a smaller route MTU the kernel knows) bounds every datagram: records and handshake messages are cut to fit and sent with Don't Fragment. Lost handshake flights are resent after 1 s, doubling to 60 s, until `--handshake-timeout` (30 s; exit 3 for a client). After the handshake a lost datagram is a lost record, as in UDP.",
+                "A peer's close_notify ends its session. After stdin ends the client holds its own until the peer has been quiet for 5 s, then sends it and waits for the peer's; `-q` and `-w` end the run sooner and say at `-v` that the peer's close_notify did not come.",
+            ]
+        ),
+        (
             "Scripts and probes",
             [
                 "`--send TEXT` and `--expect REGEX` (connect, tls, listen, udp-send) run in the order given, before stdin is piped. `--send` takes the escapes of `-m`. Each `--expect` is matched against what arrived since the previous match, `^` and `$` matching at line boundaries; it waits up to `--expect-timeout` (10 s), which always wins: matching is a Pike VM written here, linear in the bytes received whatever the pattern (a 100 kB line against `A+B` is one pass), and keeps no data. The syntax: literals, `.`, `[...]`, `\\d \\w \\s` (and negations), `\\n \\r \\t \\xHH`, `\\b`, `^ $`, groups, `|`, `* + ? {n,m}` and their lazy forms, `(?i)`; backreferences and lookaround need backtracking and are refused. Everything received still goes to stdout. A failed expectation exits with code 6 and quotes what arrived instead: `tincan: --expect '^250 ' failed: nothing matched within 10s (--expect-timeout); received since the last match: \"554 go away\\r\\n\"`. For udp-send each `--send` is one datagram and an `--expect` waits for a matching reply.",
