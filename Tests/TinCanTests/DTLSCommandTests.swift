@@ -144,6 +144,11 @@ final class DTLSCommandTests: XCTestCase {
         XCTAssertEqual(ended.status, 0, ended.err)
         XCTAssertEqual(ended.out, "one\n")
         XCTAssertTrue(ended.err.contains("the peer ended the DTLS session (close_notify)"), ended.err)
+        // --json: the session as events, as tls gives them.
+        let json = try Tool.run(["connect", "-u", "--tls", "--psk", keyHex, "--json", "127.0.0.1", String(port3)], input: "two\n")
+        XCTAssertEqual(json.status, 0, json.err)
+        XCTAssertTrue(json.err.contains(#""event":"tls""#) && json.err.contains(#""protocol":"DTLSv1.2""#), json.err)
+        XCTAssertTrue(json.err.contains(#""sent":4,"received":4"#) && json.err.contains(#""exit":0"#), json.err)
     }
 
     // MARK: socat

@@ -47,6 +47,9 @@ final class ExposureTests: XCTestCase {
             (["-k", "--ws", "--forward", "127.0.0.1:9"], false, "a relay to 127.0.0.1:9"),
             (["--http-proxy"], false, "an HTTP proxy"),
             (["-u", "-k", "--exec", "/bin/cat"], true, "a program (/bin/cat) for each peer"),
+            (["-u", "-k", "--tls", "--exec", "/bin/cat"], true, "a program (/bin/cat) for each peer"),
+            (["-u", "-k", "--forward", "127.0.0.1:9"], true, "a relay to 127.0.0.1:9"),
+            (["-u", "-k", "--tls", "--psk", "0102", "--forward", "127.0.0.1:9"], true, "a relay to 127.0.0.1:9"),
         ]
         for (arguments, udp, kind) in modes {
             let port = udp ? freeUDPPort() : freePort()

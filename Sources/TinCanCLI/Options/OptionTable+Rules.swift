@@ -9,7 +9,7 @@ extension OptionTable {
 
     /// DTLS as a client: what connect -u takes with --tls.
     static let datagramTLSClient: Set<Option> = [
-        .tls, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .keylog, .ciphers, .curves, .psk, .pskIdentity, .mtu, .handshakeTimeout,
+        .tls, .servername, .ca, .cert, .key, .alpn, .insecure, .pin, .showCert, .keylog, .ciphers, .curves, .psk, .pskIdentity, .mtu, .handshakeTimeout, .json,
     ]
 
     /// What listen takes with -u; anything else is for TCP.

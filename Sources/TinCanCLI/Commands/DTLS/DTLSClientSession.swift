@@ -54,13 +54,15 @@ struct DTLSClientSession {
             receiver.wakeWaiter()
         }
         do throws(UDPSocketError) { try receiver.start() } catch { throw CommandError("cannot receive replies: \(error)") }
+        let log = EventLog.current.withLock { $0 }
+        log?.connected(local: socket.localAddress?.description, remote: target)
         let handshakeStarted = ContinuousClock.now
         socket.perform { link.start() }
         opened.wait()  // the link's deadline bounds it
         let settled = state.withLock { $0 }
         if let end = settled.end, let failure = DTLSOptions.explain(end, peer: target) { throw failure }
         guard let info = settled.info else { throw CommandError("DTLS with \(target): the peer ended the session during the handshake") }
-        EventLog.current.withLock { $0 }?.tls(info, took: .now - handshakeStarted)
+        log?.tls(info, took: .now - handshakeStarted)
         Console.note("DTLS session with \(target), records of up to \(socket.perform { link.session.maximumRecordPayload }) bytes (MTU \(mtu))", level: 1)
         for line in TLSOptions.summary(info, settings: options.settings) { Console.note(line, level: 1) }
         if command.showCert {
@@ -96,6 +98,7 @@ struct DTLSClientSession {
                         if failure != nil { throw Ended() }  // the link's end says why
                     }
                     Statistics.sent.add(datagram.count, ordering: .relaxed)
+                    EventLog.current.withLock { $0 }?.sent(datagram.count)
                     receiver.recordSent(datagram, to: nil)
                     receiver.touch()
                     Console.note("sent a record of \(datagram.count) bytes", level: 2)
