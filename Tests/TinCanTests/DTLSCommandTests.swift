@@ -151,6 +151,42 @@ final class DTLSCommandTests: XCTestCase {
         XCTAssertTrue(json.err.contains(#""sent":4,"received":4"#) && json.err.contains(#""exit":0"#), json.err)
     }
 
+    /// The TLS client's options mean the same over DTLS: --show-cert prints the chain, --keylog
+    /// writes the session's secrets (mode 0600), a --pin that does not match is exit 4, --chunk
+    /// cuts records; and the listener's --deny holds before any DTLS (no handshake: exit 3).
+    func testClientOptionsAsTLSHasThemAndTheGateHolds() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["-k", "--tls", "--cert", fixtures.path("server.pem"), "--key", fixtures.path("server.key"), "-f", "json"], port: port)
+        defer { listener.stop() }
+        let shown = try Tool.run(["connect", "-u", "--tls", "--ca", fixtures.path("ca.pem"), "--show-cert", "127.0.0.1", String(port)], input: "")
+        XCTAssertEqual(shown.status, 0, shown.err)
+        XCTAssertTrue(shown.out.hasPrefix("-----BEGIN CERTIFICATE-----"), shown.out)
+
+        let directory = try TemporaryDirectory("dtls-keylog")
+        defer { directory.remove() }
+        let keys = directory.file("keys.log")
+        let logged = try Tool.run(
+            ["connect", "-u", "--tls", "--ca", fixtures.path("ca.pem"), "--keylog", keys, "--chunk", "4", "-q", "1", "127.0.0.1", String(port)], input: "abcdefgh")
+        XCTAssertEqual(logged.status, 0, logged.err)
+        XCTAssertTrue(directory.text("keys.log").hasPrefix("CLIENT_RANDOM "), directory.text("keys.log"))
+        let mode = try FileManager.default.attributesOfItem(atPath: keys)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        waitUntil("two records of 4 bytes") { listener.stdoutText.components(separatedBy: #""length":4"#).count == 3 }
+
+        let pinned = try Tool.run(
+            ["connect", "-u", "--tls", "--ca", fixtures.path("ca.pem"), "--pin", "sha256//" + String(repeating: "A", count: 43) + "=", "127.0.0.1", String(port)], input: "x\n")
+        XCTAssertEqual(pinned.status, 4, pinned.err)
+        XCTAssertTrue(pinned.err.contains("matches no --pin"), pinned.err)
+
+        let port2 = freeUDPPort()
+        let denied = try listen(["-k", "--tls", "--deny", "127.0.0.0/8", "-v"], port: port2)
+        defer { denied.stop() }
+        let refused = try Tool.run(["connect", "-u", "--tls", "--insecure", "--handshake-timeout", "1500ms", "127.0.0.1", String(port2)], input: "x\n")
+        XCTAssertEqual(refused.status, 3, refused.err)
+        waitUntil("the drop said") { denied.stderrText.contains("dropped") }
+        XCTAssertFalse(denied.stderrText.contains("DTLS peer"), denied.stderrText)
+    }
+
     // MARK: socat
 
     /// socat's OPENSSL-DTLS-CLIENT against `listen -u --tls`, and tincan's client against socat's
