@@ -68,7 +68,9 @@ struct UDPConnectCommand {
         Interruption.exitOnSignal()
         let destination = try unix ?? UDPSendCommand.resolve(host, port: port, ipv4Only: ipv4Only, ipv6Only: ipv6Only)
         let target = destination.description
-        let socket = AsyncUDPSocket()
+        // DTLS runs its session and timers on the socket's queue: one with its own poller
+        // (one wake-up per datagram, as the listener has).
+        let socket = AsyncUDPSocket(socketQueue: dtls == nil ? nil : try? AsyncSocket.sharedQueue(label: "tincan.connect.dtls"))
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.isIPv4Enabled = destination.isIPv4
         socket.isIPv6Enabled = destination.isIPv6
