@@ -24,20 +24,18 @@ extension Syscall {
     package static func send(
         _ fd: Int32, from buffer: UnsafeRawBufferPointer, to destination: SocketAddress?, source: SocketAddress
     ) throws(SystemError) -> Int? {
-        let sourceBytes = source.sockaddrBytes
-        let destinationBytes = destination?.sockaddrBytes ?? []
-        let sent = sourceBytes.withUnsafeBytes { from in
-            destinationBytes.withUnsafeBytes { to in
-                Result { () throws(SystemError) -> Int? in
-                    try retryingUnlessWouldBlock("sendmsg", destination?.description ?? "the connected peer") {
-                        csystem_send_from(
-                            fd, buffer.baseAddress, UInt(buffer.count), to.count == 0 ? nil : to.baseAddress, UInt32(to.count),
-                            from.baseAddress, UInt32(from.count))
-                    }
+        // The addresses on the stack: no allocation per datagram (a relay's replies come here).
+        var from = sockaddr_storage()
+        let fromLength = source.fill(&from)
+        var to = sockaddr_storage()
+        let toLength = destination?.fill(&to) ?? 0
+        return try withUnsafePointer(to: &from) { (fromPointer) throws(SystemError) -> Int? in
+            try withUnsafePointer(to: &to) { (toPointer) throws(SystemError) -> Int? in
+                try retryingUnlessWouldBlock("sendmsg", destination?.description ?? "the connected peer") {
+                    csystem_send_from(fd, buffer.baseAddress, UInt(buffer.count), toLength == 0 ? nil : toPointer, UInt32(toLength), fromPointer, UInt32(fromLength))
                 }
             }
         }
-        return try sent.get()
     }
 
     /// Binds a Unix socket to an abstract name the kernel picks (Linux autobind), so datagrams
