@@ -45,26 +45,9 @@ struct DTLSOptions {
 
     /// Hex digits (an even count, `:` allowed between bytes) as bytes; nil if they are not.
     static func bytes(_ hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8.filter { $0 != UInt8(ascii: ":") })
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        let digits = hex.filter { $0 != ":" }.map(\.hexDigitValue)
+        guard digits.count % 2 == 0, !digits.contains(nil) else { return nil }
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(digits[$0]! << 4 | digits[$0 + 1]!) }
     }
 
     /// The largest datagram (UDP payload) for an MTU: IP and UDP headers taken off.
