@@ -194,5 +194,14 @@ final class DTLSSessionTests: XCTestCase {
         ranges = []
         [UInt8]([1, 2, 3]).withUnsafeBytes { DTLSRecords.datagrams(in: $0, limit: 300) { ranges.append($0) } }
         XCTAssertEqual(ranges, [0..<3])
+        // A ClientHello of epoch 0 is told from a record of the session.
+        var hello = record(60)
+        hello[13] = 1
+        XCTAssertTrue(hello.withUnsafeBytes { DTLSRecords.startsWithClientHello($0) })
+        hello[4] = 1  // epoch 1: inside a session
+        XCTAssertFalse(hello.withUnsafeBytes { DTLSRecords.startsWithClientHello($0) })
+        hello[4] = 0
+        hello[13] = 2  // server_hello
+        XCTAssertFalse(hello.withUnsafeBytes { DTLSRecords.startsWithClientHello($0) }, "a handshake message of another type")
     }
 }

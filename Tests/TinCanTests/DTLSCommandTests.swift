@@ -187,6 +187,27 @@ final class DTLSCommandTests: XCTestCase {
         XCTAssertFalse(denied.stderrText.contains("DTLS peer"), denied.stderrText)
     }
 
+    /// A peer that lost its session (killed, no close_notify) and comes back from the same
+    /// address and port gets a new session through the cookie exchange (RFC 6347 4.2.8); the
+    /// old one ends then, not before.
+    func testAPeerRestartedFromTheSameAddressGetsANewSession() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["-k", "--tls", "--exec", "/bin/cat", "-v"], port: port)
+        defer { listener.stop() }
+        let source = "127.0.0.1:\(freeUDPPort())"
+        let first = try openssl(["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(port)", "-bind", source, "-quiet"])
+        defer { first.stop() }
+        first.send("before the restart\n")
+        waitUntil("the first echo") { first.stdoutText.contains("before the restart\n") }
+        first.signal(SIGKILL)
+        _ = first.wait()
+        let second = try openssl(["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(port)", "-bind", source, "-quiet"])
+        defer { second.stop() }
+        second.send("after the restart\n")
+        waitUntil("the echo in the new session") { second.stdoutText.contains("after the restart\n") }
+        XCTAssertTrue(listener.stderrText.contains("opened a new session: the old one is over"), listener.stderrText)
+    }
+
     // MARK: socat
 
     /// socat's OPENSSL-DTLS-CLIENT against `listen -u --tls`, and tincan's client against socat's

@@ -27,4 +27,14 @@ public enum DTLSRecords {
         }
         if end > start { body(start..<end) }
     }
+
+    /// Whether a datagram starts with a ClientHello of epoch 0: a peer opening a session, or
+    /// opening one again from the address of a session it lost (a restart), which RFC 6347
+    /// 4.2.8 asks a server to take through the cookie exchange rather than drop.
+    public static func startsWithClientHello(_ datagram: UnsafeRawBufferPointer) -> Bool {
+        // type 22 (handshake), a DTLS version (0xFEFF, 0xFEFD), epoch 0, then the handshake
+        // header's type 1 (client_hello).
+        datagram.count > headerLength && datagram[0] == 22 && datagram[1] == 0xFE && datagram[3] == 0 && datagram[4] == 0
+            && datagram[headerLength] == 1
+    }
 }

@@ -144,24 +144,39 @@ final class UDPListener: @unchecked Sendable {
     /// A datagram for a peer's DTLS session, or for the cookie screen when it has none.
     private func handleDTLS(_ view: DatagramView, _ dtls: DTLSServing) {
         if let link = links[view.source] {
-            link.receive(view) { handlePlain($0) }
+            // A peer that lost its session (a restart from the same port) opens a new one: the
+            // cookie screen decides, and the old session goes only once the new one passed it.
+            guard link.session.status != .handshaking, DTLSRecords.startsWithClientHello(view.bytes) else {
+                return link.receive(view) { handlePlain($0) }
+            }
+            if let fresh = screen(view, dtls) {
+                dtlsEnded(view.source, .closedByPeer, replaced: true)
+                adopt(fresh, for: view.source)
+            }
             return
         }
         if case .onePeer = mode, let chosen = links.keys.first ?? table.chosen, chosen != view.source {
             return drop(view, because: "not the peer (\(UDPListener.name(chosen)))")
         }
         if links.count >= table.limit { return drop(view, because: "--max-conns \(table.limit) DTLS sessions reached") }
-        let link: DTLSLink?
+        if let link = screen(view, dtls) { adopt(link, for: view.source) }
+    }
+
+    /// The cookie screen's verdict on a first datagram: a session, or nil (answered with a
+    /// cookie, or not DTLS: counted).
+    private func screen(_ view: DatagramView, _ dtls: DTLSServing) -> DTLSLink? {
         do throws(TLSError) {
-            link = try DTLSLink.screened(view, by: dtls.screen, socket: socket, maximumDatagram: dtls.maximumDatagram, handshakeTimeout: dtls.handshakeTimeout)
+            let link = try DTLSLink.screened(view, by: dtls.screen, socket: socket, maximumDatagram: dtls.maximumDatagram, handshakeTimeout: dtls.handshakeTimeout)
+            if link == nil { counters.screened += 1 }
+            return link
         } catch {
-            return drop(view, because: "\(error)")
+            drop(view, because: "\(error)")
+            return nil
         }
-        guard let link else {
-            counters.screened += 1
-            return
-        }
-        let peer = view.source
+    }
+
+    /// A session that passed the screen: its handshake goes on, and its opening admits the peer.
+    private func adopt(_ link: DTLSLink, for peer: SocketAddress) {
         links[peer] = link
         link.onOpen = { [weak self, weak link] info in
             guard let self, let link else { return }
@@ -178,16 +193,21 @@ final class UDPListener: @unchecked Sendable {
         link.start()
     }
 
-    /// A peer's DTLS session ended: its program's input or upstream ends with it.
-    private func dtlsEnded(_ peer: SocketAddress, _ reason: DTLSLink.End) {
+    /// A peer's DTLS session ended (`replaced`: by a new one from the same address): its
+    /// program's input or upstream ends with it.
+    private func dtlsEnded(_ peer: SocketAddress, _ reason: DTLSLink.End, replaced: Bool = false) {
         guard let link = links.removeValue(forKey: peer) else { return }
+        if replaced { link.end(reason) }
         if let entry = table.remove(peer) {
             entry.value?.endInput()
             shared.withLock { $0.peers = table.count }
         }
         let failure = DTLSOptions.explain(reason, peer: UDPListener.name(peer))
         if failure != nil && link.session.status == .handshaking { counters.failedHandshakes += 1 }
-        if let failure {
+        if replaced {
+            Console.note("DTLS peer \(UDPListener.name(peer)) opened a new session: the old one is over", level: 1)
+            return
+        } else if let failure {
             Console.note(failure.message, level: 1)
         } else {
             Console.note("DTLS peer \(UDPListener.name(peer)) ended its session (close_notify)", level: 1)
