@@ -139,6 +139,7 @@ public enum Fuzzing {
             }
         }
         precondition(next == bytes.count, "bytes left out of the datagrams")
+        _ = bytes.withUnsafeBytes { DTLSRecords.startsWithClientHello($0) }
         guard let context = dtlsServer, let screen = try? DTLSCookieScreen(context: context),
             let peer = try? SocketAddress(ip: "198.18.0.7", port: 5684)
         else { return }
