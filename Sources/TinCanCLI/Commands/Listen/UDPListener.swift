@@ -352,7 +352,7 @@ final class UDPListener: @unchecked Sendable {
 
     private func startProgram(_ program: [String], peer: SocketAddress, local: SocketAddress?) throws(CommandError) -> PeerProgram {
         let started = try PeerProgram(program, peer: peer, local: local, socket: socket, buffer: programBuffer)
-        started.reply = replier(for: peer)
+        started.reply = replier(for: peer)  // nil without DTLS: the program's own sendInPlace
         started.capture = capture.map { capture in (capture, local ?? self.local) }
         counters.programs += 1
         running[ObjectIdentifier(started)] = started

@@ -121,11 +121,18 @@ final class DatagramReceiver: AsyncUDPSocketDelegate, @unchecked Sendable {
         let here = view.destination ?? local.withLock { $0 }
         capture?.datagram(view.bytes, from: view.source, to: here)
         if echo {
-            let echoed = Array(view.bytes)
-            socket.send(echoed, to: view.source, from: view.destination, timeout: .seconds(1)) { [capture, source = view.source] result in
-                guard case .success = result else { return }
+            // At once from the queue when the socket takes it; queued (a copy, bounded by its
+            // timeout) only when its send buffer is full.
+            if (try? socket.sendInPlace(view.bytes, to: view.source, from: view.destination)) == true {
                 Statistics.sent.add(size, ordering: .relaxed)
-                echoed.withUnsafeBytes { capture?.datagram($0, from: here, to: source) }
+                capture?.datagram(view.bytes, from: here, to: view.source)
+            } else {
+                let echoed = Array(view.bytes)
+                socket.send(echoed, to: view.source, from: view.destination, timeout: .seconds(1)) { [capture, source = view.source] result in
+                    guard case .success = result else { return }
+                    Statistics.sent.add(size, ordering: .relaxed)
+                    echoed.withUnsafeBytes { capture?.datagram($0, from: here, to: source) }
+                }
             }
         }
         Statistics.received.add(size, ordering: .relaxed)

@@ -32,7 +32,9 @@ struct ReceiveSettings {
     /// socket file: the handler is in place before the socket is bound; keep `interruption`
     /// until the run ends.
     func makeSocket() -> (socket: AsyncUDPSocket, interruption: Interruption.Handle) {
-        let socket = AsyncUDPSocket()
+        // A queue with its own epoll poller: one wake-up per batch of datagrams, the echo sent
+        // from the handler.
+        let socket = AsyncUDPSocket(socketQueue: try? AsyncSocket.sharedQueue(label: "tincan.udp.receive"))
         let interruption = Interruption.install { socket.close() }
         socket.sendsEmptyDatagrams = true  // a tool sends what it is given, an empty datagram too
         socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
