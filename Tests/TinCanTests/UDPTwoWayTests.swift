@@ -377,6 +377,38 @@ final class UDPTwoWayTests: XCTestCase {
         XCTAssertEqual(abstract.stdoutText, "abstract\n")
     }
 
+    // MARK: listen -u -k --forward
+
+    /// A relay of datagrams (socat's UDP-LISTEN,fork UDP:...): each peer gets an upstream socket
+    /// of its own, so a python server that answers each datagram with how many senders it has
+    /// seen sees two for two peers, and each reply reaches its own peer.
+    func testForwardRelaysEachPeerThroughASocketOfItsOwn() throws {
+        let server = try python(
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(('127.0.0.1', 0))
+            print(s.getsockname()[1], flush=True)
+            s.settimeout(20)
+            seen = set()
+            while True:
+                data, peer = s.recvfrom(65535)
+                seen.add(peer)
+                s.sendto(data.strip() + b' via %d\\n' % len(seen), peer)
+            """, [])
+        defer { server.stop() }
+        waitUntil("the server's port") { server.stdoutText.contains("\n") }
+        let upstream = String(server.stdoutText.split(separator: "\n")[0])
+        let port = freeUDPPort()
+        let relay = try listen(["-k", "-v", "--forward", "127.0.0.1:\(upstream)"], port: port)
+        defer { relay.stop() }
+        XCTAssertTrue(relay.stderrText.contains("a relay to 127.0.0.1:\(upstream) on 127.0.0.1:\(port), [::1]:\(port): loopback only"), relay.stderrText)
+        let first = try Tool.run(["connect", "-u", "-q", "1", "127.0.0.1", String(port)], input: "one\n")
+        let second = try Tool.run(["connect", "-u", "-q", "1", "127.0.0.1", String(port)], input: "two\n")
+        XCTAssertEqual(first.out, "one via 1\n", first.err)
+        XCTAssertEqual(second.out, "two via 2\n", "the second peer is a second sender upstream: \(second.err)")
+    }
+
     // MARK: Usage
 
     func testOptionsThatDoNotFitUDPAreRefused() throws {
