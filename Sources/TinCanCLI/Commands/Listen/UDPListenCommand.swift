@@ -140,6 +140,7 @@ struct UDPListenCommand {
             summary += "; \(counters.handshakes) DTLS handshakes"
             if counters.failedHandshakes > 0 { summary += ", \(counters.failedHandshakes) failed" }
             if counters.screened > 0 { summary += ", \(counters.screened) datagrams answered with a cookie or ignored" }
+            if counters.sendBufferDrops > 0 { summary += "; \(counters.sendBufferDrops) DTLS datagrams dropped: the send buffer was full" }
         }
         if counters.notTaken > 0 { summary += "; \(counters.notTaken) reached a program that had closed its input" }
         if counters.kernelDrops > 0 {

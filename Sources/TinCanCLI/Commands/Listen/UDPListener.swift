@@ -67,6 +67,8 @@ final class UDPListener: @unchecked Sendable {
         var forwarded = 0
         var forwardReplies = 0
         var forwardDropped = 0
+        /// DTLS: datagrams of the peers' sessions dropped because the send buffer was full.
+        var sendBufferDrops = 0
         /// Dropped by the kernel before they could be read (receive buffer full), by its count.
         var kernelDrops: UInt32 = 0
     }
@@ -198,6 +200,7 @@ final class UDPListener: @unchecked Sendable {
     private func dtlsEnded(_ peer: SocketAddress, _ reason: DTLSLink.End, replaced: Bool = false) {
         guard let link = links.removeValue(forKey: peer) else { return }
         if replaced { link.end(reason) }
+        counters.sendBufferDrops += link.droppedDatagrams
         if let entry = table.remove(peer) {
             entry.value?.endInput()
             shared.withLock { $0.peers = table.count }
@@ -504,11 +507,18 @@ final class UDPListener: @unchecked Sendable {
         }
     }
 
-    /// The counts so far, read on the socket queue.
+    /// The counts so far, read on the socket queue: the ended peers' and the live ones'.
     func summary() -> Counters {
         socket.perform {
             flush()
-            return counters
+            var all = counters
+            for link in links.values { all.sendBufferDrops += link.droppedDatagrams }
+            for case let upstream as PeerUpstream in table.peers.values.compactMap(\.value) {
+                all.forwarded += upstream.forwarded
+                all.forwardReplies += upstream.replies
+                all.forwardDropped += upstream.dropped
+            }
+            return all
         }
     }
 

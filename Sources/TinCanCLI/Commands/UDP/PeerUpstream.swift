@@ -41,8 +41,10 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
     private var ended = false
     private(set) var forwarded = 0
     private(set) var replies = 0
-    /// Datagrams lost: held past ``holdLimit``, or refused by the upstream's socket.
-    private(set) var dropped = 0
+    /// Datagrams lost: held past ``holdLimit``, refused by a socket or dropped at a full send
+    /// buffer (the upstream session's too).
+    var dropped: Int { lost + (link?.droppedDatagrams ?? 0) }
+    private var lost = 0
     private(set) var backlogBytes = 0
     /// Told once, on the queue, when the upstream side ended (its session failed or ended).
     var onEnd: ((PeerUpstream, String?) -> Void)?
@@ -92,7 +94,7 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
 
     func deliver(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard !ended else {
-            dropped += 1
+            lost += 1
             return true
         }
         if let link, link.session.status != .open {
@@ -100,7 +102,7 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
                 held.append(Array(bytes))
                 backlogBytes += bytes.count
             } else {
-                dropped += 1
+                lost += 1
             }
             return true
         }
@@ -112,12 +114,12 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
         forwarded += 1
         do {
             if let link {
-                if try link.send(bytes) != nil { dropped += 1 }
+                if try link.send(bytes) != nil { lost += 1 }
             } else if try !socket.sendInPlace(bytes, to: nil) {
-                dropped += 1
+                lost += 1
             }
         } catch {
-            dropped += 1
+            lost += 1
         }
     }
 
@@ -130,7 +132,7 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
 
     private func replyToPeer(_ bytes: UnsafeRawBufferPointer) {
         guard let reply else { return }
-        if reply(bytes) == nil { replies += 1 } else { dropped += 1 }
+        if reply(bytes) == nil { replies += 1 } else { lost += 1 }
     }
 
     func endInput() {
@@ -142,7 +144,7 @@ final class PeerUpstream: PeerSink, @unchecked Sendable {
     private func finish(_ reason: String?) {
         guard !ended else { return }
         ended = true
-        dropped += held.count
+        lost += held.count
         held = []
         backlogBytes = 0
         socket.closeAfterSending()
