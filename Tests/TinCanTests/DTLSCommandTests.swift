@@ -208,6 +208,67 @@ final class DTLSCommandTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("opened a new session: the old one is over"), listener.stderrText)
     }
 
+    // MARK: The byte path's ends
+
+    /// stdin ends first and the peer answers after a pause of 3 s: the answer arrives whole
+    /// (our close_notify waits for 5 s of quiet), then both end with exit 0.
+    func testAReplyAfterAPauseArrivesAfterStdinEnded() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["--tls", "-v"], port: port)
+        defer { listener.stop() }
+        let client = try Tool(["connect", "-u", "--tls", "--insecure", "-v", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("question\n")
+        client.closeInput()
+        waitUntil("the question") { listener.stdoutText == "question\n" }
+        Thread.sleep(forTimeInterval: 3)  // the peer's pause: the scenario, not a wait
+        listener.send("late answer\n")
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(client.stdoutText, "late answer\n")
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+    }
+
+    /// The peer ends the session (its idle close_notify) while our stdin still sends after a
+    /// pause: what stdin held was not sent, and the exit code says so.
+    func testThePeerEndingFirstWhileStdinStillSendsIsAFailure() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["-k", "--tls", "--exec", "/bin/cat", "--idle-timeout", "1s"], port: port)
+        defer { listener.stop() }
+        let client = try Tool(["connect", "-u", "--tls", "--insecure", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("first\n")
+        waitUntil("the echo") { client.stdoutText == "first\n" }
+        Thread.sleep(forTimeInterval: 2.5)  // our pause, past the peer's idle limit
+        client.send("second\n")
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("the peer ended the DTLS session (close_notify) before"), client.stderrText)
+    }
+
+    /// stdout closed (`>&-`): a record that cannot be written ends the run with exit 1; the peer
+    /// gone (its port closed: ICMP unreachable) ends it with exit 1 too.
+    func testStdoutFailingAndThePeerGoneAreFailures() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["-k", "--tls", "--exec", "/bin/cat"], port: port)
+        defer { listener.stop() }
+        let closed = try Tool(
+            ["-c", "exec \"$0\" \"$@\" >&-", Tool.tincan, "connect", "-u", "--tls", "--insecure", "127.0.0.1", String(port)], program: "/bin/bash")
+        defer { closed.stop() }
+        closed.send("echoed into a closed stdout\n")
+        XCTAssertEqual(closed.wait(), 1, closed.stderrText)
+        XCTAssertTrue(closed.stderrText.contains("writing a record to stdout failed"), closed.stderrText)
+
+        let client = try Tool(["connect", "-u", "--tls", "--insecure", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        client.send("one\n")
+        waitUntil("the echo") { client.stdoutText == "one\n" }
+        listener.signal(SIGKILL)
+        _ = listener.wait()
+        client.send("two\n")
+        client.send("three\n")
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertTrue(client.stderrText.contains("refused"), client.stderrText)
+    }
+
     // MARK: socat
 
     /// socat's OPENSSL-DTLS-CLIENT against `listen -u --tls`, and tincan's client against socat's

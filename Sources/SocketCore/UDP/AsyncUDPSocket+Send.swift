@@ -83,6 +83,23 @@ extension AsyncUDPSocket {
         }
     }
 
+    /// ``sendInPlace(_:to:from:)`` for a sender that must not lose the datagram: when the
+    /// kernel's buffer is full (or the send failed) a copy is queued as
+    /// ``send(_:to:from:timeout:completion:)`` queues one. `completion` runs at once when the
+    /// datagram went in place, on the queue later otherwise. True when it went in place.
+    @discardableResult
+    public func sendInPlaceOrQueue(
+        _ bytes: UnsafeRawBufferPointer, to address: SocketAddress?, from source: SocketAddress?, timeout: Duration?,
+        completion: @escaping @Sendable (Result<Void, UDPSocketError>) -> Void
+    ) -> Bool {
+        if (try? sendInPlace(bytes, to: address, from: source)) == true {
+            completion(.success(()))
+            return true
+        }
+        send(Array(bytes), to: address, from: source, timeout: timeout, completion: completion)  // queued, or its failure said
+        return false
+    }
+
     /// Sets (or with nil removes) a filter every queued datagram passes before it is sent. It
     /// runs on `queue`; `async` false makes the socket queue wait for it. A datagram the filter
     /// refuses is dropped and reported sent, as in GCDAsyncUdpSocket.

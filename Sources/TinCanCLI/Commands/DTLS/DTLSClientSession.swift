@@ -20,6 +20,8 @@ struct DTLSClientSession {
         var end: DTLSLink.End?
         var stdinEndedAt: ContinuousClock.Instant?
         var failure: CommandError?
+        /// Bytes read from stdin that could not be sent: the session ended under them.
+        var unsent = 0
     }
 
     func run() throws {
@@ -34,7 +36,8 @@ struct DTLSClientSession {
         let link: DTLSLink
         do throws(TLSError) {
             link = try DTLSLink(
-                client: context, socket: socket, maximumDatagram: DTLSOptions.maximumDatagram(mtu: mtu, ipv6: ipv6), handshakeTimeout: options.handshakeTimeout)
+                client: context, socket: socket, maximumDatagram: DTLSOptions.maximumDatagram(mtu: mtu, ipv6: ipv6), handshakeTimeout: options.handshakeTimeout,
+                waitsForRoom: true)
         } catch {
             throw CommandError("\(error)")
         }
@@ -77,26 +80,40 @@ struct DTLSClientSession {
         receiver.closeWhenSent()
     }
 
-    /// stdin on its own thread: each datagram of it one record, sent before the next is read.
+    /// stdin on its own thread: each datagram of it one record, sent (or, behind a full send
+    /// buffer, queued and gone) before the next is read.
     private func pumpStdin(into link: DTLSLink, state: Locked<State>, receiver: DatagramReceiver) {
         let source = DatagramSource(mode: command.framing, input: 0)
         let limit = socket.perform { link.session.maximumRecordPayload }
         let socket = self.socket
+        let stdinDone = self.stdinDone
         DispatchQueue.global().async {
+            let gone = DispatchSemaphore(value: 0)
+            let failure = Locked<UDPSocketError?>(nil)
             do {
                 try source.forEach(limit: limit) { datagram in
-                    let outcome: Result<UDPSocketError?, TLSError> = socket.perform {
+                    let refused: TLSError? = socket.perform {
                         datagram.withUnsafeBytes { bytes in
-                            do throws(TLSError) { return .success(try link.send(bytes)) } catch { return .failure(error) }
+                            do throws(TLSError) {
+                                try link.send(bytes) { error in
+                                    failure.withLock { $0 = error }
+                                    gone.signal()
+                                }
+                                return nil
+                            } catch {
+                                return error
+                            }
                         }
                     }
-                    switch outcome {
-                    case .failure(let refused):
-                        if state.withLock({ $0.end }) != nil { throw Ended() }
-                        throw CommandError("DTLS: \(refused)")
-                    case .success(let failure):
-                        if failure != nil { throw Ended() }  // the link's end says why
+                    if let refused {
+                        // The session ended under this record (the peer's close_notify, a
+                        // failure): it was read and not sent, which the exit code must say.
+                        guard state.withLock({ $0.end }) != nil else { throw CommandError("DTLS: \(refused)") }
+                        state.withLock { $0.unsent += datagram.count }
+                        throw Ended()
                     }
+                    gone.wait()
+                    if failure.withLock({ $0 }) != nil { throw Ended() }  // the link's end says why
                     Statistics.sent.add(datagram.count, ordering: .relaxed)
                     EventLog.current.withLock { $0 }?.sent(datagram.count)
                     receiver.recordSent(datagram, to: nil)
@@ -110,22 +127,38 @@ struct DTLSClientSession {
             } catch {
                 state.withLock { $0.failure = CommandError("\(error)") }
             }
+            stdinDone.signal()
             receiver.wakeWaiter()
         }
     }
 
     private struct Ended: Error {}
 
+    /// Signalled when the stdin thread is done (stdin ended, or the session under it).
+    private let stdinDone = DispatchSemaphore(value: 0)
+
     /// Waits for the session's end: the peer's close_notify (exit 0), a failure, -q or -w
     /// after stdin's end, or --idle-timeout.
     private func waitForEnd(link: DTLSLink, state: Locked<State>, receiver: DatagramReceiver, target: String) throws {
         var closeSent = false
         while true {
-            let snapshot = state.withLock { $0 }
+            var snapshot = state.withLock { $0 }
             if let end = snapshot.end {
                 if let failure = DTLSOptions.explain(end, peer: target) { throw failure }
+                // stdin may have ended (or held a record) a moment before the close came: its
+                // thread says which, at once unless it waits on stdin that did not end.
+                if snapshot.stdinEndedAt == nil && stdinDone.wait(timeout: .now() + .milliseconds(200)) == .success {
+                    snapshot = state.withLock { $0 }
+                }
+                if snapshot.unsent > 0 {
+                    throw CommandError("the peer ended the DTLS session (close_notify) before \(snapshot.unsent) bytes read from stdin could be sent")
+                }
+                // Nothing can follow a close_notify: what stdin still holds will not reach the
+                // peer. A person typing is done; a script's input that did not end is not sent.
+                if snapshot.stdinEndedAt == nil && !Syscall.isTerminal(0) {
+                    throw CommandError("the peer ended the DTLS session (close_notify) before stdin ended: the rest of stdin was not sent")
+                }
                 Console.note("the peer ended the DTLS session (close_notify)", level: 1)
-                if snapshot.stdinEndedAt == nil { Console.note("stdin had not ended: what it still holds was not sent", level: 1) }
                 return
             }
             if let failure = snapshot.failure { throw failure }

@@ -26,26 +26,60 @@ final class DTLSLink: @unchecked Sendable {
         let socket: AsyncUDPSocket
         let peer: SocketAddress?
         var local: SocketAddress?
+        /// A sender of its own data (the client) waits for room in a full send buffer; a relay
+        /// drops and counts, as the network would, so a fast peer cannot make it hold memory.
+        let waitsForRoom: Bool
         /// The last datagram that could not be sent, since the caller last cleared it.
         var failure: UDPSocketError?
-        /// Datagrams the kernel dropped (its send buffer full), as the network may.
-        var dropped = 0
+        /// Datagrams dropped because the kernel's send buffer was full (a relay's links).
+        private(set) var dropped = 0
+        /// Datagrams queued behind a full send buffer (the client's), and who waits for them.
+        private var queued = 0
+        private var waiters: [(UDPSocketError?) -> Void] = []
         var failed: ((UDPSocketError) -> Void)?
 
-        init(socket: AsyncUDPSocket, peer: SocketAddress?, local: SocketAddress?) {
+        init(socket: AsyncUDPSocket, peer: SocketAddress?, local: SocketAddress?, waitsForRoom: Bool = false) {
             self.socket = socket
             self.peer = peer
             self.local = local
+            self.waitsForRoom = waitsForRoom
         }
 
         /// Sends at once, on the socket's queue: no copy and no timer per datagram.
         func transmit(_ bytes: UnsafeRawBufferPointer) {
-            do throws(UDPSocketError) {
-                if try !socket.sendInPlace(bytes, to: peer, from: local) { dropped += 1 }
-            } catch {
-                failure = error
-                failed?(error)
+            guard waitsForRoom else {
+                do throws(UDPSocketError) {
+                    if try !socket.sendInPlace(bytes, to: peer, from: local) { dropped += 1 }
+                } catch {
+                    fail(error)
+                }
+                return
             }
+            queued += 1
+            socket.sendInPlaceOrQueue(bytes, to: peer, from: local, timeout: nil) { [weak self] result in
+                guard let self else { return }
+                self.queued -= 1
+                if case .failure(let error) = result { self.fail(error) }
+                if self.queued == 0 { self.wake() }
+            }
+        }
+
+        /// Calls `body` once what was transmitted has gone (at once when it went in place),
+        /// with the failure if one came.
+        func whenSent(_ body: @escaping (UDPSocketError?) -> Void) {
+            if queued == 0 { return body(failure) }
+            waiters.append(body)
+        }
+
+        private func fail(_ error: UDPSocketError) {
+            failure = error
+            failed?(error)
+        }
+
+        private func wake() {
+            let waiting = waiters
+            waiters = []
+            for waiter in waiting { waiter(failure) }
         }
     }
 
@@ -61,17 +95,20 @@ final class DTLSLink: @unchecked Sendable {
     /// The session is over, told once (on the socket's queue).
     var onEnd: ((End) -> Void)?
 
-    /// The peer's address (nil: the socket's connected peer).
-    var peer: SocketAddress? { outbound.peer }
+    /// Datagrams of this session dropped at a full send buffer (a relay's links; never the client's).
+    var droppedDatagrams: Int { outbound.dropped }
     /// The address replies leave from (a wildcard listener's: the one the peer sent to).
     var local: SocketAddress? {
         get { outbound.local }
         set { outbound.local = newValue }
     }
 
-    /// A client link: its ClientHello goes once ``start()`` is called.
-    convenience init(client context: TLSContext, socket: AsyncUDPSocket, maximumDatagram: Int, handshakeTimeout: Duration) throws(TLSError) {
-        let outbound = Outbound(socket: socket, peer: nil, local: nil)
+    /// A client link: its ClientHello goes once ``start()`` is called. `waitsForRoom`: its
+    /// records come from stdin, and wait for a full send buffer rather than be dropped.
+    convenience init(
+        client context: TLSContext, socket: AsyncUDPSocket, maximumDatagram: Int, handshakeTimeout: Duration, waitsForRoom: Bool = false
+    ) throws(TLSError) {
+        let outbound = Outbound(socket: socket, peer: nil, local: nil, waitsForRoom: waitsForRoom)
         let session = try DTLSSession(context: context, maximumDatagram: maximumDatagram) { outbound.transmit($0) }
         self.init(session: session, outbound: outbound, handshakeTimeout: handshakeTimeout)
     }
@@ -137,6 +174,14 @@ final class DTLSLink: @unchecked Sendable {
         outbound.failure = nil
         try session.send(plaintext)
         return outbound.failure
+    }
+
+    /// ``send(_:)`` for a client whose records wait for room: `sent` once the record's datagram
+    /// has gone (at once, unless the send buffer was full), with the failure if one came.
+    func send(_ plaintext: UnsafeRawBufferPointer, whenSent sent: @escaping (UDPSocketError?) -> Void) throws(TLSError) {
+        outbound.failure = nil
+        try session.send(plaintext)
+        outbound.whenSent(sent)
     }
 
     /// Sends close_notify; the link keeps reading until the peer's.

@@ -211,10 +211,8 @@ final class PeerProgram: PeerSink, @unchecked Sendable {
         }
         if let send = self.reply {
             sent(reply.withUnsafeBytes { send($0) }.map { .failure($0) } ?? .success(()))
-        } else if (try? reply.withUnsafeBytes { try socket.sendInPlace($0, to: peer, from: local) }) == true {
-            sent(.success(()))  // at once, from the queue: no timer, no hop
         } else {
-            socket.send(reply, to: peer, from: local, timeout: .seconds(5), completion: sent)  // queued (its buffer was full), or the failure said
+            reply.withUnsafeBytes { _ = socket.sendInPlaceOrQueue($0, to: peer, from: local, timeout: .seconds(5), completion: sent) }
         }
     }
 
