@@ -208,6 +208,23 @@ final class DTLSCommandTests: XCTestCase {
         XCTAssertTrue(listener.stderrText.contains("opened a new session: the old one is over"), listener.stderrText)
     }
 
+    /// --max-conns counts DTLS sessions: with one held open, a second peer gets no handshake
+    /// (exit 3 at its deadline) and the drop is said; the first is served throughout.
+    func testMaxConnsHoldsForDTLSSessions() throws {
+        let port = freeUDPPort()
+        let listener = try listen(["-k", "--tls", "--exec", "/bin/cat", "--max-conns", "1", "-v"], port: port)
+        defer { listener.stop() }
+        let first = try Tool(["connect", "-u", "--tls", "--insecure", "127.0.0.1", String(port)])
+        defer { first.stop() }
+        first.send("held\n")
+        waitUntil("the first peer's echo") { first.stdoutText == "held\n" }
+        let second = try Tool.run(["connect", "-u", "--tls", "--insecure", "--handshake-timeout", "1500ms", "127.0.0.1", String(port)], input: "x\n")
+        XCTAssertEqual(second.status, 3, second.err)
+        XCTAssertTrue(listener.stderrText.contains("--max-conns 1 DTLS sessions reached"), listener.stderrText)
+        first.send("still served\n")
+        waitUntil("the first peer still served") { first.stdoutText == "held\nstill served\n" }
+    }
+
     // MARK: The byte path's ends
 
     /// stdin ends first and the peer answers after a pause of 3 s: the answer arrives whole
