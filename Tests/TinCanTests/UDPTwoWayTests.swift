@@ -402,7 +402,9 @@ final class UDPTwoWayTests: XCTestCase {
         let port = freeUDPPort()
         let relay = try listen(["-k", "-v", "--forward", "127.0.0.1:\(upstream)"], port: port)
         defer { relay.stop() }
-        XCTAssertTrue(relay.stderrText.contains("a relay to 127.0.0.1:\(upstream) on 127.0.0.1:\(port), [::1]:\(port): loopback only"), relay.stderrText)
+        waitUntil("the relay's start line, loopback only") {
+            relay.stderrText.contains("a relay to 127.0.0.1:\(upstream) on 127.0.0.1:\(port), [::1]:\(port): loopback only")
+        }
         let first = try Tool.run(["connect", "-u", "-q", "1", "127.0.0.1", String(port)], input: "one\n")
         let second = try Tool.run(["connect", "-u", "-q", "1", "127.0.0.1", String(port)], input: "two\n")
         XCTAssertEqual(first.out, "one via 1\n", first.err)
