@@ -119,18 +119,29 @@ final class RecordReplayTests: XCTestCase {
             XCTAssertEqual(fields.last.map { $0.replacingOccurrences(of: ":", with: "") }, text.utf8.map { String(format: "%02x", $0) }.joined(), line)
         }
 
-        // %n: a file (a section) per connection, each one conversation.
+        // %n: a file (a section) per connection, each one conversation. (Found by what it holds,
+        // not assumed to be number n: a stray connection to a reused port would take a number.)
         let (hub, hubPort) = try Tool.listener(["-k", "--pcap", "\(directory)/hub-%n.pcapng"])
         defer { hub.stop() }
+        var files: [String] = []
         for n in 1...2 {
             XCTAssertEqual(try Tool.run(["connect", "127.0.0.1", String(hubPort)], input: "hello \(n)\n").status, 0)
-            waitUntil("connection \(n)'s FINs") {
-                ((try? self.tshark("\(self.directory)/hub-\(n).pcapng", ["-Y", "tcp.flags.fin==1"])) ?? []).count == 2
+            var found: String?
+            waitUntil("connection \(n)'s conversation, with its FINs") {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: self.directory)) ?? []
+                for name in names.sorted() where name.hasPrefix("hub-") && !files.contains(name) {
+                    let path = "\(self.directory)/\(name)"
+                    guard ((try? self.tshark(path, ["-Y", "tcp.flags.fin==1"])) ?? []).count == 2 else { continue }
+                    if ((try? self.tshark(path, ["-q", "-z", "follow,tcp,ascii,0"])) ?? []).contains("hello \(n)") { found = name }
+                }
+                return found != nil
             }
-            let follow = try tshark("\(directory)/hub-\(n).pcapng", ["-q", "-z", "follow,tcp,ascii,0"])
-            XCTAssertTrue(follow.contains("hello \(n)"), "\(follow)")
-            XCTAssertEqual(try tshark("\(directory)/hub-\(n).pcapng", ["-T", "fields", "-e", "tcp.stream"]).filter { $0 != "0" }, [])
+            guard let name = found else { return XCTFail("no capture holds connection \(n): \(hub.stderrText)") }
+            files.append(name)
+            XCTAssertEqual(try tshark("\(directory)/\(name)", ["-T", "fields", "-e", "tcp.stream"]).filter { $0 != "0" }, [], name)
         }
+        let numbers = files.compactMap { Int($0.dropFirst(4).prefix { $0.isNumber }) }
+        XCTAssertTrue(numbers.count == 2 && numbers[0] < numbers[1], "a number per connection, in order: \(files); \(hub.stderrText)")
     }
 
     /// The datagram commands: each datagram, each way, a UDP packet between its real addresses.
