@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// WebSocket clients of the hub (with --broker and --chat) and of --echo are members on the
-/// mode's events: no thread and no socket pair per client. Many idle clients, each opened with
+/// WebSocket clients of the hub (with --broker and --chat), of --echo and of a program per
+/// client are members on the mode's events: no thread and no TCP pair per client. Many idle clients, each opened with
 /// its handshake, leave the listener's thread count where one client leaves it (each held
 /// three threads when a stand-in socket and a relay carried it); messages still go both ways,
 /// and every client's close is answered.
@@ -78,18 +78,20 @@ final class WebSocketMemberTests: XCTestCase {
 
     func testIdleClientsOfEveryEventModeCostNoThreadEach() throws {
         let count = 150
-        for (mode, arguments) in [("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"])] {
+        let modes = [("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"]), ("program", ["-k", "--exec", "/bin/cat"])]
+        for (mode, arguments) in modes {
             let (listener, port) = try Tool.listener(["--ws"] + arguments)
             defer { listener.stop() }
-            let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count), mode], program: "/usr/bin/env")
+            let echoes = mode == "echo" || mode == "program"
+            let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count), echoes ? "echo" : mode], program: "/usr/bin/env")
             defer { peers.stop() }
             waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }
             XCTAssertTrue(peers.stdoutText.hasPrefix("open\n"), "\(mode): \(peers.stderrText)")
             let held = threadsOnceSettled(listener.process.processIdentifier)
             XCTAssertLessThan(held, 30, "\(mode): \(count) idle WebSocket clients hold \(held) threads")
             peers.send("go\n")
-            if mode == "echo" {
-                waitUntil("echo: the message comes back") { peers.stdoutText.contains("echoed: hello from the last\n") }
+            if echoes {
+                waitUntil("\(mode): the message comes back") { peers.stdoutText.contains("echoed: hello from the last\n") }
             } else {
                 waitUntil("\(mode): the message on stdout") { listener.stdoutText.contains("hello from the last") }
             }

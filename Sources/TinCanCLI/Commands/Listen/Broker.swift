@@ -279,6 +279,19 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     }
 }
 
+/// Where a ``WebSocketMember`` reports what its client sent and how it ended: the hub, or a
+/// program's bridge (``WebSocketProgram``). Every call comes on the member's queue.
+protocol MemberHost: AnyObject, Sendable {
+    /// Bytes `client` sent; the host asks for more with ``HubClient/readNext()``.
+    func received(_ client: any HubClient, _ data: ArraySlice<UInt8>)
+    /// `client` ended its stream (its close, or a failure `note` says): the host drops it.
+    func ended(_ client: any HubClient, note: String)
+    /// `client`'s connection is closed (`error` nil: cleanly).
+    func disconnected(_ client: any HubClient, error: AsyncSocketError?)
+}
+
+extension Broker: MemberHost {}
+
 /// A client of the hub: a plain or TLS connection (an ``AsyncSocket``), or a WebSocket whose
 /// messages are its bytes (``WebSocketMember``). Every call comes on the hub's queue.
 protocol HubClient: AnyObject, Sendable {

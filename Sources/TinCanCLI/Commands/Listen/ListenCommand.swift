@@ -149,7 +149,10 @@ struct ListenCommand {
                 serving: webSocket!, gate: gate, handshakeTimeout: settings.handshakeTimeout, capture: settings.capture, secure: context != nil)
         case (true, _) where settings.replay != nil: mode = ReplayPerConnection(settings: settings, gate: gate)
         case (false, _): mode = OneClient(settings: settings, program: program, tls: context?.settings, webSocket: webSocket)
-        case (true, let program?): mode = ProgramPerConnection(settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle))
+        case (true, let program?):
+            mode = ProgramPerConnection(
+                settings: settings, gate: gate, program: program, reaper: Reaper(gate: gate, settings: settings, idle: idle), webSocket: webSocket != nil,
+                secure: context != nil, idle: idle)
         case (true, nil):
             // WebSocket clients come to the hub as members on its events, through the connection step.
             mode = KeepOpenHub(

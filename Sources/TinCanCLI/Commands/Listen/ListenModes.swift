@@ -16,13 +16,22 @@ protocol ListenMode: Sendable {
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>)
     /// After the listener is up, until the run is over: returns for one client, never with -k.
     func run(listener: AsyncSocket) throws
-    /// The hub that takes WebSocket clients as members on its events (``WebSocketMember``);
-    /// nil: the mode takes each as a stream (``WebSocketShim``).
-    var webSocketHub: Broker? { get }
+    /// A WebSocket client whose handshake was accepted, taken on the mode's events (a
+    /// ``WebSocketMember``: the hub's client, a program's); false: the mode takes it as a
+    /// stream, through a stand-in socket (``WebSocketShim``).
+    func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool
 }
 
 extension ListenMode {
-    var webSocketHub: Broker? { nil }
+    func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool { false }
+}
+
+/// A WebSocket connection whose opening handshake was accepted: what it agreed and the bytes
+/// read past the request's head.
+struct WebSocketOpened: Sendable {
+    let serving: WebSocketServing
+    let request: WebSocketServerHandshake.Accepted
+    let leftover: [UInt8]
 }
 
 /// A connection whose handshake failed before its mode could have it: why, and how the
@@ -49,8 +58,8 @@ struct SecuredConnection: Sendable {
 
 /// The step every admitted connection takes: a TLS handshake when the listener serves TLS
 /// (bounded), a WebSocket handshake when the mode takes WebSocket clients (both on the
-/// socket's events, no thread waiting), then the mode: the hub takes each WebSocket client as
-/// a ``WebSocketMember``, a program or a terminal as a stream (``WebSocketShim``).
+/// socket's events, no thread waiting), then the mode: the hub and a program per client take
+/// each WebSocket client as a ``WebSocketMember``, a terminal as a stream (``WebSocketShim``).
 struct ConnectionStep: Sendable {
     let context: TLSContext?
     let mode: any ListenMode
@@ -95,14 +104,8 @@ struct ConnectionStep: Sendable {
             case .failure(let error):
                 mode.admitted(socket, peer: peer, secured: .failure(.webSocket(error)))
             case .success(let (request, leftover)):
-                if let hub = mode.webSocketHub {
-                    // The hub takes the client as a member on its events.
-                    let member = WebSocketMember(
-                        socket: socket, queue: hub.queue, peer: peer, settings: webSocket.settings, compression: request.compression, hub: hub)
-                    member.start(leftover: leftover)
-                    return hub.add(member)
-                }
-                // A program or a terminal takes it as a stream: the messages cross on a relay.
+                if mode.serveWebSocket(socket, opened: WebSocketOpened(serving: webSocket, request: request, leftover: leftover), peer: peer) { return }
+                // A terminal or the forwarder takes it as a stream: the messages cross on a relay.
                 let client = socket.clientAddress
                 let done = SecuredConnection(info: secured.info, took: secured.took)
                 do throws(CommandError) {
@@ -209,7 +212,15 @@ struct KeepOpenHub: ListenMode {
     /// its bookkeeping without a thread hop between them (TLS clients keep queues of their own
     /// for their handshakes).
     var connectionQueue: DispatchQueue? { secure ? nil : hub.queue }
-    var webSocketHub: Broker? { hub }
+
+    /// The hub takes a WebSocket client as a member on its events.
+    func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool {
+        let member = WebSocketMember(
+            socket: socket, queue: hub.queue, peer: peer, settings: opened.serving.settings, compression: opened.request.compression, hub: hub)
+        member.start(leftover: opened.leftover)
+        hub.add(member)
+        return true
+    }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {
@@ -241,16 +252,42 @@ struct KeepOpenHub: ListenMode {
     }
 }
 
-/// `listen -k --exec PROG PORT`: a program per connection, until interrupted.
+/// `listen -k --exec PROG PORT`: a program per connection, until interrupted. A WebSocket
+/// client's program runs on the mode's events (``WebSocketProgram``), unless it runs on a
+/// terminal (--pty: a stream, through a stand-in).
 struct ProgramPerConnection: ListenMode {
     let settings: StreamSettings
     let gate: Gate
     let program: [String]
     let reaper: Reaper
+    /// --ws.
+    var webSocket = false
+    /// TLS: its clients keep queues of their own for their handshakes.
+    var secure = false
+    /// --idle-timeout.
+    var idle: IdleWatch?
+    /// Where WebSocket clients and their programs' sockets run: one queue for all.
+    let queue = EventQueue.make("tincan.programs")
 
     var keepsConnectionAfterPeerEnds: Bool { true }
-    var connectionQueue: DispatchQueue? { nil }
+    /// WebSocket clients, on the mode's queue from the start (their handshakes too); a plain
+    /// connection is the program's own socket.
+    var connectionQueue: DispatchQueue? { webSocket && !secure ? queue : nil }
     var acceptsByWaiting: Bool { false }
+
+    func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool {
+        guard settings.pty == nil else { return false }
+        do throws(CommandError) {
+            try WebSocketProgram.start(
+                program, socket: socket, queue: queue, peer: peer, settings: opened.serving.settings, opened: opened.request, leftover: opened.leftover,
+                stream: settings, idle: idle, finished: { [gate] in gate.closed() })
+        } catch {
+            Refusals.note(.program, "could not serve \(peer): \(error)")
+            socket.disconnect()
+            gate.closed()
+        }
+        return true
+    }
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {

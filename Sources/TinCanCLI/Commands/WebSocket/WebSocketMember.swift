@@ -2,16 +2,18 @@ import Dispatch
 import SocketCore
 
 /// A WebSocket client of a listen mode that runs on events — the hub (`listen -k --ws`, with
-/// --broker and --chat) and `--echo` — after its opening handshake (``WebSocketOpening``): its
+/// --broker and --chat), a program per client (``WebSocketProgram``) and `--echo` — after its
+/// opening handshake (``WebSocketServing/open(_:timeout:peer:done:)``): its
 /// socket is read and written on the mode's queue, and its messages become bytes and bytes
 /// messages through the one WebSocket machine (``WebSocketReceiver``, ``WebSocketSender``).
 /// No thread and no socket pair of its own: an idle client costs its socket and this object.
 ///
-/// To the hub it is a client like a socket (``HubClient``): each message received is its
-/// bytes (a text message and a newline, a binary message as it is), each chunk the hub writes
-/// goes as the framing makes it messages (a text message per line), its close is its end of
-/// stream. Bounded as a socket is: the next raw read waits until the hub has taken what the
-/// last one gave. Under --echo each message goes back as it came, until the peer's close.
+/// To its host (``MemberHost``: the hub, or a program's bridge) it is a client like a socket
+/// (``HubClient``): each message received is its bytes (a text message and a newline, a binary
+/// message as it is), each chunk the host writes goes as the framing makes it messages (a text
+/// message per line), its close is its end of stream. Bounded as a socket is: the next raw read
+/// waits until the host has taken what the last one gave. Under --echo (no host) each message
+/// goes back as it came, until the peer's close.
 final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable {
     // @unchecked Sendable: everything but the constants is touched only on `queue`.
     let socket: AsyncSocket
@@ -25,8 +27,8 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// Bytes of messages received that the hub has not taken yet.
     private var pending: [UInt8] = []
     private var wire: [UInt8] = []
-    /// The hub whose client this is (nil under --echo).
-    private weak var hub: Broker?
+    /// The hub or the program's bridge whose client this is (nil under --echo).
+    private weak var hub: (any MemberHost)?
     /// --echo: each message as it came and as it went back.
     private let tap: CaptureTap?
     /// --echo: the end of the client, once its socket is closed.
@@ -46,10 +48,14 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     private var lastHeard = ContinuousClock.now
     private var pingOut: ContinuousClock.Instant?
     private var pingTimer: (any DispatchSourceTimer)?
+    /// Our close went first: the connection is read on (messages dropped) until the peer's
+    /// close answers it, for at most --close-timeout, so its answer does not meet a closed
+    /// socket (a reset) and the server still closes the connection first (RFC 6455 7.1.1).
+    private var closing: (any DispatchSourceTimer)?
 
     /// A member for `hub`, or under --echo (`hub` nil) one that ends with `finished`.
     init(
-        socket: AsyncSocket, queue: DispatchQueue, peer: String, settings: WebSocketSettings, compression: PerMessageDeflate?, hub: Broker?,
+        socket: AsyncSocket, queue: DispatchQueue, peer: String, settings: WebSocketSettings, compression: PerMessageDeflate?, hub: (any MemberHost)?,
         tap: CaptureTap? = nil, finished: (@Sendable () -> Void)? = nil
     ) {
         self.socket = socket
@@ -97,6 +103,15 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// after the peer's close (or a failure); else reads the socket when bytes are wanted (by
     /// the hub, or always under --echo).
     private func pump() {
+        if closing != nil {
+            pending.removeAll()
+            if receiver.peerClose != nil || failure != nil { return closed() }
+            if !socketReading {
+                socketReading = true
+                socket.readData(maxLength: Self.readSize)
+            }
+            return
+        }
         guard !ended else { return }
         if !pending.isEmpty {
             guard wanted, let hub else { return }
@@ -172,6 +187,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
         pingTimer?.cancel()
         pingTimer = nil
+        closing?.cancel()
         defer { alive = nil }
         if let hub {
             // The hub says why (a write that timed out is its --send-timeout).
@@ -219,6 +235,18 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         socket.write(frames, timeout: timeout, completion: completion)
     }
 
+    /// The host's bytes are over (a program's output ended): what the framing still holds goes
+    /// (a last line without its newline, as a message), then our close, as ``disconnect()``.
+    func finish() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        do throws(TransportError) { try sender.endInput(into: &wire) } catch {
+            flush()
+            Console.note("\(peer): \(error.reason)", level: 1)
+            return close(code: 1011)
+        }
+        close(code: 1000)
+    }
+
     /// The hub drops the client (its end, --idle-timeout, --send-timeout, a failure): our
     /// close (unless the peer's came first, whose echo is out), then the connection, once
     /// what was queued is written. The server closes the connection first (RFC 6455 7.1.1).
@@ -232,6 +260,25 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         pingTimer = nil
         sender.close(code: code, reason: "", at: .now, into: &wire)
         flush()
+        guard closing == nil else { return }
+        // The peer's close came first (ours answers it), or the connection failed: done.
+        guard receiver.peerClose == nil, failure == nil else { return socket.disconnectAfterWriting() }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            Console.note("\(peer): no answer to our WebSocket close within \(EventLog.format(settings.closeTimeout)) (--close-timeout)", level: 1)
+            closed()
+        }
+        closing = timer
+        timer.schedule(deadline: .now() + Self.dispatchInterval(settings.closeTimeout))
+        timer.resume()
+        pump()
+    }
+
+    /// The closing handshake is over (answered, failed or timed out): the connection closes
+    /// once what was queued is written.
+    private func closed() {
+        closing?.cancel()
         socket.disconnectAfterWriting()
     }
 
