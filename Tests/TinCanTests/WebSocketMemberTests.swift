@@ -2,8 +2,8 @@ import Foundation
 import TestSupport
 import XCTest
 
-/// WebSocket clients of the hub (with --broker and --chat), of --echo and of a program per
-/// client are members on the mode's events: no thread and no TCP pair per client. Many idle clients, each opened with
+/// WebSocket clients of the hub (with --broker and --chat), of --echo, of a program per client
+/// and of a relay are members on the mode's events: no thread and no TCP pair per client. Many idle clients, each opened with
 /// its handshake, leave the listener's thread count where one client leaves it (each held
 /// three threads when a stand-in socket and a relay carried it); messages still go both ways,
 /// and every client's close is answered.
@@ -78,11 +78,17 @@ final class WebSocketMemberTests: XCTestCase {
 
     func testIdleClientsOfEveryEventModeCostNoThreadEach() throws {
         let count = 150
-        let modes = [("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"]), ("program", ["-k", "--exec", "/bin/cat"])]
+        // The relay's upstream: a program per connection that sends back what it reads.
+        let (upstream, upstreamPort) = try Tool.listener(["-k", "--exec", "/bin/cat"])
+        defer { upstream.stop() }
+        let modes = [
+            ("hub", ["-k"]), ("broker", ["--broker"]), ("chat", ["--chat"]), ("echo", ["-k", "--echo"]), ("program", ["-k", "--exec", "/bin/cat"]),
+            ("relay", ["-k", "--forward", "127.0.0.1:\(upstreamPort)"]),
+        ]
         for (mode, arguments) in modes {
             let (listener, port) = try Tool.listener(["--ws"] + arguments)
             defer { listener.stop() }
-            let echoes = mode == "echo" || mode == "program"
+            let echoes = ["echo", "program", "relay"].contains(mode)
             let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count), echoes ? "echo" : mode], program: "/usr/bin/env")
             defer { peers.stop() }
             waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }

@@ -379,7 +379,7 @@ final class WebSocketTests: XCTestCase {
         // just before a reset may be dropped by the kernel that meets it: only a prefix.
         XCTAssertTrue("hi\npartial\n\n".hasPrefix(client.stdoutText) || "hipartial\n\n".hasPrefix(client.stdoutText), client.stdoutText)
         XCTAssertTrue(client.stderrText.contains("without a WebSocket close"), client.stderrText)
-        waitUntil("the listener says why") { server.stderrText.contains("the connection behind it was cut: connection reset by peer") }
+        waitUntil("the listener says why") { server.stderrText.contains("cut: reading from upstream 127.0.0.1:\(resetting.port) failed: recv: Connection reset by peer") }
 
         // The client resets: the upstream is reset, not ended.
         let record = FileManager.default.temporaryDirectory.appendingPathComponent("tincan-ws-reset-\(getpid())").path

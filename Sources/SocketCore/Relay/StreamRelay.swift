@@ -113,12 +113,13 @@ public final class StreamRelay: @unchecked Sendable {
         self.init(a, b, names: names, holdFirstEnd: holdFirstEnd, onMove: onMove, tap: tap, filters: (nil, nil), queue: queue, completion: completion)
     }
 
-    /// A relay between two ``AsyncSocket``s as above, whose directions pass through `filters`
+    /// A relay between two ``RelayStream``s (``AsyncSocket``s as above, or a layer over one),
+    /// whose directions pass through `filters`
     /// (a → b, b → a): each may change what is written on and end its direction (an HTTP
     /// proxy's one request and its response: ``HTTPRequestPassing``, ``HTTPResponsePassing``).
     /// `tap` sees what a filter let through.
     package convenience init(
-        _ a: AsyncSocket, _ b: AsyncSocket, names: (String, String), holdFirstEnd: Duration?, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)?,
+        _ a: any RelayStream, _ b: any RelayStream, names: (String, String), holdFirstEnd: Duration?, onMove: (@Sendable (_ forward: Bool, _ count: Int) -> Void)?,
         tap: (@Sendable (_ forward: Bool, _ bytes: ArraySlice<UInt8>) -> String?)?, filters: ((any RelayFilter)?, (any RelayFilter)?),
         queue: DispatchQueue, completion: @escaping @Sendable (Report) -> Void
     ) {

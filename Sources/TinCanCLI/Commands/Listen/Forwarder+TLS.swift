@@ -58,8 +58,10 @@ extension Forwarder {
     /// --forward-tls asks for it, then the bridge joins them. A failure closes both.
     func secureAndBridge(_ client: Client, _ clientSocket: AsyncSocket?, upstream fd: Int32) {
         let name = client.target.description
-        let clientEnd: AsyncSocket
-        if let clientSocket {
+        let clientEnd: any RelayStream
+        if let webSocket = client.webSocket {
+            clientEnd = webSocket
+        } else if let clientSocket {
             clientEnd = clientSocket
         } else {
             do throws(AsyncSocketError) { clientEnd = try Forwarder.socket(client.fd, queue: client.queue) } catch {
@@ -70,7 +72,7 @@ extension Forwarder {
         }
         let upstreamEnd: AsyncSocket
         do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
-            clientEnd.disconnect()
+            clientEnd.relayReset()
             Syscall.close(fd)
             return report("\(client.peer): \(error)", code: nil)
         }
@@ -87,7 +89,7 @@ extension Forwarder {
                     ])
                 bridge(clientEnd, upstreamEnd, client: client)
             case .failure(let error):
-                clientEnd.disconnect()
+                if let webSocket = client.webSocket { webSocket.relayClose() } else { clientEnd.relayReset() }
                 upstreamEnd.disconnect()
                 let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
                 client.log?.emit(
@@ -108,7 +110,7 @@ extension Forwarder {
         return socket
     }
 
-    func bridge(_ clientEnd: AsyncSocket, _ upstreamEnd: AsyncSocket, client: Client) {
+    func bridge(_ clientEnd: any RelayStream, _ upstreamEnd: AsyncSocket, client: Client) {
         let watched = Watched()
         // -o, --hex-dump: from the client is received, to it is sent (as the statistics count).
         let capture = client.capture
@@ -136,9 +138,8 @@ extension Forwarder {
             }
             closed(client, report)
         }
-        if !client.isWebSocketStandIn {
-            watched.token.withLock { $0 = idle?.watch(clientEnd.descriptor, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
-        }
+        // The client's own connection is watched (a WebSocket's frames, pings too, are its life).
+        watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { bridge.cancel(Forwarder.idleReason) } }
         bridge.start()
     }
 }

@@ -152,9 +152,9 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         /// Accepted on the listener's thread: it never had a dispatch source (the relay needs that).
         var descriptor: SourcelessDescriptor
         var fd: Int32 { descriptor.fd }
-        /// The descriptor is a WebSocket client's stand-in (``WebSocketShim``), which keeps its
-        /// `--idle-timeout` on its messages: ``IdleWatch`` leaves it alone.
-        var isWebSocketStandIn = false
+        /// --ws: the client's messages as the relay's first end, once its handshake is done
+        /// (its socket is then the `secured` one each step is given).
+        var webSocket: WebSocketRelayEnd?
         let peer: String
         /// The client's address and the one it reached (for the PROXY header, else nil).
         let source: SocketAddress?
@@ -262,7 +262,10 @@ final class Forwarder: ListenMode, @unchecked Sendable {
     private func unreachable(_ client: Client, _ failure: UpstreamDial.Failure, secured clientSocket: AsyncSocket?) {
         let name = client.target.description
         let error = failure.error
-        if let answer = client.answer {
+        if let webSocket = client.webSocket {
+            // Our close, then the connection: the client hears a clean end, with nothing relayed.
+            webSocket.relayClose()
+        } else if let answer = client.answer {
             // The line in words for the client (an HTTP body), unless it would name the proxies
             // this listener goes through.
             answer.refuse(failure.cause, detail: upstream.dial.proxies == nil ? error.message : nil, client: client.fd, secured: clientSocket)
@@ -288,8 +291,8 @@ final class Forwarder: ListenMode, @unchecked Sendable {
         if let capture = settings.capture {
             // From here on what goes each way is the session's: the early bytes a proxy client
             // sent (an HTTP request's head as forwarded) first.
-            let tap = capture.tap(
-                client: client.peer, ends: Capture.ends(of: client.fd, recorderIsClient: false, layers: clientSocket == nil ? [] : ["the listener's TLS or WebSocket layer"]))
+            let layers = (clientTLS == nil ? [] : ["the listener's TLS"]) + (client.webSocket == nil ? [] : ["WebSocket framing"])
+            let tap = capture.tap(client: client.peer, ends: Capture.ends(of: client.fd, recorderIsClient: false, layers: layers))
             captured.capture = tap
             if let early = client.answer?.leftover, let failure = early.withUnsafeBytes({ tap.record($0, .received) }) {
                 if keepOpen { Capture.fatal(failure) }
@@ -371,9 +374,7 @@ final class Forwarder: ListenMode, @unchecked Sendable {
                 idle?.forget(watched.token.withLock { $0 })
                 closed(client, report)
             }
-            if !client.isWebSocketStandIn {
-                watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { relay.cancel(Forwarder.idleReason) } }
-            }
+            watched.token.withLock { $0 = idle?.watch(client.fd, peer: client.peer) { relay.cancel(Forwarder.idleReason) } }
             relay.start()
         } catch {
             Syscall.close(client.fd)

@@ -6,11 +6,11 @@ import Synchronization
 /// watched TCP connection's TCP_INFO (how long since data last arrived and last left, whoever
 /// moves it: a relay, a program, the hub) and closes one quiet for the limit: shut down both
 /// ways, then the mode's own step (end the program, cancel the relay, drop the client), and -v
-/// names it. Unix connections have no TCP_INFO and are not watched. A WebSocket client of the hub
-/// or --echo (``WebSocketMember``) is watched on its own connection (its frames, pings too);
-/// one that reaches a program or an upstream through a stand-in socket has its limit kept by
-/// ``WebSocketShim`` on its messages (the modes do not give its stand-in here: one clock per
-/// connection).
+/// names it. Unix connections have no TCP_INFO and are not watched. A WebSocket client
+/// (``WebSocketMember``: of the hub, --echo, a program, a relay) is watched on its own
+/// connection (its frames, pings too); one that reaches a terminal through a stand-in socket
+/// has its limit kept by ``WebSocketShim`` on its messages (the modes do not give its stand-in
+/// here: one clock per connection).
 final class IdleWatch: @unchecked Sendable {
     // @unchecked Sendable: `entries`, `nextToken` and `timer` are touched only on `queue`.
     private struct Entry {

@@ -27,8 +27,9 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// Bytes of messages received that the hub has not taken yet.
     private var pending: [UInt8] = []
     private var wire: [UInt8] = []
-    /// The hub or the program's bridge whose client this is (nil under --echo).
-    private weak var hub: (any MemberHost)?
+    /// The hub, the program's bridge or the relay's end whose client this is (nil under
+    /// --echo). Set before ``start(leftover:)``.
+    weak var host: (any MemberHost)?
     /// --echo: each message as it came and as it went back.
     private let tap: CaptureTap?
     /// --echo: the end of the client, once its socket is closed.
@@ -41,6 +42,8 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     private var failure: String?
     /// The client's end was told (to the hub, or said under --echo): nothing more is.
     private var ended = false
+    /// Why it ended, when not by the peer's clean close (set as the host is told).
+    private(set) var endFailure: String?
     /// The member keeps itself alive from its start to its socket's close (the socket holds
     /// its delegate weakly, and --echo keeps no list of its clients).
     private var alive: WebSocketMember?
@@ -65,7 +68,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         let (deflater, inflater) = WebSocketSettings.streams(compression, isClient: false)
         receiver = WebSocketReceiver(settings: settings, isClient: false, inflater: inflater)
         sender = WebSocketSender(settings: settings, isClient: false, deflater: deflater)
-        self.hub = hub
+        host = hub
         self.tap = tap
         self.finished = finished
         alive = self
@@ -114,18 +117,18 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         }
         guard !ended else { return }
         if !pending.isEmpty {
-            guard wanted, let hub else { return }
+            guard wanted, let host else { return }
             wanted = false
             var bytes: [UInt8] = []
             swap(&bytes, &pending)
-            return hub.received(self, bytes[...])
+            return host.received(self, bytes[...])
         }
         if let failure { return end(failure) }
         if receiver.peerClose != nil {
             do throws(TransportError) { try receiver.closeVerdict() } catch { return end(error.reason) }
             return end(nil)
         }
-        if (wanted || hub == nil) && !socketReading {
+        if (wanted || host == nil) && !socketReading {
             socketReading = true
             socket.readData(maxLength: Self.readSize)
         }
@@ -189,9 +192,9 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         pingTimer = nil
         closing?.cancel()
         defer { alive = nil }
-        if let hub {
-            // The hub says why (a write that timed out is its --send-timeout).
-            return hub.disconnected(self, error: error)
+        if let host {
+            // The host says why (a write that timed out is the hub's --send-timeout).
+            return host.disconnected(self, error: error)
         }
         if !ended, let error {
             ended = true
@@ -207,8 +210,9 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     private func end(_ failure: String?) {
         guard !ended else { return }
         ended = true
+        endFailure = failure
         let note = failure.map { "\(peer): \($0)" } ?? receiver.endNote.map { "\(peer): \($0)" } ?? "\(peer): connection closed"
-        if let hub { return hub.ended(self, note: note) }
+        if let host { return host.ended(self, note: note) }
         Console.note(note, level: 1)
         socket.disconnectAfterWriting()
     }
@@ -239,12 +243,28 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// (a last line without its newline, as a message), then our close, as ``disconnect()``.
     func finish() {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard endInput() else { return close(code: 1011) }
+        close(code: 1000)
+    }
+
+    /// The host's bytes are over, the connection left open (a relay passing on its other
+    /// side's end): what the framing still holds, then our close; the peer's messages still
+    /// come to the host until its own close.
+    func sendClose() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let code: UInt16 = endInput() ? 1000 : 1011
+        sender.close(code: code, reason: "", at: .now, into: &wire)
+        flush()
+    }
+
+    /// The framing's last message (a line without its newline); false if it cannot go.
+    private func endInput() -> Bool {
         do throws(TransportError) { try sender.endInput(into: &wire) } catch {
             flush()
             Console.note("\(peer): \(error.reason)", level: 1)
-            return close(code: 1011)
+            return false
         }
-        close(code: 1000)
+        return true
     }
 
     /// The hub drops the client (its end, --idle-timeout, --send-timeout, a failure): our
