@@ -5,10 +5,14 @@ import XCTest
 @testable import SocketCore
 
 /// StreamRelay over real loopback TCP connections: A ⇄ relay ⇄ B, the outer ends driven raw;
-/// every rule over both transports (splice between plain descriptors, and two adopted
-/// AsyncSockets as for TLS; TLS itself in ``StreamRelayTLSTests``).
+/// every rule over each transport (splice between plain descriptors; two adopted AsyncSockets
+/// as for TLS, TLS itself in ``StreamRelayTLSTests``; two bare descriptors on a shared queue's
+/// epoll set, ``PolledStream``, as a program's socket pair end is relayed).
 final class StreamRelayTests: XCTestCase {
-    enum Transport: CaseIterable { case splice, sockets }
+    enum Transport: CaseIterable { case splice, sockets, polled }
+
+    /// The shared queue (one epoll set) the polled ends run on.
+    private static let shared = try! AsyncSocket.sharedQueue(label: "relay.polled")
 
     private func relay(_ transport: Transport, _ a: Int32, _ b: Int32, hold: Duration? = nil) throws -> (Locked<StreamRelay.Report?>, DispatchSemaphore) {
         let report = Locked<StreamRelay.Report?>(nil)
@@ -24,6 +28,14 @@ final class StreamRelayTests: XCTestCase {
             try StreamRelay(SourcelessDescriptor(a), SourcelessDescriptor(b), holdFirstEnd: hold, queue: queue, completion: completion).start()
         case .sockets:
             StreamRelay(try end(a), try end(b), holdFirstEnd: hold, queue: queue, completion: completion).start()
+        case .polled:
+            let queue = Self.shared
+            let first = try XCTUnwrap(PolledStream(fd: a, isSocket: true, queue: queue))
+            let second = try XCTUnwrap(PolledStream(fd: b, isSocket: true, queue: queue))
+            StreamRelay(
+                first, second, names: ("the first socket", "the second socket"), holdFirstEnd: hold, onMove: nil, tap: nil, filters: (nil, nil), queue: queue,
+                completion: completion
+            ).start()
         }
         return (report, done)
     }

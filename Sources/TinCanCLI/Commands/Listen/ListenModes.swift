@@ -278,9 +278,7 @@ struct ProgramPerConnection: ListenMode {
     func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool {
         guard settings.pty == nil else { return false }
         do throws(CommandError) {
-            try WebSocketProgram.start(
-                program, socket: socket, queue: queue, peer: peer, settings: opened.serving.settings, opened: opened.request, leftover: opened.leftover,
-                stream: settings, idle: idle, finished: { [gate] in gate.closed() })
+            try WebSocketProgram.start(program, socket: socket, queue: queue, peer: peer, opened: opened, stream: settings, idle: idle) { [gate] in gate.closed() }
         } catch {
             Refusals.note(.program, "could not serve \(peer): \(error)")
             socket.disconnect()

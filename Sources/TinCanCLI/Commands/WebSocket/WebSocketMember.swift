@@ -51,10 +51,12 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     private var lastHeard = ContinuousClock.now
     private var pingOut: ContinuousClock.Instant?
     private var pingTimer: (any DispatchSourceTimer)?
-    /// Our close went first: the connection is read on (messages dropped) until the peer's
-    /// close answers it, for at most --close-timeout, so its answer does not meet a closed
-    /// socket (a reset) and the server still closes the connection first (RFC 6455 7.1.1).
-    private var closing: (any DispatchSourceTimer)?
+    /// Our close went first: the connection is read on until the peer's close answers it, for
+    /// at most --close-timeout of its silence, so its answer does not meet a closed socket (a
+    /// reset) and the server still closes the connection first (RFC 6455 7.1.1). `drops`: the
+    /// messages that come meanwhile are dropped (the host is done with the client); else they
+    /// still reach the host (a relay whose other side ended first).
+    private var closing: (timer: any DispatchSourceTimer, since: ContinuousClock.Instant, drops: Bool)?
 
     /// A member for `hub`, or under --echo (`hub` nil) one that ends with `finished`.
     init(
@@ -88,6 +90,9 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
 
     var clientAddress: SocketAddress? { socket.clientAddress }
 
+    /// Our close has gone (ours, or the answer to the peer's): no message can follow it.
+    var closeSent: Bool { sender.closeSent }
+
     /// --idle-timeout watches the connection itself: its frames, pings included, are its life.
     var watchedDescriptor: Int32? { socket.descriptor }
 
@@ -106,7 +111,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// after the peer's close (or a failure); else reads the socket when bytes are wanted (by
     /// the hub, or always under --echo).
     private func pump() {
-        if closing != nil {
+        if let closing, closing.drops {
             pending.removeAll()
             if receiver.peerClose != nil || failure != nil { return closed() }
             if !socketReading {
@@ -190,7 +195,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     func socketDidDisconnect(_ sock: AsyncSocket, withError error: AsyncSocketError?) {
         pingTimer?.cancel()
         pingTimer = nil
-        closing?.cancel()
+        closing?.timer.cancel()
         defer { alive = nil }
         if let host {
             // The host says why (a write that timed out is the hub's --send-timeout).
@@ -255,6 +260,8 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         let code: UInt16 = endInput() ? 1000 : 1011
         sender.close(code: code, reason: "", at: .now, into: &wire)
         flush()
+        guard receiver.peerClose == nil, failure == nil else { return }
+        awaitClose(drops: false)
     }
 
     /// The framing's last message (a line without its newline); false if it cannot go.
@@ -280,25 +287,47 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         pingTimer = nil
         sender.close(code: code, reason: "", at: .now, into: &wire)
         flush()
-        guard closing == nil else { return }
         // The peer's close came first (ours answers it), or the connection failed: done.
-        guard receiver.peerClose == nil, failure == nil else { return socket.disconnectAfterWriting() }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            Console.note("\(peer): no answer to our WebSocket close within \(EventLog.format(settings.closeTimeout)) (--close-timeout)", level: 1)
-            closed()
+        guard receiver.peerClose == nil, failure == nil else { return closed() }
+        awaitClose(drops: true)
+    }
+
+    /// Waits for the peer's close after ours (see ``closing``).
+    private func awaitClose(drops: Bool) {
+        if closing != nil {
+            closing!.drops = closing!.drops || drops
+            return pump()
         }
-        closing = timer
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [weak self] in self?.closeDue() }
+        closing = (timer, .now, drops)
         timer.schedule(deadline: .now() + Self.dispatchInterval(settings.closeTimeout))
         timer.resume()
+        pump()
+    }
+
+    /// --close-timeout: a peer still sending is still answering; one silent for the limit
+    /// since our close is gone.
+    private func closeDue() {
+        guard let closing, receiver.peerClose == nil, failure == nil else { return }
+        let silent = ContinuousClock.now - max(closing.since, lastHeard)
+        let limit = settings.closeTimeout
+        if silent < limit {
+            return closing.timer.schedule(deadline: .now() + Self.dispatchInterval(limit - silent))
+        }
+        let line = "no answer to our WebSocket close within \(EventLog.format(limit)) (--close-timeout)"
+        if closing.drops {
+            Console.note("\(peer): \(line)", level: 1)
+            return closed()
+        }
+        failure = line
         pump()
     }
 
     /// The closing handshake is over (answered, failed or timed out): the connection closes
     /// once what was queued is written.
     private func closed() {
-        closing?.cancel()
+        closing?.timer.cancel()
         socket.disconnectAfterWriting()
     }
 

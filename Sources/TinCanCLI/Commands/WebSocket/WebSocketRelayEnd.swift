@@ -1,13 +1,14 @@
 import Dispatch
 import SocketCore
 
-/// A WebSocket client as one end of a relay (``RelayStream``), for `listen --ws --forward`: a
-/// ``WebSocketMember`` on the relay's queue whose messages are the bytes read (a binary message
-/// as it is, a text message and a newline) and whose writes go as messages (binary, as
-/// websockify sends them). Its end of stream is the peer's close; a breach of the protocol or
-/// a connection that ends without a close is a failure (the relay cuts the other side). The
-/// relay's half-close is our close, the peer's messages still read until its own; its reset is
-/// the connection's end without a close. No thread, no socket pair: one member and this object.
+/// A WebSocket client as one end of a relay (``RelayStream``), for `listen --ws --forward` and a
+/// program per client (``WebSocketProgram``): a ``WebSocketMember`` on the relay's queue whose
+/// messages are the bytes read (a binary message as it is, a text message and a newline) and
+/// whose writes go as the framing makes them messages (binary to a relay, as websockify sends
+/// them; a text message per line to a program). Its end of stream is the peer's close; a
+/// breach of the protocol or a connection that ends without a close is a failure (the relay
+/// cuts the other side). The relay's half-close is our close, the peer's messages still read
+/// until its own (within --close-timeout); its reset is the connection's end without a close. No thread, no socket pair: one member and this object.
 final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
     // @unchecked Sendable: everything but the constants is touched only on `queue`.
     private let queue: DispatchQueue
@@ -42,6 +43,8 @@ final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
 
     func relayWrite(_ bytes: [UInt8], _ done: @escaping @Sendable (String?) -> Void) {
         queue.async { [self] in
+            // After a close no message may go (RFC 6455 5.5.1): the relay hears why, once.
+            guard !member.closeSent else { return done("the WebSocket is closed, so \(bytes.count) bytes cannot be sent") }
             member.write(bytes, timeout: nil) { outcome in
                 if case .failure(let error) = outcome { done("\(error)") } else { done(nil) }
             }
