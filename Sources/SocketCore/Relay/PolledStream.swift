@@ -66,7 +66,7 @@ package final class PolledStream: RelayStream, @unchecked Sendable {
         }
         let outcome = withUnsafeTemporaryAllocation(byteCount: maxLength, alignment: 16) { buffer -> Result<[UInt8]?, SystemError> in
             Result { () throws(SystemError) -> [UInt8]? in
-                guard let count = try Syscall.read(fd, into: buffer) else { return nil }
+                guard let count = try isSocket ? Syscall.receive(fd, into: buffer) : Syscall.read(fd, into: buffer) else { return nil }
                 return Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             }
         }

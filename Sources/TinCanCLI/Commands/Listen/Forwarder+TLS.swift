@@ -70,6 +70,10 @@ extension Forwarder {
                 return report("\(client.peer): \(error)", code: nil)
             }
         }
+        if upstream.tls == nil, let plain = PolledStream(fd: fd, isSocket: true, queue: client.queue) {
+            // A plain upstream is a bare descriptor in the queue's epoll set: no socket object.
+            return bridge(clientEnd, plain, client: client)
+        }
         let upstreamEnd: AsyncSocket
         do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
             clientEnd.relayReset()
@@ -110,7 +114,7 @@ extension Forwarder {
         return socket
     }
 
-    func bridge(_ clientEnd: any RelayStream, _ upstreamEnd: AsyncSocket, client: Client) {
+    func bridge(_ clientEnd: any RelayStream, _ upstreamEnd: any RelayStream, client: Client) {
         let watched = Watched()
         // -o, --hex-dump: from the client is received, to it is sent (as the statistics count).
         let capture = client.capture
