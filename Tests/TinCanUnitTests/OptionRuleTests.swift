@@ -56,6 +56,8 @@ final class OptionRuleTests: XCTestCase {
         XCTAssertEqual(verdict("connect --tls --ca x h 443"), "ok")
         XCTAssertEqual(verdict("tls --ca x h 443"), "ok")
         XCTAssertEqual(verdict("connect --parallel 5 h 80"), "--parallel needs -z")
+        XCTAssertEqual(verdict("connect --proxy socks5h://p:1080 --unix /s"), "a proxy connects to a host and port: not with --unix")
+        XCTAssertEqual(verdict("connect -x p:1080 --unix /s"), "a proxy connects to a host and port: not with --unix")
         XCTAssertEqual(verdict("connect --pty h 80"), "--pty runs the program of --exec or --sh-exec on a terminal: give the program (e.g. --exec '/bin/bash -i')")
         XCTAssertEqual(verdict("listen --pty-size 80x24 9"), "--pty-size sets the terminal of --pty: add --pty")
         XCTAssertEqual(verdict("listen --forward-ca x --forward h:1 9"), "--forward-ca needs --forward-tls")

@@ -60,9 +60,6 @@ struct ConnectCommand {
         let targetHost: String? = if case .tcp(let host, _) = target { host } else { nil }
         // A connection handed over needs no proxy (ALL_PROXY is not for it).
         (proxies, proxyNote) = inherited != nil ? (nil, nil) : try ProxyChoice.choose(args, host: targetHost, environment: Syscall.environment)
-        if proxies != nil && targetHost == nil && (args.has(.proxy) || args.has(.proxyAddress)) {
-            throw UsageError("a proxy connects to a host and port: not with --unix", command: name)
-        }
         // Many proxies (microsocks among them) close both directions when the client half-closes,
         // dropping the reply on its way: hold the half-close as TLS holds its close_notify.
         // A WebSocket has no half-close: our close ends the peer's sending too (most servers

@@ -67,6 +67,7 @@ extension OptionTable {
         .exclusive([.preferIPv4, .preferIPv6]),
         .forbids([.unix, .proxy, .proxyAddress, .source, .interface, .retry, .connectTimeout], when: .given(.fd), "%o is for a connection tincan makes: not with --fd"),
         .forbids([.raw, .fd, .showCert], when: .given(.reconnect), "--reconnect relays stdin over connections it makes: not with %o"),
+        .forbids([.proxy, .proxyAddress], when: .given(.unix), "a proxy connects to a host and port: not with %w"),
     ]
 
     /// This terminal as the remote program's, and STARTTLS: connect and tls.
