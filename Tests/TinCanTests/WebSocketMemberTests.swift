@@ -59,23 +59,6 @@ final class WebSocketMemberTests: XCTestCase {
         print('closed %d' % closed, flush=True)
         """#
 
-    private func threads(of pid: Int32) -> Int {
-        let line = procText("/proc/\(pid)/status").split(separator: "\n").first { $0.hasPrefix("Threads:") }
-        return Int(line?.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "") ?? -1
-    }
-
-    /// The threads `pid` holds once those that served a burst (of handshakes, of announcements)
-    /// have gone, as dispatch lets idle ones go: at most 10 s for the count to fall under 30.
-    private func threadsOnceSettled(_ pid: Int32) -> Int {
-        var held = threads(of: pid)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while held >= 30 && ContinuousClock.now < deadline {
-            usleep(50_000)
-            held = threads(of: pid)
-        }
-        return held
-    }
-
     func testIdleClientsOfEveryEventModeCostNoThreadEach() throws {
         let count = 150
         // The relay's upstream: a program per connection that sends back what it reads.

@@ -280,7 +280,7 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
 }
 
 /// Where a ``WebSocketMember`` reports what its client sent and how it ended: the hub, or a
-/// program's bridge (``WebSocketProgram``). Every call comes on the member's queue.
+/// relay's end (``WebSocketRelayEnd``). Every call comes on the member's queue.
 protocol MemberHost: AnyObject, Sendable {
     /// Bytes `client` sent; the host asks for more with ``HubClient/readNext()``.
     func received(_ client: any HubClient, _ data: ArraySlice<UInt8>)

@@ -252,9 +252,10 @@ struct KeepOpenHub: ListenMode {
     }
 }
 
-/// `listen -k --exec PROG PORT`: a program per connection, until interrupted. A WebSocket
-/// client's program runs on the mode's events (``WebSocketProgram``), unless it runs on a
-/// terminal (--pty: a stream, through a stand-in).
+/// `listen -k --exec PROG PORT`: a program per connection, until interrupted: on the plain
+/// connection itself, or on the mode's events through a relay (``ProgramRelay``: TLS, a
+/// WebSocket, a capture), or on a terminal (--pty: a relay on threads; a WebSocket client
+/// through a stand-in).
 struct ProgramPerConnection: ListenMode {
     let settings: StreamSettings
     let gate: Gate
@@ -278,7 +279,10 @@ struct ProgramPerConnection: ListenMode {
     func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool {
         guard settings.pty == nil else { return false }
         do throws(CommandError) {
-            try WebSocketProgram.start(program, socket: socket, queue: queue, peer: peer, opened: opened, stream: settings, idle: idle) { [gate] in gate.closed() }
+            let client = WebSocketRelayEnd(socket: socket, queue: queue, peer: peer, opened: opened)
+            try ProgramRelay.start(
+                program, client: client, watched: socket.descriptor, layers: ["WebSocket framing"], queue: queue, peer: peer, stream: settings, idle: idle
+            ) { [gate] in gate.closed() }
         } catch {
             Refusals.note(.program, "could not serve \(peer): \(error)")
             socket.disconnect()
@@ -289,7 +293,7 @@ struct ProgramPerConnection: ListenMode {
 
     func admitted(_ socket: AsyncSocket, peer: String, secured: Result<SecuredConnection, HandshakeFailure>) {
         switch secured {
-        case .success: reaper.spawn(program, on: socket)
+        case .success(let done): reaper.spawn(program, on: socket, tls: done.info, queue: queue)
         case .failure(let failure):
             failure.note()
             gate.closed()

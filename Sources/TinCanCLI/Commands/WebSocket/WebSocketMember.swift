@@ -2,13 +2,14 @@ import Dispatch
 import SocketCore
 
 /// A WebSocket client of a listen mode that runs on events — the hub (`listen -k --ws`, with
-/// --broker and --chat), a program per client (``WebSocketProgram``) and `--echo` — after its
-/// opening handshake (``WebSocketServing/open(_:timeout:peer:done:)``): its
-/// socket is read and written on the mode's queue, and its messages become bytes and bytes
-/// messages through the one WebSocket machine (``WebSocketReceiver``, ``WebSocketSender``).
-/// No thread and no socket pair of its own: an idle client costs its socket and this object.
+/// --broker and --chat), a relay (``WebSocketRelayEnd``: to a program per client, to an
+/// upstream) and `--echo` — after its opening handshake
+/// (``WebSocketServing/open(_:timeout:peer:done:)``): its socket is read and written on the
+/// mode's queue, and its messages become bytes and bytes messages through the one WebSocket
+/// machine (``WebSocketReceiver``, ``WebSocketSender``). No thread and no socket pair of its
+/// own: an idle client costs its socket and this object.
 ///
-/// To its host (``MemberHost``: the hub, or a program's bridge) it is a client like a socket
+/// To its host (``MemberHost``: the hub, or a relay's end) it is a client like a socket
 /// (``HubClient``): each message received is its bytes (a text message and a newline, a binary
 /// message as it is), each chunk the host writes goes as the framing makes it messages (a text
 /// message per line), its close is its end of stream. Bounded as a socket is: the next raw read

@@ -2,7 +2,7 @@ import Dispatch
 import SocketCore
 
 /// A WebSocket client as one end of a relay (``RelayStream``), for `listen --ws --forward` and a
-/// program per client (``WebSocketProgram``): a ``WebSocketMember`` on the relay's queue whose
+/// program per client (``ProgramRelay``): a ``WebSocketMember`` on the relay's queue whose
 /// messages are the bytes read (a binary message as it is, a text message and a newline) and
 /// whose writes go as the framing makes them messages (binary to a relay, as websockify sends
 /// them; a text message per line to a program). Its end of stream is the peer's close; a

@@ -2,33 +2,31 @@ import Dispatch
 import Glibc
 import SocketCore
 
-/// `listen -k --ws --exec PROG` (and `--sh-exec`): a program per WebSocket client, carried on
-/// the mode's events. The program's stdin and stdout are one end of a Unix socket pair (as
-/// socat's EXEC and inetd give a program its socket); a ``StreamRelay`` on the mode's queue
-/// joins the other end (a ``PolledStream``) to the client's messages (a
-/// ``WebSocketRelayEnd``). No thread and no TCP pair of its own: an idle client costs its
-/// socket, the pair, the relay and the program.
+/// `listen -k --exec PROG` (and `--sh-exec`) for a client whose bytes cannot simply be the
+/// program's own socket — TLS, a WebSocket, a capture, bytes read ahead — carried on the mode's
+/// events. The program's stdin and stdout are one end of a Unix socket pair (as socat's EXEC
+/// and inetd give a program its socket); a ``StreamRelay`` on the mode's shared queue joins the
+/// other end (a ``PolledStream``) to the client's end: its ``AsyncSocket`` (TLS, a capture, read
+/// ahead) or its messages (``WebSocketRelayEnd``). No thread and no TCP pair of its own: an idle
+/// client costs its socket, the pair, the relay and the program.
 ///
-/// Each message's bytes go to the program (a text message and a newline, a binary message as
-/// it is), each chunk the program writes goes back as the framing makes it messages (a text
-/// message per line). One chunk in flight each way. Endings are the relay's, as a relay's
-/// between two sockets:
-/// - the program's output ends (it exited, or closed its stdout): the last line it left goes,
-///   then our close (code 1000); the client's messages still reach the program until the
-///   client's close answers (within --close-timeout);
-/// - the client's close: the program's stdin ends (it sees end of file); what it writes after
-///   that cannot be sent (a WebSocket sends nothing after its close), which cuts the relay: the
-///   program's socket is closed under it (EPIPE), said at -v;
+/// Endings are the relay's, as between two sockets:
+/// - the program's output ends (it exited, or closed its stdout): the client's stream ends
+///   (TLS: close_notify, then the half-close; WebSocket: the last line it left, then our close)
+///   and what the client still sends reaches the program until its own end;
+/// - the client's end: the program's stdin ends (it sees end of file) and its later output
+///   still goes to the client — but not after a WebSocket's close, which cuts the relay (the
+///   program's socket closed under it: EPIPE), said at -v;
 /// - a failure either side cuts both; --idle-timeout shuts the connection down (``IdleWatch``)
 ///   and sends the program SIGTERM.
 /// Its room under --max-conns is free once both the program has exited and the relay is over.
-enum WebSocketProgram {
-    /// Starts `command` for the client on `socket` (its handshake `opened`), on `queue` (a
-    /// shared queue: the socket's delegate queue from now on). `finished` runs once the
-    /// program has exited and the relay is over. Throws (the socket untouched) when no socket
-    /// pair or program can be had.
+enum ProgramRelay {
+    /// Starts `command` for the client whose end is `client` (its connection `watched` for
+    /// --idle-timeout and named in the capture, `layers` the ones removed before it), on `queue`
+    /// (a shared queue). `finished` runs once the program has exited and the relay is over.
+    /// Throws (the client untouched) when no socket pair or program can be had.
     static func start(
-        _ command: [String], socket: AsyncSocket, queue: DispatchQueue, peer: String, opened: WebSocketOpened, stream: StreamSettings,
+        _ command: [String], client: any RelayStream, watched: Int32, layers: [String], queue: DispatchQueue, peer: String, stream: StreamSettings,
         idle: IdleWatch?, finished: @escaping @Sendable () -> Void
     ) throws(CommandError) {
         let ours: Int32
@@ -53,8 +51,7 @@ enum WebSocketProgram {
                 throw CommandError("\(peer): \(error)")
             }
         }
-        let capture = stream.capture?.tap(client: peer, ends: Capture.ends(of: socket.descriptor, recorderIsClient: false, layers: ["WebSocket framing"]))
-        let client = WebSocketRelayEnd(socket: socket, queue: queue, peer: peer, opened: opened)
+        let capture = stream.capture?.tap(client: peer, ends: Capture.ends(of: watched, recorderIsClient: false, layers: layers))
         let over = Locked((exited: false, relayed: false))
         @Sendable func done(_ step: (inout (exited: Bool, relayed: Bool)) -> Void) {
             let both = over.withLock { state -> Bool in
@@ -71,18 +68,18 @@ enum WebSocketProgram {
                 return nil
             }
         }
-        let watched = Forwarder.Watched()
+        let token = Forwarder.Watched()
         let relay = StreamRelay(
             client, program, names: ("the client \(peer)", "its program"), holdFirstEnd: nil, onMove: Forwarder.count, tap: tap, filters: (nil, nil),
             queue: queue
         ) { report in
-            idle?.forget(watched.token.withLock { $0 })
+            idle?.forget(token.token.withLock { $0 })
             capture?.close()
             if let failure = report.failure { Console.note("\(peer): \(failure)", level: 1) }
             done { $0.relayed = true }
         }
-        watched.token.withLock {
-            $0 = idle?.watch(socket.descriptor, peer: peer) {
+        token.token.withLock {
+            $0 = idle?.watch(watched, peer: peer) {
                 relay.cancel(Forwarder.idleReason)
                 kill(pid, SIGTERM)
             }
