@@ -65,12 +65,8 @@ final class ProgramRelayTests: XCTestCase {
         ] {
             let (listener, port) = try Tool.listener(["-k", "--exec", "/bin/cat"] + arguments)
             defer { listener.stop() }
-            let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count)] + ca, program: "/usr/bin/env")
+            let peers = try openIdleClients(Self.clients, of: listener, port: port, count: count, arguments: ca, mode: mode)
             defer { peers.stop() }
-            waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }
-            XCTAssertTrue(peers.stdoutText.hasPrefix("open\n"), "\(mode): \(peers.stderrText)")
-            let held = threadsOnceSettled(listener.process.processIdentifier)
-            XCTAssertLessThan(held, 30, "\(mode): \(count) idle clients of a program each hold \(held) threads")
             peers.send("go\n")
             waitUntil("\(mode): the line comes back") { peers.stdoutText.contains("echoed: hello from the last\n") }
             peers.send("close\n")

@@ -72,12 +72,8 @@ final class WebSocketMemberTests: XCTestCase {
             let (listener, port) = try Tool.listener(["--ws"] + arguments)
             defer { listener.stop() }
             let echoes = ["echo", "program", "relay"].contains(mode)
-            let peers = try Tool(["python3", "-u", "-c", Self.clients, String(port), String(count), echoes ? "echo" : mode], program: "/usr/bin/env")
+            let peers = try openIdleClients(Self.clients, of: listener, port: port, count: count, arguments: [echoes ? "echo" : mode], mode: mode)
             defer { peers.stop() }
-            waitUntil("\(mode): \(count) clients open", timeout: .seconds(30)) { peers.stdoutText.hasPrefix("open\n") || !peers.process.isRunning }
-            XCTAssertTrue(peers.stdoutText.hasPrefix("open\n"), "\(mode): \(peers.stderrText)")
-            let held = threadsOnceSettled(listener.process.processIdentifier)
-            XCTAssertLessThan(held, 30, "\(mode): \(count) idle WebSocket clients hold \(held) threads")
             peers.send("go\n")
             if echoes {
                 waitUntil("\(mode): the message comes back") { peers.stdoutText.contains("echoed: hello from the last\n") }
