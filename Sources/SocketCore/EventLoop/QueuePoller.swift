@@ -305,3 +305,12 @@ struct TimerHeap {
         for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
     }
 }
+
+extension DispatchQueue {
+    /// Runs `body` at once when the caller already runs on this queue and it is a shared one
+    /// (``QueuePoller``: its events' handlers call in this way); else queues it. Saves a hop per
+    /// call for the ends of a relay that lives on the queue.
+    package func runOrQueue(_ body: @escaping @Sendable () -> Void) {
+        if QueuePoller.isRunning(on: self) { body() } else { async(execute: body) }
+    }
+}

@@ -32,9 +32,7 @@ package final class PolledStream: RelayStream, @unchecked Sendable {
         self.poller = poller
     }
 
-    private func onQueue(_ body: @escaping @Sendable () -> Void) {
-        if QueuePoller.isRunning(on: poller.queue) { body() } else { poller.queue.async(execute: body) }
-    }
+    private func onQueue(_ body: @escaping @Sendable () -> Void) { poller.queue.runOrQueue(body) }
 
     /// The watcher, made on first need (its handlers hold the stream weakly).
     private func watch(read: Bool? = nil, write: Bool? = nil) {

@@ -259,6 +259,17 @@ final class CaptureTap: Sendable {
         return failure
     }
 
+    /// A ``StreamRelay``'s tap into this capture: from the client (the relay's first end) is
+    /// received, to it is sent. A write that fails cuts the relay with its reason, or with
+    /// `fatal` (a listener of many connections, as the hub does) ends the run.
+    func relayTap(fatal: Bool) -> @Sendable (Bool, ArraySlice<UInt8>) -> String? {
+        { [self] forward, bytes in
+            let failure = bytes.withUnsafeBytes { record($0, forward ? .received : .sent) }
+            if let failure, fatal { Capture.fatal(failure) }
+            return failure
+        }
+    }
+
     /// Why the session must end for its capture, if it must.
     var failure: String? { state.withLock { $0.failure } }
 

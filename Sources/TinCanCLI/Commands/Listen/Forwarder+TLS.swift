@@ -76,7 +76,7 @@ extension Forwarder {
         }
         let upstreamEnd: AsyncSocket
         do throws(AsyncSocketError) { upstreamEnd = try Forwarder.socket(fd, queue: client.queue) } catch {
-            clientEnd.relayReset()
+            clientEnd.relayClose()
             Syscall.close(fd)
             return report("\(client.peer): \(error)", code: nil)
         }
@@ -93,7 +93,7 @@ extension Forwarder {
                     ])
                 bridge(clientEnd, upstreamEnd, client: client)
             case .failure(let error):
-                if let webSocket = client.webSocket { webSocket.relayClose() } else { clientEnd.relayReset() }
+                clientEnd.relayClose()  // nothing relayed: a plain close (a WebSocket's close)
                 upstreamEnd.disconnect()
                 let explained = TLSOptions.explain(error, peer: "upstream \(name)", optionPrefix: "forward-")
                 client.log?.emit(
@@ -118,15 +118,7 @@ extension Forwarder {
         let watched = Watched()
         // -o, --hex-dump: from the client is received, to it is sent (as the statistics count).
         let capture = client.capture
-        let keepOpen = keepOpen
-        var tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
-        if let capture {
-            tap = { forward, bytes in
-                let failure = bytes.withUnsafeBytes { raw -> String? in capture.record(raw, forward ? .received : .sent) }
-                if let failure, keepOpen { Capture.fatal(failure) }  // a listener of many ends, as the hub does
-                return failure
-            }
-        }
+        let tap = capture?.relayTap(fatal: keepOpen)
         // An HTTP request passed on to its origin: that request, its response, and no more.
         let request = client.forwarding.map(HTTPRequestPassing.init)
         let bridge = StreamRelay(

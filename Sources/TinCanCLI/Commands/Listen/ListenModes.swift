@@ -216,7 +216,7 @@ struct KeepOpenHub: ListenMode {
     /// The hub takes a WebSocket client as a member on its events.
     func serveWebSocket(_ socket: AsyncSocket, opened: WebSocketOpened, peer: String) -> Bool {
         let member = WebSocketMember(
-            socket: socket, queue: hub.queue, peer: peer, settings: opened.serving.settings, compression: opened.request.compression, hub: hub)
+            socket: socket, queue: hub.queue, peer: peer, settings: opened.serving.settings, compression: opened.request.compression, host: hub)
         member.start(leftover: opened.leftover)
         hub.add(member)
         return true

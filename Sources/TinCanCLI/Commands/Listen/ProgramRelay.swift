@@ -60,17 +60,10 @@ enum ProgramRelay {
             }
             if both { finished() }
         }
-        var tap: (@Sendable (Bool, ArraySlice<UInt8>) -> String?)?
-        if let capture {
-            tap = { forward, bytes in
-                let failure = bytes.withUnsafeBytes { capture.record($0, forward ? .received : .sent) }
-                if let failure { Capture.fatal(failure) }  // a listener of many ends, as the hub does
-                return nil
-            }
-        }
         let token = Forwarder.Watched()
         let relay = StreamRelay(
-            client, program, names: ("the client \(peer)", "its program"), holdFirstEnd: nil, onMove: Forwarder.count, tap: tap, filters: (nil, nil),
+            client, program, names: ("the client \(peer)", "its program"), holdFirstEnd: nil, onMove: Forwarder.count,
+            tap: capture?.relayTap(fatal: true), filters: (nil, nil),
             queue: queue
         ) { report in
             idle?.forget(token.token.withLock { $0 })

@@ -28,8 +28,8 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// Bytes of messages received that the hub has not taken yet.
     private var pending: [UInt8] = []
     private var wire: [UInt8] = []
-    /// The hub, the program's bridge or the relay's end whose client this is (nil under
-    /// --echo). Set before ``start(leftover:)``.
+    /// The hub or the relay's end whose client this is (nil under --echo). Set before
+    /// ``start(leftover:)``.
     weak var host: (any MemberHost)?
     /// --echo: each message as it came and as it went back.
     private let tap: CaptureTap?
@@ -59,9 +59,9 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     /// still reach the host (a relay whose other side ended first).
     private var closing: (timer: any DispatchSourceTimer, since: ContinuousClock.Instant, drops: Bool)?
 
-    /// A member for `hub`, or under --echo (`hub` nil) one that ends with `finished`.
+    /// A member for `host`, or under --echo (`host` nil) one that ends with `finished`.
     init(
-        socket: AsyncSocket, queue: DispatchQueue, peer: String, settings: WebSocketSettings, compression: PerMessageDeflate?, hub: (any MemberHost)?,
+        socket: AsyncSocket, queue: DispatchQueue, peer: String, settings: WebSocketSettings, compression: PerMessageDeflate?, host: (any MemberHost)?,
         tap: CaptureTap? = nil, finished: (@Sendable () -> Void)? = nil
     ) {
         self.socket = socket
@@ -71,7 +71,7 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         let (deflater, inflater) = WebSocketSettings.streams(compression, isClient: false)
         receiver = WebSocketReceiver(settings: settings, isClient: false, inflater: inflater)
         sender = WebSocketSender(settings: settings, isClient: false, deflater: deflater)
-        host = hub
+        self.host = host
         self.tap = tap
         self.finished = finished
         alive = self
@@ -245,22 +245,12 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
         socket.write(frames, timeout: timeout, completion: completion)
     }
 
-    /// The host's bytes are over (a program's output ended): what the framing still holds goes
-    /// (a last line without its newline, as a message), then our close, as ``disconnect()``.
-    func finish() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard endInput() else { return close(code: 1011) }
-        close(code: 1000)
-    }
-
     /// The host's bytes are over, the connection left open (a relay passing on its other
     /// side's end): what the framing still holds, then our close; the peer's messages still
     /// come to the host until its own close.
     func sendClose() {
         dispatchPrecondition(condition: .onQueue(queue))
-        let code: UInt16 = endInput() ? 1000 : 1011
-        sender.close(code: code, reason: "", at: .now, into: &wire)
-        flush()
+        sendOurClose(code: endInput() ? 1000 : 1011)
         guard receiver.peerClose == nil, failure == nil else { return }
         awaitClose(drops: false)
     }
@@ -284,13 +274,18 @@ final class WebSocketMember: HubClient, AsyncSocketDelegate, @unchecked Sendable
     }
 
     private func close(code: UInt16) {
+        sendOurClose(code: code)
+        // The peer's close came first (ours answers it), or the connection failed: done.
+        guard receiver.peerClose == nil, failure == nil else { return closed() }
+        awaitClose(drops: true)
+    }
+
+    /// Our close (once: the sender keeps it from going twice), and no more pings.
+    private func sendOurClose(code: UInt16) {
         pingTimer?.cancel()
         pingTimer = nil
         sender.close(code: code, reason: "", at: .now, into: &wire)
         flush()
-        // The peer's close came first (ours answers it), or the connection failed: done.
-        guard receiver.peerClose == nil, failure == nil else { return closed() }
-        awaitClose(drops: true)
     }
 
     /// Waits for the peer's close after ours (see ``closing``).

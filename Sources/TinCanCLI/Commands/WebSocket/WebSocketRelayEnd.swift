@@ -23,7 +23,7 @@ final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
     init(socket: AsyncSocket, queue: DispatchQueue, peer: String, opened: WebSocketOpened) {
         self.queue = queue
         member = WebSocketMember(
-            socket: socket, queue: queue, peer: peer, settings: opened.serving.settings, compression: opened.request.compression, hub: nil)
+            socket: socket, queue: queue, peer: peer, settings: opened.serving.settings, compression: opened.request.compression, host: nil)
         member.host = self
         member.start(leftover: opened.leftover)
     }
@@ -34,7 +34,7 @@ final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
     // MARK: RelayStream
 
     func relayRead(maxLength: Int, _ done: @escaping @Sendable (RelayRead) -> Void) {
-        queue.async { [self] in
+        queue.runOrQueue { [self] in
             if let end { return done(end) }
             reader = done
             member.readNext()
@@ -42,7 +42,7 @@ final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
     }
 
     func relayWrite(_ bytes: [UInt8], _ done: @escaping @Sendable (String?) -> Void) {
-        queue.async { [self] in
+        queue.runOrQueue { [self] in
             // After a close no message may go (RFC 6455 5.5.1): the relay hears why, once.
             guard !member.closeSent else { return done("the WebSocket is closed, so \(bytes.count) bytes cannot be sent") }
             member.write(bytes, timeout: nil) { outcome in
@@ -51,12 +51,12 @@ final class WebSocketRelayEnd: MemberHost, RelayStream, @unchecked Sendable {
         }
     }
 
-    func relayShutdownWrite() { queue.async { [self] in member.sendClose() } }
+    func relayShutdownWrite() { queue.runOrQueue { [self] in member.sendClose() } }
     /// A WebSocket has no reset of its own: the connection ends without our close (what was
     /// written before still goes, so a client keeps the bytes that came before the cut), which
     /// a client sees as an abnormal closure (1006).
     func relayReset() { member.socket.disconnectAfterWriting() }
-    func relayClose() { queue.async { [self] in member.disconnect() } }
+    func relayClose() { queue.runOrQueue { [self] in member.disconnect() } }
 
     // MARK: MemberHost
 

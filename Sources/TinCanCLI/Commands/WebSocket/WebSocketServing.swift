@@ -180,7 +180,7 @@ struct WebSocketEchoServer: ListenMode {
                     return gate.closed()
                 }
                 let member = WebSocketMember(
-                    socket: socket, queue: queue, peer: peer, settings: serving.settings, compression: request.compression, hub: nil, tap: tap,
+                    socket: socket, queue: queue, peer: peer, settings: serving.settings, compression: request.compression, host: nil, tap: tap,
                     finished: { gate.closed() })
                 member.start(leftover: leftover)
             }
