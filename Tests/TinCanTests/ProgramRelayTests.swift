@@ -79,4 +79,82 @@ final class ProgramRelayTests: XCTestCase {
         // Each way, in the hex dump's text column: what the last client sent and what came back.
         XCTAssertEqual(dump.components(separatedBy: "|hello from the l|").count - 1, 2, "both ways in the capture: \(dump.suffix(2000))")
     }
+
+    /// The client's end comes first and the program answers 2.5 s later: the answer arrives
+    /// whole, then the end (TLS: after the client's close_notify and half-close; WebSocket:
+    /// stdin's end, the client's close held while the program may still answer).
+    func testTheProgramAnswersLongAfterTheClientsEnd() throws {
+        let late = ["--sh-exec", "read l; sleep 2.5; echo \"late $l\""]
+        let (tls, tlsPort) = try Tool.listener(["-k", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key")] + late)
+        defer { tls.stop() }
+        // Memory BIOs: python's unwrap would wait for the listener's close_notify and refuse the
+        // answer that comes before it; here our close_notify goes, then the half-close, and
+        // what comes after is read to the end.
+        let endsFirst = #"""
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[2]); context.check_hostname = False
+            raw = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            tls = context.wrap_bio(incoming, outgoing, server_hostname='localhost')
+            raw.settimeout(20)
+            def flush():
+                data = outgoing.read()
+                if data: raw.sendall(data)
+            def pump():
+                chunk = raw.recv(65536)
+                if chunk: incoming.write(chunk)
+                else: incoming.write_eof()
+                return bool(chunk)
+            while True:
+                try: tls.do_handshake(); break
+                except ssl.SSLWantReadError: flush(); pump()
+            flush()
+            tls.write(b'question\n'); flush()
+            try: tls.unwrap()  # our close_notify goes; theirs has not come
+            except ssl.SSLWantReadError: pass
+            flush(); raw.shutdown(socket.SHUT_WR)
+            got = b''
+            while True:
+                try:
+                    got += tls.read(65536)
+                except ssl.SSLWantReadError:
+                    if not pump(): break
+                except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+            print(repr(got))
+            """#
+        let r = try Tool.run(["python3", "-c", endsFirst, String(tlsPort), certs.path("ca.pem")], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 0, r.err + tls.stderrText)
+        XCTAssertEqual(r.out, "b'late question\\n'\n", "the answer after the client's end, whole: \(tls.stderrText)")
+
+        let (ws, wsPort) = try Tool.listener(["-k", "--ws"] + late)
+        defer { ws.stop() }
+        let client = try Tool.run(["ws", "ws://127.0.0.1:\(wsPort)/"], input: "question\n")
+        XCTAssertEqual(client.status, 0, client.err + ws.stderrText)
+        XCTAssertEqual(client.out, "late question\n")
+    }
+
+    /// A TLS client that resets mid-session: its program sees its end and exits, and its place
+    /// under --max-conns 1 is free for the next client, which is served.
+    func testAClientsResetEndsItsProgramAndFreesItsPlace() throws {
+        let (listener, port) = try Tool.listener(
+            ["-k", "-vv", "--max-conns", "1", "--tls", "--cert", certs.path("server.pem"), "--key", certs.path("server.key"), "--exec", "/bin/cat"])
+        defer { listener.stop() }
+        let resetting = #"""
+            import socket, ssl, struct, sys
+            context = ssl.create_default_context(cafile=sys.argv[2]); context.check_hostname = False
+            raw = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+            s = context.wrap_socket(raw, server_hostname='localhost')
+            s.settimeout(20)
+            s.sendall(b'first\n'); assert s.recv(100) == b'first\n'
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+            s.close()  # no close_notify, and a reset
+            """#
+        let reset = try Tool.run(["python3", "-c", resetting, String(port), certs.path("ca.pem")], input: "", program: "/usr/bin/env")
+        XCTAssertEqual(reset.status, 0, reset.err)
+        waitUntil("the program of the client that reset exits") { listener.stderrText.contains("program for 127.0.0.1:") }
+        let next = try Tool.run(["tls", "-q", "1s", "--ca", certs.path("ca.pem"), "--servername", "localhost", "127.0.0.1", String(port)], input: "second\n")
+        XCTAssertEqual(next.status, 0, next.err + listener.stderrText)
+        XCTAssertEqual(next.out, "second\n", "the next client is served: \(listener.stderrText)")
+    }
 }
