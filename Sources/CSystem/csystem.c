@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
@@ -29,6 +30,10 @@ long csystem_splice(int in, int out, unsigned long length) {
 
 long csystem_splice_nonblocking(int in, int out, unsigned long length) {
     return (long)splice(in, NULL, out, NULL, length, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
+
+int csystem_enter_network_namespace(int fd) {
+    return setns(fd, CLONE_NEWNET);
 }
 
 int csystem_unsent_bytes(int fd) {

@@ -39,13 +39,38 @@ extension Syscall {
         }
     }
 
-    /// A new non-blocking, close-on-exec socket. If `configure` throws, the socket is closed.
+    /// A new non-blocking, close-on-exec socket. An Internet socket is opened as the run's
+    /// ``SocketProfile`` says (its namespace, Multipath TCP) and takes its options. If
+    /// `configure` throws, the socket is closed.
     package static func socket(
         _ family: SocketAddress.Family, _ type: SocketType,
         configure: (Int32) throws(SystemError) -> Void = { _ throws(SystemError) in }
     ) throws(SystemError) -> Int32 {
         let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        let fd = try retrying("socket") { Glibc.socket(domain(family), type.raw | flags, 0) }
+        let profile = family == .unix ? nil : SocketProfile.current.withLock { $0.isEmpty ? nil : $0 }
+        guard let profile else {
+            let fd = try retrying("socket") { Glibc.socket(domain(family), type.raw | flags, 0) }
+            return try configured(fd, configure)
+        }
+        let proto = profile.protocolNumber(type)
+        let fd = try profile.inside(profile.namespace) { () throws(SystemError) -> Int32 in
+            do throws(SystemError) {
+                return try retrying("socket") { Glibc.socket(domain(family), type.raw | flags, proto) }
+            } catch {
+                guard proto != 0, [EPROTONOSUPPORT, ENOPROTOOPT, EINVAL, EAFNOSUPPORT].contains(error.errno) else { throw error }
+                throw SystemError.refused(
+                    "socket", "IPPROTO_MPTCP", errno: error.errno,
+                    "the kernel refused a Multipath TCP socket (\(error.lowercaseReason); is net.mptcp.enabled 0?): run without --mptcp")
+            }
+        }
+        return try configured(fd) { (fd) throws(SystemError) in
+            try profile.apply(to: fd, family, type)
+            try configure(fd)
+        }
+    }
+
+    /// `fd` once `configure` has run on it; closed if it threw.
+    private static func configured(_ fd: Int32, _ configure: (Int32) throws(SystemError) -> Void) throws(SystemError) -> Int32 {
         do {
             try configure(fd)
         } catch {

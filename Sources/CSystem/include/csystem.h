@@ -17,6 +17,9 @@ long csystem_splice(int in, int out, unsigned long length);
 /// splice(2) that never waits (SPLICE_F_NONBLOCK): EAGAIN when either end would block.
 long csystem_splice_nonblocking(int in, int out, unsigned long length);
 
+/// setns(2) into the network namespace open on `fd`. Returns 0 or -1 with errno set.
+int csystem_enter_network_namespace(int fd);
+
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);
 

@@ -38,6 +38,7 @@ public enum CLI {
                 Console.verbosity.store(parsed.count(.verbose), ordering: .relaxed)
                 Statistics.atExit.store(parsed.has(.stats), ordering: .relaxed)
                 EventLog.start(parsed)
+                try SocketOptions.install(parsed)
                 // --replay-list: the capture's conversations, before any HOST or PORT is read.
                 if try !ReplayPlan.listIfAsked(parsed) { try parsed.command.run(parsed) }
             }

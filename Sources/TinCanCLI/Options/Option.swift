@@ -34,6 +34,7 @@ public enum Option: String, CaseIterable, Sendable {
     case forceProgress = "force-progress"
     case fd
     case header
+    case fastopen
     case format
     case forward
     case forwardAlpn = "forward-alpn"
@@ -73,12 +74,14 @@ public enum Option: String, CaseIterable, Sendable {
     case key
     case keylog
     case lines
+    case mark
     case maxConns = "max-conns"
     case maxPendingPerSource = "max-pending-per-source"
     case maxSize = "max-size"
     case maxMessage = "max-message"
     case message
     case noDeflate = "no-deflate"
+    case netns
     case noProxy = "no-proxy"
     case noShutdown = "no-shutdown"
     case noWindowSize = "no-window-size"
@@ -90,6 +93,7 @@ public enum Option: String, CaseIterable, Sendable {
     case pin
     case psk
     case pskIdentity = "psk-identity"
+    case mptcp
     case mtu
     case pingInterval = "ping-interval"
     case pingTimeout = "ping-timeout"
@@ -117,12 +121,14 @@ public enum Option: String, CaseIterable, Sendable {
     case reconnect
     case rcvbuf
     case requireClientCert = "require-client-cert"
+    case reuseport
     case retry
     case retryDelay = "retry-delay"
     case send
     case servername
     case shExec = "sh-exec"
     case showCert = "show-cert"
+    case sockopt
     case socks5
     case stats
     case stdioSocket = "stdio-socket"
@@ -136,6 +142,7 @@ public enum Option: String, CaseIterable, Sendable {
     case tlsMax = "tls-max"
     case tlsMin = "tls-min"
     case tos
+    case transparent
     case ttl
     case udp
     case unix

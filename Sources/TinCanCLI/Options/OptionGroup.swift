@@ -14,7 +14,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
         switch option {
         case .ipv4, .ipv6, .preferIPv4, .preferIPv6, .attemptDelay, .udp, .unix, .wait, .connectTimeout, .source, .interface, .keepOpen, .maxConns, .maxPendingPerSource, .allow,
             .deny,
-            .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket:
+            .zeroIo, .parallel, .broadcast, .ttl, .dscp, .tos, .keepalive, .userTimeout, .handshakeTimeout, .retry, .retryDelay, .reconnect, .fd, .stdioSocket,
+            .netns, .mark, .sockopt, .reuseport, .mptcp, .fastopen, .transparent:
             .connection
         case .proxy, .proxyUser, .noProxy, .proxyAddress, .proxyType, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey, .forward, .forwardUnix, .forwardTls, .forwardServername,
             .forwardCa, .forwardInsecure, .forwardPin, .forwardRetry, .forwardAlpn, .forwardCert, .forwardKey, .proxyProtocol, .acceptProxyProtocol, .proxyProtocolFrom, .broker,

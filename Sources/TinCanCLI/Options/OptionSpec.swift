@@ -32,6 +32,8 @@ public enum ValueKind: Sendable, Equatable {
     case escapeCharacter
     /// `HOST:PORT` or `[IPv6]:PORT`, the port a number or a service name.
     case hostAndPort
+    /// `LEVEL:NAME=VALUE`, a setsockopt(2) with an integer value.
+    case socketOption
 }
 
 /// One option in the table. Help, man pages and completions are generated from these.

@@ -5,7 +5,7 @@ extension OptionTable {
     static let connectDatagramMode: Set<Option> = Set<Option>([
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
         .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
-    ]).union(datagramTLSClient)
+    ]).union(datagramTLSClient).union(datagramSocketOptions.subtracting([.reuseport]))
 
     /// DTLS as a client: what connect -u takes with --tls.
     static let datagramTLSClient: Set<Option> = [
@@ -18,7 +18,7 @@ extension OptionTable {
         .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
         // DTLS, and the relay of each peer (plain UDP or DTLS upstream).
         .tls, .cert, .key, .ca, .requireClientCert, .handshakeTimeout, .keylog, .ciphers, .curves, .alpn, .psk, .pskIdentity, .mtu, .forward, .forwardTls,
-    ]).union(forwardTLSOnly)
+    ]).union(forwardTLSOnly).union(datagramSocketOptions)
 
     /// The client's TLS options, which connect takes only with --tls.
     static let tlsClientOnly: [Option] = [
@@ -115,11 +115,11 @@ extension OptionTable {
             .forbids([.output, .hexDump, .pcap, .replay], when: .given(.zeroIo), "%o is for a session's bytes; -z only probes ports: not with -z"),
             .needs([.lines, .stripNewline, .chunk, .whole, .format, .maxSize], .given(.udp), "%o is for datagrams: add -u"),
             .needs(tlsClientOnly, .given(.tls), "%o needs --tls"),
-        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules
+        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules + socketRules
 
-    static let tlsRules: [OptionRule] = familyRules + streamRules + clientRules + terminalRules
+    static let tlsRules: [OptionRule] = familyRules + streamRules + clientRules + terminalRules + socketRules
 
-    static let wsRules: [OptionRule] = familyRules + streamRules + clientRules + webSocketRules(when: .always)
+    static let wsRules: [OptionRule] = familyRules + streamRules + clientRules + webSocketRules(when: .always) + socketRules
 
     static let listenRules: [OptionRule] =
         familyRules + [
@@ -186,15 +186,15 @@ extension OptionTable {
             .needs(
                 [.sendTimeout], .all([.anyOf(.keepOpen, .broker, .chat), .noneOf(.exec, .shExec, .forward, .forwardUnix)]),
                 "--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)"),
-        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules
+        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules
 
     static let udpSendRules: [OptionRule] =
         familyRules + [
             .forbids([.ipv4, .ipv6, .broadcast, .ttl, .interface, .source], when: .given(.unix), "%o is for IP: not with --unix"),
             .forbids([.message, .lines, .chunk, .whole], when: .anyOf(.send, .expect), "--send and --expect replace stdin: not with %o"),
-        ] + framingRules(also: [.message], when: .always) + datagramCaptureRules
+        ] + framingRules(also: [.message], when: .always) + datagramCaptureRules + socketRules
 
-    static let udpRecvRules: [OptionRule] = familyRules + [.forbids([.ipv4, .ipv6], when: .given(.unix), "%o is for IP: not with --unix")] + datagramCaptureRules
+    static let udpRecvRules: [OptionRule] = familyRules + [.forbids([.ipv4, .ipv6], when: .given(.unix), "%o is for IP: not with --unix")] + datagramCaptureRules + socketRules
 
     /// --pcap's file options on the datagram commands.
     static let datagramCaptureRules: [OptionRule] = [.needs([.appendOutput, .captureBestEffort], .given(.pcap), "%o is for a capture: give --pcap FILE")]

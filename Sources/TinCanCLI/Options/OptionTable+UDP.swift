@@ -81,7 +81,7 @@ extension OptionTable {
             OptionSpec(
                 .waitReply, short: "W", value: .duration, valueName: "DURATION", default: "none",
                 help: "Print replies, waiting up to DURATION after the last datagram or reply; exit code 3 if none came."),
-        ] + marking("each datagram") + datagramOutput + datagramCapture + probing,
+        ] + marking("each datagram") + socketOptions(tcp: false, binds: false) + datagramOutput + datagramCapture + probing,
         examples: [
             ("echo 'deploy.count:1|c' | tincan udp-send 127.0.0.1 8125", "Send a StatsD counter."),
             ("tincan udp-send --send 'ping' --expect '^pong' 127.0.0.1 7", "A request/response check: exit 6 unless a reply matches."),
@@ -118,7 +118,7 @@ extension OptionTable {
             OptionSpec(
                 .unix, short: "U", value: .path, valueName: "PATH",
                 help: "Receive on a Unix datagram socket at PATH (or @NAME, abstract) instead of a port; the socket file is removed on exit.")
-        ] + datagramOutput + datagramCapture + receiving + marking("the --echo replies"),
+        ] + datagramOutput + datagramCapture + receiving + marking("the --echo replies") + socketOptions(tcp: false, binds: true),
         examples: [
             ("tincan udp-recv 8125", "Print StatsD traffic."),
             ("tincan udp-recv -v -f json -n 1 -t 5s 127.0.0.1 9999", "Wait at most 5 s for one datagram and print it as JSON."),
@@ -152,7 +152,7 @@ extension OptionTable {
             OptionSpec(
                 .source, value: .text, valueName: "ADDR[,ADDR...]", repeatable: true,
                 help: "Hear only these senders (source-specific multicast)."),
-        ] + datagramOutput + datagramCapture + receiving + marking("the --echo replies"),
+        ] + datagramOutput + datagramCapture + receiving + marking("the --echo replies") + socketOptions(tcp: false, binds: true),
         examples: [
             ("tincan join-group --interface eth0 239.1.2.3 5000", "Print what is sent to a group."),
             ("tincan join-group -v --source 198.18.0.7 232.1.1.1 5000", "Hear one sender only (SSM)."),

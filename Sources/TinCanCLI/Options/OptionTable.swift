@@ -341,7 +341,8 @@ public enum OptionTable {
             datagram, each reply on stdout.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)") + proxying + stream
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)")
+            + socketOptions(tcp: true, binds: false) + proxying + stream
             + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + replaying + [
                 OptionSpec(
                     .zeroIo, short: "z",
@@ -484,6 +485,7 @@ public enum OptionTable {
         ]
             + marking(
                 "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
+            + socketOptions(tcp: true, binds: true, listen: true)
             + programs(each: "for each connection") + [
                 OptionSpec(
                     .forward, value: .hostAndPort, valueName: "HOST:PORT",
@@ -655,7 +657,8 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + proxying + stream.filter { $0.name != .unix } + tlsClient
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + socketOptions(tcp: true, binds: false) + proxying
+            + stream.filter { $0.name != .unix } + tlsClient
             + tlsControls + probing + replaying + rawTerminal,
         examples: [
             ("tincan tls example.org 443 </dev/null", "Show the session and certificate chain of a server."),

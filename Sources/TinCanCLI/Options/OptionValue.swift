@@ -18,6 +18,7 @@ public enum OptionValue: Sendable {
     case escape(UInt8?)
     /// A host (a name or a numeric address, without brackets) and a port.
     case endpoint(host: String, port: UInt16)
+    case socketOption(SocketOptionSetting)
 }
 
 /// One value as given on the line, and decoded.
@@ -90,6 +91,8 @@ extension Parser {
         case .hostAndPort:
             let (host, port) = try Target.hostAndPort([value], command: spec.name)
             return .endpoint(host: host, port: port)
+        case .socketOption:
+            do { return .socketOption(try SocketOptionSetting.parse(value)) } catch { throw fail("\(name) \(value): \(error.message)") }
         }
     }
 }

@@ -43,6 +43,10 @@ public struct ParsedArguments: Sendable {
     public func keepalive(_ option: Option) -> Keepalive? { if case .keepalive(let k)? = decoded(option) { k } else { nil } }
     /// An integer option's value.
     public func integer(_ option: Option) -> Int? { if case .integer(let n)? = decoded(option) { n } else { nil } }
+    /// Every `--sockopt` given, in order.
+    public func socketOptions(_ option: Option) -> [SocketOptionSetting] {
+        (values[option] ?? []).compactMap { if case .socketOption(let setting) = $0.value { setting } else { nil } }
+    }
     /// Every CIDR block of a CIDR-list option, from every time it was given.
     public func cidrs(_ option: Option) -> [CIDR] {
         var blocks: [CIDR] = []

@@ -101,6 +101,9 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
         connectionQueue.withLock { $0 }
     }
 
+    /// --transparent: name the address each connection was for.
+    private let transparent = SocketProfile.current.withLock { $0.transparent }
+
     /// A connection ended: room for another.
     func closed() { active.subtract(1, ordering: .relaxed) }
 
@@ -121,7 +124,9 @@ final class Gate: AsyncSocketDelegate, @unchecked Sendable {
             Refusals.note(.limit, "refused connection from \(name): --max-conns \(limit) reached")
             return false
         }
-        Console.note("connection from \(name)", level: 1)
+        // --transparent: the address the client dialled, which a TPROXY rule diverted here.
+        let destination = transparent ? Syscall.localAddress(fd).map { " for \($0)" } ?? "" : ""
+        Console.note("connection from \(name)\(destination)", level: 1)
         Statistics.connections.add(1, ordering: .relaxed)
         if !settings.liveness.isEmpty && (via.map { !$0.isUnix } ?? (peer != nil)) { settings.liveness.apply(to: fd) }
         return true
