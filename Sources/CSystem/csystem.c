@@ -36,6 +36,20 @@ int csystem_enter_network_namespace(int fd) {
     return setns(fd, CLONE_NEWNET);
 }
 
+int csystem_terminal_exclusive(int fd) {
+    return ioctl(fd, TIOCEXCL);
+}
+
+int csystem_modem_lines(int fd) {
+    int bits = 0;
+    if (ioctl(fd, TIOCMGET, &bits) != 0) return -1;
+    return bits;
+}
+
+int csystem_set_modem_lines(int fd, int bits, int on) {
+    return ioctl(fd, on ? TIOCMBIS : TIOCMBIC, &bits);
+}
+
 int csystem_unsent_bytes(int fd) {
     int count = 0;
     return ioctl(fd, SIOCOUTQ, &count) == -1 ? -1 : count;

@@ -20,6 +20,13 @@ long csystem_splice_nonblocking(int in, int out, unsigned long length);
 /// setns(2) into the network namespace open on `fd`. Returns 0 or -1 with errno set.
 int csystem_enter_network_namespace(int fd);
 
+/// TIOCEXCL: no further open(2) of the terminal `fd` (but by root). Returns 0 or -1.
+int csystem_terminal_exclusive(int fd);
+/// TIOCMGET: the modem lines of the terminal `fd` (TIOCM_* bits), or -1 with errno set.
+int csystem_modem_lines(int fd);
+/// TIOCMBIS (`on` non-zero) or TIOCMBIC: raises or drops the modem lines in `bits`. 0 or -1.
+int csystem_set_modem_lines(int fd, int bits, int on);
+
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);
 

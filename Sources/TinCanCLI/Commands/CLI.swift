@@ -39,6 +39,7 @@ public enum CLI {
                 Statistics.atExit.store(parsed.has(.stats), ordering: .relaxed)
                 EventLog.start(parsed)
                 try SocketOptions.install(parsed)
+                try DeviceEnd.open(parsed)
                 // --replay-list: the capture's conversations, before any HOST or PORT is read.
                 if try !ReplayPlan.listIfAsked(parsed) { try parsed.command.run(parsed) }
             }

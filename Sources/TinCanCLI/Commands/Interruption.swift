@@ -25,6 +25,8 @@ enum Interruption {
     }
 
     private static let cleanups = Locked<[Int: @Sendable () -> Void]>([:])
+    /// Run on every way out (``atEveryExit(_:)``), in the order registered.
+    private static let finalizers = Locked<[@Sendable () -> Void]>([])
     /// Called at each SIGWINCH (``onWindowChange(_:)``).
     private static let windowChanges = Locked<[@Sendable () -> Void]>([])
     private static let nextID = Locked(0)
@@ -43,6 +45,21 @@ enum Interruption {
         cleanups.withLock { $0[id] = cleanup }
         startReader()
         return Handle(id: id)
+    }
+
+    /// Registers `finalizer` to run however the run ends: its own end, a failure from any
+    /// thread, or a signal (whose reader this starts). For what must be put back whatever
+    /// happens: a serial line's settings, a lock file, a link.
+    static func atEveryExit(_ finalizer: @escaping @Sendable () -> Void) {
+        finalizers.withLock { $0.append(finalizer) }
+        startReader()
+    }
+
+    private static func runFinalizers() {
+        for finalizer in finalizers.withLock({ list in
+            defer { list = [] }
+            return list
+        }) { finalizer() }
     }
 
     /// Calls `handler` on the signal thread each time the terminal's window size changes
@@ -92,6 +109,7 @@ enum Interruption {
                     }
                     for cleanup in cleanups.withLock({ Array($0.values) }) { cleanup() }
                     Children.shared.terminateAll()
+                    runFinalizers()
                     Glibc.exit(128 + number)
                 }
             }
@@ -105,6 +123,7 @@ enum Interruption {
             Console.error(line)
             for cleanup in cleanups.withLock({ Array($0.values) }) { cleanup() }
             Children.shared.terminateAll()
+            runFinalizers()
             Glibc.exit(ExitCode.failure.rawValue)
         }
     }
@@ -116,13 +135,18 @@ enum Interruption {
     /// Ends the process with `code`, unless a signal's cleanup is under way: then that ends it,
     /// with 128 + the signal.
     static func exit(_ code: Int32) -> Never {
-        exitLock.withLock { _ in Glibc.exit(code) }
+        exitLock.withLock { _ in
+            runFinalizers()
+            Glibc.exit(code)
+        }
     }
 
     /// For commands with nothing to clean up and no program started, until a session starts:
     /// SIGINT, SIGTERM and SIGHUP end the process with 128 + the signal number, SIGUSR1 is
     /// ignored. Plain handlers, so no thread starts for them.
     static func exitOnSignal() {
+        // Once the reader runs, what it must do at a signal (cleanups, finalizers) stays.
+        guard reader.withLock({ $0 }) == nil else { return }
         for number in ending { Syscall.exitOnSignal(number) }
         Syscall.ignore(SIGUSR1)
     }

@@ -8,6 +8,7 @@ public enum Option: String, CaseIterable, Sendable {
     case allowDest = "allow-dest"
     case attemptDelay = "attempt-delay"
     case alpn
+    case baud
     case binary
     case broadcast
     case broker
@@ -23,6 +24,7 @@ public enum Option: String, CaseIterable, Sendable {
     case count
     case crlf
     case curves
+    case dataBits = "data-bits"
     case deny
     case denyDest = "deny-dest"
     case dscp
@@ -35,6 +37,7 @@ public enum Option: String, CaseIterable, Sendable {
     case fd
     case header
     case fastopen
+    case flow
     case format
     case forward
     case forwardAlpn = "forward-alpn"
@@ -88,6 +91,7 @@ public enum Option: String, CaseIterable, Sendable {
     case open
     case origin
     case output
+    case parity
     case pcap
     case parallel
     case pin
@@ -114,6 +118,7 @@ public enum Option: String, CaseIterable, Sendable {
     case proxyType = "proxy-type"
     case proxyUser = "proxy-user"
     case pty
+    case ptyLink = "pty-link"
     case ptySize = "pty-size"
     case ptyTerm = "pty-term"
     case quitAfterEof = "quit-after-eof"
@@ -125,6 +130,7 @@ public enum Option: String, CaseIterable, Sendable {
     case retry
     case retryDelay = "retry-delay"
     case send
+    case serial
     case servername
     case shExec = "sh-exec"
     case showCert = "show-cert"
@@ -135,6 +141,7 @@ public enum Option: String, CaseIterable, Sendable {
     case source
     case starttls
     case xmpphost
+    case stopBits = "stop-bits"
     case stripNewline = "strip-newline"
     case timeout
     case timing

@@ -5,7 +5,7 @@ extension OptionTable {
     static let connectDatagramMode: Set<Option> = Set<Option>([
         .help, .verbose, .ipv4, .ipv6, .udp, .wait, .quitAfterEof, .idleTimeout, .source, .interface, .unix,
         .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
-    ]).union(datagramTLSClient).union(datagramSocketOptions.subtracting([.reuseport]))
+    ]).union(datagramTLSClient).union(datagramSocketOptions.subtracting([.reuseport])).union(deviceOptions)
 
     /// DTLS as a client: what connect -u takes with --tls.
     static let datagramTLSClient: Set<Option> = [
@@ -18,7 +18,7 @@ extension OptionTable {
         .idleTimeout, .quitAfterEof, .unix, .lines, .stripNewline, .chunk, .whole, .format, .maxSize, .dscp, .tos, .stats, .pcap, .appendOutput, .captureBestEffort,
         // DTLS, and the relay of each peer (plain UDP or DTLS upstream).
         .tls, .cert, .key, .ca, .requireClientCert, .handshakeTimeout, .keylog, .ciphers, .curves, .alpn, .psk, .pskIdentity, .mtu, .forward, .forwardTls,
-    ]).union(forwardTLSOnly).union(datagramSocketOptions)
+    ]).union(forwardTLSOnly).union(datagramSocketOptions).union(deviceOptions)
 
     /// The client's TLS options, which connect takes only with --tls.
     static let tlsClientOnly: [Option] = [
@@ -115,11 +115,11 @@ extension OptionTable {
             .forbids([.output, .hexDump, .pcap, .replay], when: .given(.zeroIo), "%o is for a session's bytes; -z only probes ports: not with -z"),
             .needs([.lines, .stripNewline, .chunk, .whole, .format, .maxSize], .given(.udp), "%o is for datagrams: add -u"),
             .needs(tlsClientOnly, .given(.tls), "%o needs --tls"),
-        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules + socketRules
+        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules + socketRules + deviceRules
 
-    static let tlsRules: [OptionRule] = familyRules + streamRules + clientRules + terminalRules + socketRules
+    static let tlsRules: [OptionRule] = familyRules + streamRules + clientRules + terminalRules + socketRules + deviceRules
 
-    static let wsRules: [OptionRule] = familyRules + streamRules + clientRules + webSocketRules(when: .always) + socketRules
+    static let wsRules: [OptionRule] = familyRules + streamRules + clientRules + webSocketRules(when: .always) + socketRules + deviceRules
 
     static let listenRules: [OptionRule] =
         familyRules + [
@@ -186,7 +186,7 @@ extension OptionTable {
             .needs(
                 [.sendTimeout], .all([.anyOf(.keepOpen, .broker, .chat), .noneOf(.exec, .shExec, .forward, .forwardUnix)]),
                 "--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)"),
-        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules
+        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules + deviceRules
 
     static let udpSendRules: [OptionRule] =
         familyRules + [

@@ -59,7 +59,7 @@ extension OptionTable {
                 help: "ws://HOST[:PORT][/PATH][?QUERY] or wss://...; USER:PASSWORD@ before HOST sends Basic credentials. ws+unix:///run/app.sock:/PATH connects to a Unix socket.",
                 optional: false)
         ],
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + socketOptions(tcp: true, binds: false) + proxying
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + socketOptions(tcp: true, binds: false) + devices + proxying
             + stream.filter { $0.name != .crlf }
             + tlsClient.filter { $0.name != .starttls && $0.name != .xmpphost } + tlsControls + probing + replaying + webSocketSession + [
                 OptionSpec(.chunk, value: .integer(1...(1 << 30)), valueName: "BYTES", help: "With --binary: messages of BYTES each from stdin (the last may be shorter)."),

@@ -342,7 +342,7 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)")
-            + socketOptions(tcp: true, binds: false) + proxying + stream
+            + socketOptions(tcp: true, binds: false) + devices + proxying + stream
             + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + replaying + [
                 OptionSpec(
                     .zeroIo, short: "z",
@@ -485,7 +485,7 @@ public enum OptionTable {
         ]
             + marking(
                 "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
-            + socketOptions(tcp: true, binds: true, listen: true)
+            + socketOptions(tcp: true, binds: true, listen: true) + devices
             + programs(each: "for each connection") + [
                 OptionSpec(
                     .forward, value: .hostAndPort, valueName: "HOST:PORT",
@@ -657,7 +657,7 @@ public enum OptionTable {
             never falls back to plaintext.
             """,
         positionals: hostAndPort,
-        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + socketOptions(tcp: true, binds: false) + proxying
+        options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets, from the SYN on") + socketOptions(tcp: true, binds: false) + devices + proxying
             + stream.filter { $0.name != .unix } + tlsClient
             + tlsControls + probing + replaying + rawTerminal,
         examples: [

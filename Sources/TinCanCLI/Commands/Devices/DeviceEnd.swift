@@ -1,0 +1,147 @@
+import Glibc
+import SocketCore
+
+/// The device opener: `--serial DEVICE` or `--pty-link PATH` as the run's local end. The device
+/// is opened and set up before the command starts and installed as its stdin and stdout, so
+/// every road that serves stdio (connect's relay, listen's one client, the `-k` hub shared by
+/// every client, TLS and WebSocket, the datagram modes) serves the device with every layer it
+/// has; what the device needs put back (its line settings, its lock file, a link) is put back
+/// on every way out (``Interruption/atEveryExit(_:)``).
+enum DeviceEnd {
+    /// Opens the device the arguments name, if any, as stdin and stdout.
+    static func open(_ args: ParsedArguments) throws {
+        if let path = args.value(.serial) {
+            try SerialDevice.open(path, line: line(args))
+        } else if let path = args.value(.ptyLink) {
+            try PseudoTerminalLink.open(at: path)
+        }
+    }
+
+    /// The line settings given (each nil leaves the line's own).
+    static func line(_ args: ParsedArguments) -> SerialLine {
+        SerialLine(
+            baud: args.value(.baud).flatMap { Int($0) }, dataBits: args.value(.dataBits).flatMap { Int($0) },
+            parity: args.value(.parity).flatMap(SerialLine.Parity.init(rawValue:)), stopBits: args.value(.stopBits).flatMap { Int($0) },
+            flow: args.value(.flow).flatMap(SerialLine.Flow.init(rawValue:)))
+    }
+
+    /// `115200 8N1, flow none`.
+    static func describe(_ line: SerialLine) -> String {
+        let parity = line.parity.map { String($0.rawValue.prefix(1)).uppercased() } ?? "?"
+        return "\(line.baud.map(String.init) ?? "?") \(line.dataBits.map(String.init) ?? "?")\(parity)\(line.stopBits.map(String.init) ?? "?"), flow \(line.flow?.rawValue ?? "?")"
+    }
+}
+
+/// `--serial DEVICE`: the line opened exclusively, locked, set raw with the settings given, and
+/// put back as it was at the end.
+enum SerialDevice {
+    static func open(_ path: String, line: SerialLine) throws {
+        let fd: Int32
+        do throws(SystemError) { fd = try Syscall.openTerminalDevice(path) } catch {
+            throw CommandError("--serial \(path): cannot open it: \(error.lowercaseReason)")
+        }
+        defer { close(fd) }  // the stdin and stdout copies keep it open
+        let lock = try LockFile.take(for: path)
+        do throws(SystemError) {
+            try Syscall.takeExclusively(fd, path)
+        } catch {
+            lock?.release()
+            throw CommandError("--serial \(path): \(error.lowercaseReason); tincan opens a line only when no one else has it")
+        }
+        guard let saved = Syscall.terminalModes(fd) else {
+            lock?.release()
+            throw CommandError("--serial \(path): cannot read the line's settings")
+        }
+        do throws(SystemError) {
+            try Syscall.setLine(fd, line.applied(to: saved))
+            try Syscall.becomeStandardInputAndOutput(fd)
+        } catch {
+            lock?.release()
+            throw CommandError("--serial \(path): cannot set the line: \(error.lowercaseReason)")
+        }
+        Interruption.atEveryExit {
+            try? Syscall.setLine(0, saved)
+            lock?.release()
+        }
+        let now = Syscall.terminalModes(0).map(SerialLine.reading) ?? line
+        Console.note("serial line \(path): \(DeviceEnd.describe(now)), raw, exclusive\(lock.map { "; lock \($0.path)" } ?? "")", level: 1)
+    }
+}
+
+/// The UUCP-style lock file of a serial device, `/run/lock/LCK..NAME` holding the PID in ten
+/// columns: minicom, picocom and other serial programs look for it. A lock whose process is
+/// gone is stale and taken over.
+struct LockFile: Sendable {
+    static let directory = "/run/lock"
+    let path: String
+
+    /// Takes the lock for `device`; nil (said at -v) where there is no lock directory this
+    /// process may write; an error when another live process holds it.
+    static func take(for device: String) throws(CommandError) -> LockFile? {
+        let resolved = Syscall.realPath(device) ?? device
+        let name = resolved.split(separator: "/").last.map(String.init) ?? resolved
+        let path = "\(directory)/LCK..\(name)"
+        let mine = Array(String(repeating: " ", count: max(0, 10 - String(getpid()).count)).utf8) + Array("\(getpid())\n".utf8)
+        for _ in 0..<2 {
+            do throws(SystemError) {
+                try Syscall.createExclusively(path, mine)
+                return LockFile(path: path)
+            } catch  where error.errno == EEXIST {
+                guard let holder = holder(of: path) else {
+                    throw CommandError("--serial \(device): locked (\(path) is there, and names no process); remove it if no program uses the line")
+                }
+                if holder != getpid(), Syscall.processExists(holder) {
+                    throw CommandError("--serial \(device): locked by process \(holder) (\(path)); tincan opens a line only when no one else has it")
+                }
+                try? Syscall.unlink(path)  // stale: its process is gone
+            } catch {
+                Console.note("--serial \(device): no lock file (\(path): \(error.lowercaseReason)); the line is still opened exclusively", level: 1)
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// Removes the lock, if it is still ours.
+    func release() {
+        if LockFile.holder(of: path) == getpid() { try? Syscall.unlink(path) }
+    }
+
+    /// The process a lock file names (its first word, a number), or nil.
+    static func holder(of path: String) -> Int32? {
+        guard let file = try? Syscall.readSmallFile(path, limit: 64) else { return nil }
+        return String(decoding: file.contents, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).first.flatMap { Int32($0) }
+    }
+}
+
+/// `--pty-link PATH`: a pseudo-terminal in raw mode, PATH a symbolic link to its device. tincan
+/// keeps the device open itself, so a program may open and close it as often as it likes
+/// without the master seeing a hang-up; what arrives while no program reads waits in the
+/// terminal's buffer and then holds the peer back.
+enum PseudoTerminalLink {
+    static func open(at path: String) throws {
+        guard case .missing = Syscall.pathKind(path) else {
+            throw CommandError("--pty-link \(path): something is there already; remove it or give another path", code: .usage)
+        }
+        let master: Int32
+        let device: String
+        do throws(SystemError) { (master, device) = try Syscall.openPseudoTerminal() } catch {
+            throw CommandError("--pty-link \(path): no pseudo-terminal: \(error.lowercaseReason)")
+        }
+        defer { close(master) }
+        do throws(SystemError) {
+            let held = try Syscall.openTerminalDevice(device)  // kept for the whole run
+            if let modes = Syscall.terminalModes(held) { try Syscall.setLine(held, SerialLine().applied(to: modes)) }
+            try Syscall.symlink(device, at: path)
+        } catch {
+            throw CommandError("--pty-link \(path): \(error.lowercaseReason)")
+        }
+        Interruption.atEveryExit {
+            if Syscall.linkTarget(path) == device { try? Syscall.unlink(path) }
+        }
+        do throws(SystemError) { try Syscall.becomeStandardInputAndOutput(master) } catch {
+            throw CommandError("--pty-link \(path): \(error.lowercaseReason)")
+        }
+        Console.note("virtual serial port \(path) (\(device)), raw", level: 1)
+    }
+}

@@ -1,0 +1,41 @@
+import SocketCore
+
+// Devices as the local end instead of stdin/stdout (--serial, --pty-link): connect, listen, tls
+// and ws take them, and their rules.
+extension OptionTable {
+    static let devices: [OptionSpec] = [
+        OptionSpec(
+            .serial, value: .path, valueName: "DEVICE",
+            help:
+                "Use the serial line DEVICE (/dev/ttyUSB0, /dev/ttyS0) instead of stdin and stdout, as socat's /dev/ttyUSB0,raw: in raw mode, opened exclusively (flock, TIOCEXCL, and the lock file /run/lock/LCK..NAME that minicom and other serial programs honour), its settings put back on every way out. With listen -k every client shares it, as the hub shares stdin: what the device sends goes to every client, what a client sends to the device. The peer's end ends the session (a line has no end of its own)."
+        ),
+        OptionSpec(
+            .baud, value: .choice(SerialLine.speeds.keys.sorted().map(String.init)), valueName: "N",
+            default: "the line's own", help: "With --serial: the line's speed in bits per second (9600, 115200, up to 4000000)."),
+        OptionSpec(.dataBits, value: .choice(["5", "6", "7", "8"]), valueName: "5|6|7|8", default: "the line's own", help: "With --serial: bits per character."),
+        OptionSpec(
+            .parity, value: .choice(["none", "even", "odd", "mark", "space"]), valueName: "none|even|odd|mark|space", default: "the line's own",
+            help: "With --serial: the parity bit."),
+        OptionSpec(.stopBits, value: .choice(["1", "2"]), valueName: "1|2", default: "the line's own", help: "With --serial: stop bits."),
+        OptionSpec(
+            .flow, value: .choice(["none", "rtscts", "xonxoff"]), valueName: "none|rtscts|xonxoff", default: "the line's own",
+            help: "With --serial: flow control, by the RTS/CTS lines or by XON/XOFF characters."),
+        OptionSpec(
+            .ptyLink, value: .path, valueName: "PATH",
+            help:
+                "A virtual serial port instead of stdin and stdout, as socat's PTY,link=PATH,raw,echo=0: a pseudo-terminal in raw mode whose device PATH links to (a symbolic link, refused if PATH exists), so a program that opens a serial device (pyserial, minicom, a GPS daemon) talks to the peer through it; programs may open and close it as often as they like during the run, and the link is removed on every way out."
+        ),
+    ]
+
+    /// The device options, which the datagram modes take too (connect -u, listen -u).
+    static let deviceOptions: Set<Option> = [.serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink]
+
+    /// The local-end device options' rules.
+    static let deviceRules: [OptionRule] = [
+        .exclusive([.serial, .ptyLink], "%o and %w are each the local end: give one"),
+        .needs([.baud, .dataBits, .parity, .stopBits, .flow], .given(.serial), "%o sets the line of --serial: add --serial DEVICE"),
+        .forbids(
+            [.exec, .shExec, .raw, .replay, .stdioSocket, .zeroIo, .reconnect, .pty, .forward, .forwardUnix, .socks5, .httpProxy, .echo], when: .anyOf(.serial, .ptyLink),
+            "%w is the local end instead of stdin and stdout: not with %o"),
+    ]
+}

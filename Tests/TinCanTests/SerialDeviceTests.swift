@@ -1,0 +1,197 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// --serial and --pty-link against real serial peers without hardware: a socat pty pair stands
+/// for the device (tincan opens one end, the test is the device behind the other), `stty` reads
+/// the line's settings, pyserial opens the line exclusively and opens a --pty-link as a program
+/// would.
+final class SerialDeviceTests: XCTestCase {
+    /// `socat PTY,link=A,raw,echo=0 PTY,link=B,raw,echo=0`: tincan takes `a`, the test is `b`.
+    final class PtyPair {
+        let dir: TemporaryDirectory
+        let process: Tool
+        var a: String { dir.file("A") }
+        var b: String { dir.file("B") }
+        /// The device side, open for reading and writing.
+        private(set) var device: Int32 = -1
+
+        init() throws {
+            dir = try TemporaryDirectory("serial")
+            process = try Tool(["PTY,link=\(dir.file("A")),raw,echo=0", "PTY,link=\(dir.file("B")),raw,echo=0"], program: "/usr/bin/socat")
+            let (a, b) = (dir.file("A"), dir.file("B"))
+            waitUntil("the pty pair's links") { FileManager.default.fileExists(atPath: a) && FileManager.default.fileExists(atPath: b) }
+            device = open(b, O_RDWR | O_NOCTTY | O_NONBLOCK)
+        }
+
+        /// Writes `text` as the device.
+        func send(_ text: String) {
+            let bytes = Array(text.utf8)
+            XCTAssertEqual(bytes.withUnsafeBytes { write(device, $0.baseAddress, $0.count) }, bytes.count)
+        }
+
+        /// What the device received, waiting until it holds `expected` (at most 10 s).
+        func received(_ expected: String, file: StaticString = #filePath, line: UInt = #line) -> String {
+            var got: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline && !String(decoding: got, as: UTF8.self).contains(expected) {
+                var p = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
+                guard poll(&p, 1, 50) > 0 else { continue }
+                let n = read(device, &buffer, buffer.count)
+                if n > 0 { got += buffer[0..<n] }
+            }
+            return String(decoding: got, as: UTF8.self)
+        }
+
+        func stop() {
+            close(device)
+            process.stop()
+            dir.remove()
+        }
+    }
+
+    private func speed(_ path: String) throws -> String {
+        try Tool.run(["-F", path, "speed"], program: "/bin/stty").out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// listen -k --serial: the line set to --baud while tincan runs and put back after; what the
+    /// device sends reaches every client, what each client sends reaches the device.
+    func testListenKeepOpenSharesTheLineAmongClients() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let before = try speed(pair.a)
+        XCTAssertNotEqual(before, "57600")
+        let port = freePort()
+        let hub = try Tool(["listen", "-k", "-v", "--serial", pair.a, "--baud", "57600", "127.0.0.1", String(port)])
+        defer { hub.stop() }
+        waitForListener(port: port)
+        XCTAssertEqual(try speed(pair.a), "57600")
+        XCTAssertTrue(hub.stderrText.contains("serial line \(pair.a): 57600 8N1"), hub.stderrText)
+        let first = try Tool(["connect", "127.0.0.1", String(port)])
+        defer { first.stop() }
+        let second = try Tool(["connect", "127.0.0.1", String(port)])
+        defer { second.stop() }
+        waitUntil("two clients: \(hub.stderrText)") { hub.stderrText.components(separatedBy: "connection from").count == 3 }
+        pair.send("from the device\n")
+        waitUntil("the device's line at both clients") { first.stdoutText == "from the device\n" && second.stdoutText == "from the device\n" }
+        first.send("from the first\n")
+        XCTAssertTrue(pair.received("from the first\n").contains("from the first\n"))
+        second.send("from the second\n")
+        XCTAssertTrue(pair.received("from the second\n").contains("from the second\n"))
+        kill(hub.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(hub.wait(), 128 + SIGTERM, hub.stderrText)
+        XCTAssertEqual(try speed(pair.a), before, "the speed put back")
+    }
+
+    /// connect --serial: the device's bytes to an echo server and back to the device, binary
+    /// (every byte value); the peer's end ends the run with exit 0 and the line is put back.
+    func testConnectCarriesTheLineBothWays() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let port = freePort()
+        let server = try Tool(["listen", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let client = try Tool(["connect", "--serial", pair.a, "--baud", "115200", "--parity", "none", "--flow", "none", "127.0.0.1", String(port)])
+        defer { client.stop() }
+        waitUntil("the connection") { (try? self.speed(pair.a)) == "115200" }
+        pair.send("up the line\n")
+        waitUntil("the device's bytes at the server") { server.stdoutText == "up the line\n" }
+        server.send("down the line\n")
+        XCTAssertTrue(pair.received("down the line\n").hasSuffix("down the line\n"))
+        server.closeInput()
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+    }
+
+    /// Exclusive: while tincan holds the line, a second tincan is refused (the lock file names
+    /// the holder) and pyserial's exclusive open is refused (flock); both are free after.
+    func testTheLineIsHeldExclusively() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let port = freePort()
+        let holder = try Tool(["listen", "-k", "--serial", pair.a, "127.0.0.1", String(port)])
+        defer { holder.stop() }
+        waitForListener(port: port)
+        let name = try XCTUnwrap(try FileManager.default.destinationOfSymbolicLink(atPath: pair.a).split(separator: "/").last)
+        let lock = "/run/lock/LCK..\(name)"
+        XCTAssertEqual(try String(contentsOfFile: lock, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), String(holder.process.processIdentifier))
+        let second = try Tool.run(["connect", "--serial", pair.a, "127.0.0.1", String(port)])
+        XCTAssertEqual(second.status, 1, second.err)
+        XCTAssertTrue(second.err.contains("locked by process \(holder.process.processIdentifier)"), second.err)
+        let script = "import serial, sys\ntry:\n    serial.Serial(sys.argv[1], exclusive=True)\n    print('opened')\nexcept Exception as e:\n    print('refused')\n"
+        XCTAssertEqual(try Tool.run(["python3", "-c", script, pair.a], program: "/usr/bin/env").out, "refused\n")
+        kill(holder.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(holder.wait(), 128 + SIGTERM, holder.stderrText)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: lock), "the lock is removed")
+        XCTAssertEqual(try Tool.run(["python3", "-c", script, pair.a], program: "/usr/bin/env").out, "opened\n")
+    }
+
+    /// --pty-link: `cat` reads the link; pyserial opens it as a serial port and talks to the
+    /// peer through it, closes it and opens it again; the link goes on every way out (the
+    /// peer's end, a signal) and an existing path is refused.
+    func testPtyLinkIsASerialPortForPrograms() throws {
+        let dir = try TemporaryDirectory("ptylink")
+        defer { dir.remove() }
+        let link = dir.file("ttyV0")
+        let port = freePort()
+        let server = try Tool(["listen", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let client = try Tool(["connect", "-v", "--pty-link", link, "127.0.0.1", String(port)])
+        defer { client.stop() }
+        waitUntil("the link: \(client.stderrText)") { FileManager.default.fileExists(atPath: link) }
+        // As tincan leaves it (raw, a read waits for a byte), cat reads it as it would a line.
+        let reader = try Tool([link], program: "/bin/cat")
+        server.send("for cat\n")
+        waitUntil("cat's line") { reader.stdoutText == "for cat\n" }
+        reader.stop()
+        let talk = """
+            import serial, sys
+            for n in (1, 2):
+                with serial.Serial(sys.argv[1], 9600, timeout=10) as port:
+                    port.write(b"hello %d\\n" % n)
+                    print(port.readline().decode(), end="", flush=True)
+            """
+        let program = try Tool(["python3", "-c", talk, link], program: "/usr/bin/env")
+        defer { program.stop() }
+        waitUntil("the first line at the server") { server.stdoutText == "hello 1\n" }
+        server.send("reply 1\n")
+        waitUntil("the second line at the server: \(program.stdoutText)") { server.stdoutText == "hello 1\nhello 2\n" }
+        server.send("reply 2\n")
+        XCTAssertEqual(program.wait(), 0, program.stderrText)
+        XCTAssertEqual(program.stdoutText, "reply 1\nreply 2\n")
+
+        server.closeInput()
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: link), "the link is removed at the end")
+
+        // A signal's way out removes it too; a path that is there is refused.
+        let other = try Tool(["listen", "--pty-link", link, "127.0.0.1", String(freePort())])
+        defer { other.stop() }
+        waitUntil("the link again") { FileManager.default.fileExists(atPath: link) }
+        let refused = try Tool.run(["connect", "--pty-link", link, "127.0.0.1", String(port)])
+        XCTAssertEqual(refused.status, 2, refused.err)
+        XCTAssertTrue(refused.err.contains("something is there already"), refused.err)
+        kill(other.process.processIdentifier, SIGTERM)
+        XCTAssertEqual(other.wait(), 128 + SIGTERM, other.stderrText)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: link), "the link is removed at a signal")
+    }
+
+    /// Options that make no sense with a device as the local end are refused at start.
+    func testRefusalsAtStart() throws {
+        for (arguments, words) in [
+            (["listen", "--baud", "9600", "127.0.0.1", "9"], "--baud sets the line of --serial: add --serial DEVICE"),
+            (["connect", "--serial", "/dev/null", "--exec", "/bin/cat", "127.0.0.1", "9"], "--serial is the local end instead of stdin and stdout: not with --exec"),
+            (["connect", "--serial", "/dev/null", "--pty-link", "/tmp/x", "127.0.0.1", "9"], "are each the local end"),
+            (["connect", "--serial", "/dev/null", "--baud", "12345", "127.0.0.1", "9"], "--baud must be one of"),
+        ] {
+            let r = try Tool.run(arguments)
+            XCTAssertEqual(r.status, 2, "\(arguments): \(r.err)")
+            XCTAssertTrue(r.err.contains(words), "\(arguments): \(r.err)")
+        }
+        let notATerminal = try Tool.run(["connect", "--serial", "/dev/null", "127.0.0.1", "9"])
+        XCTAssertEqual(notATerminal.status, 1, notATerminal.err)
+        XCTAssertTrue(notATerminal.err.contains("/dev/null is not a terminal device"), notATerminal.err)
+    }
+}
