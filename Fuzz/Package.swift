@@ -7,7 +7,7 @@ import PackageDescription
 
 let names = [
     "options", "addresses", "starttls", "read-request", "expect", "escapes", "port-list", "proxy", "proxy-server", "proxy-protocol", "websocket", "websocket-handshake",
-    "window-size", "http-body", "capture", "dtls",
+    "window-size", "http-body", "capture", "dtls", "com-port",
 ]
 
 let package = Package(

@@ -75,6 +75,42 @@ public enum Fuzzing {
         precondition(typed.0 == bytes && typed.1 == WindowSize(columns: UInt16(bytes.count), rows: 24), "framed keystrokes did not come back")
     }
 
+    /// `--rfc2217`: a client's Telnet stream. Whole and in pieces (cut where its first byte
+    /// says) it gives the same data, replies and requests; never more data than it had; replies
+    /// bounded by the requests; and data escaped for Telnet reads back as itself.
+    public static func comPort(_ bytes: [UInt8]) {
+        func run(piece: Int) -> ([UInt8], [UInt8], Int) {
+            var machine = ComPortProtocol()
+            var data: [UInt8] = []
+            var replies: [UInt8] = []
+            var requests = 0
+            var offset = 0
+            repeat {
+                let end = min(bytes.count, offset + piece)
+                bytes[offset..<end].withUnsafeBytes { raw in
+                    machine.receive(raw, data: &data, replies: &replies) { _ in
+                        requests += 1
+                        return [255, 1, 2, 3]
+                    }
+                }
+                offset = end
+            } while offset < bytes.count
+            return (data, replies, requests)
+        }
+        let whole = run(piece: max(1, bytes.count))
+        let pieces = run(piece: max(1, Int(bytes.first ?? 1) % 7))
+        precondition(whole.0 == pieces.0 && whole.1 == pieces.1 && whole.2 == pieces.2, "pieces decode differently")
+        precondition(whole.0.count <= bytes.count, "more data out than in")
+        precondition(whole.1.count <= (bytes.count / 2 + 1) * 15, "replies out of proportion")
+        var escaped: [UInt8] = []
+        ComPortProtocol.escape(bytes, into: &escaped)
+        var machine = ComPortProtocol()
+        var data: [UInt8] = []
+        var replies: [UInt8] = []
+        escaped.withUnsafeBytes { machine.receive($0, data: &data, replies: &replies) { _ in nil } }
+        precondition(data == bytes && replies.isEmpty, "escaped data did not come back")
+    }
+
     /// `--replay FILE`: a pcap, pcapng or hex dump capture. Read, reassembled and listed, it
     /// gives turns that alternate sides, none empty, never more bytes than the input had, or an
     /// error; never a trap. Then the input as a conversation (its bytes cut into turns where

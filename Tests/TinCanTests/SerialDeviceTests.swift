@@ -25,23 +25,29 @@ final class SerialDeviceTests: XCTestCase {
         }
 
         /// Writes `text` as the device.
-        func send(_ text: String) {
-            let bytes = Array(text.utf8)
+        func send(_ text: String) { send(Array(text.utf8)) }
+
+        func send(_ bytes: [UInt8]) {
             XCTAssertEqual(bytes.withUnsafeBytes { write(device, $0.baseAddress, $0.count) }, bytes.count)
         }
 
         /// What the device received, waiting until it holds `expected` (at most 10 s).
-        func received(_ expected: String, file: StaticString = #filePath, line: UInt = #line) -> String {
+        func received(_ expected: String) -> String {
+            String(decoding: receivedBytes(until: Array(expected.utf8)), as: UTF8.self)
+        }
+
+        /// What the device received, waiting until it ends with `suffix` (at most 10 s).
+        func receivedBytes(until suffix: [UInt8]) -> [UInt8] {
             var got: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             let deadline = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < deadline && !String(decoding: got, as: UTF8.self).contains(expected) {
+            while ContinuousClock.now < deadline && !(got.count >= suffix.count && Array(got.suffix(suffix.count)) == suffix) {
                 var p = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
                 guard poll(&p, 1, 50) > 0 else { continue }
                 let n = read(device, &buffer, buffer.count)
                 if n > 0 { got += buffer[0..<n] }
             }
-            return String(decoding: got, as: UTF8.self)
+            return got
         }
 
         func stop() {
@@ -176,6 +182,44 @@ final class SerialDeviceTests: XCTestCase {
         kill(other.process.processIdentifier, SIGTERM)
         XCTAssertEqual(other.wait(), 128 + SIGTERM, other.stderrText)
         XCTAssertFalse(FileManager.default.fileExists(atPath: link), "the link is removed at a signal")
+    }
+
+    /// listen --serial --rfc2217: pyserial's rfc2217:// client sets the speed (stty sees each
+    /// one), its bytes reach the device and the device's reach it, byte 255 included both ways;
+    /// DTR and RTS are acknowledged and the modem state read (a pty has no lines: all down).
+    func testRFC2217ClientSetsTheLine() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let port = freePort()
+        let server = try Tool(["listen", "-v", "--serial", pair.a, "--rfc2217", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let script = """
+            import serial, subprocess, sys, time
+            def speed():
+                return subprocess.run(["stty", "-F", sys.argv[2], "speed"], capture_output=True, text=True).stdout.strip()
+            port = serial.serial_for_url("rfc2217://127.0.0.1:%s" % sys.argv[1], baudrate=19200, timeout=10)
+            print("open", speed(), flush=True)
+            port.baudrate = 4800
+            print("changed", speed(), flush=True)
+            port.write(b"to the device \\xff end\\n")
+            print("line", port.readline(), flush=True)
+            port.dtr = False
+            port.rts = True
+            print("lines", port.cts, port.dsr, port.cd, port.ri, flush=True)
+            port.close()
+            """
+        let client = try Tool(["python3", "-c", script, String(port), pair.a], program: "/usr/bin/env")
+        defer { client.stop() }
+        let line = Array("to the device ".utf8) + [0xff] + Array(" end\n".utf8)
+        XCTAssertEqual(pair.receivedBytes(until: line), line, "one 255, as the client wrote it")
+        pair.send(Array("from the device ".utf8) + [0xff] + Array(" end\n".utf8))
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(
+            client.stdoutText.split(separator: "\n"),
+            ["open 19200", "changed 4800", "line b'from the device \\xff end\\n'", "lines False False False False"], server.stderrText)
+        XCTAssertEqual(server.wait(), 0, server.stderrText)
+        XCTAssertTrue(server.stderrText.contains("set \(pair.a) to speed 4800"), server.stderrText)
     }
 
     /// Options that make no sense with a device as the local end are refused at start.

@@ -38,6 +38,8 @@ struct StreamSettings {
     let capture: Capture?
     /// --replay: the recorded conversation played instead of stdin/stdout.
     let replay: ReplayPlan?
+    /// `--rfc2217`: the serial line (its path) a client's COM port requests go to.
+    let comPortLine: String?
     /// Whether the command dials (connect, tls, ws: a capture's recorder is the client) or
     /// accepts (listen).
     let dials: Bool
@@ -92,6 +94,7 @@ struct StreamSettings {
         self.relay = relay
         capture = try Capture.parse(args)
         replay = try ReplayPlan.parse(args)
+        comPortLine = args.has(.rfc2217) ? args.value(.serial) : nil
         dials = args.command.kind.dials
     }
 

@@ -124,6 +124,7 @@ public enum Option: String, CaseIterable, Sendable {
     case quitAfterEof = "quit-after-eof"
     case raw
     case reconnect
+    case rfc2217
     case rcvbuf
     case requireClientCert = "require-client-cert"
     case reuseport

@@ -26,7 +26,7 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .proxyAuthFile, .open:
             .relay
         case .quitAfterEof, .idleTimeout, .sendTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
-            .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format, .serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink:
+            .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format, .serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink, .rfc2217:
             .io
         case .pty, .ptyTerm, .ptySize, .raw, .escape, .noWindowSize:
             .terminal

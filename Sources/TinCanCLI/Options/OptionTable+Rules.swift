@@ -186,7 +186,7 @@ extension OptionTable {
             .needs(
                 [.sendTimeout], .all([.anyOf(.keepOpen, .broker, .chat), .noneOf(.exec, .shExec, .forward, .forwardUnix)]),
                 "--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)"),
-        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules + deviceRules
+        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules + deviceRules + comPortRules
 
     static let udpSendRules: [OptionRule] =
         familyRules + [

@@ -485,7 +485,7 @@ public enum OptionTable {
         ]
             + marking(
                 "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
-            + socketOptions(tcp: true, binds: true, listen: true) + devices
+            + socketOptions(tcp: true, binds: true, listen: true) + devices + [comPortControl]
             + programs(each: "for each connection") + [
                 OptionSpec(
                     .forward, value: .hostAndPort, valueName: "HOST:PORT",

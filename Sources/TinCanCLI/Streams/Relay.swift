@@ -34,6 +34,8 @@ final class Relay: @unchecked Sendable {
         var terminal: ProgramTerminal?
         /// A `--raw` client's window size negotiation: the peer's first bytes go through it.
         var negotiation: WindowSizeNegotiation?
+        /// `--rfc2217`: the client speaks Telnet with COM port control to the serial line.
+        var comPort: ComPortFilter?
         /// The input and the output are one socket (a WebSocket's stand-in for a listen mode): the
         /// peer's end of stream shuts its write half down instead of closing it.
         var socketSide = false
@@ -231,7 +233,7 @@ final class Relay: @unchecked Sendable {
     /// plain descriptor.
     private var splicing: Bool {
         options.hex == nil && options.capture == nil && options.pump == nil && !options.crlf && options.terminal == nil && options.negotiation == nil
-            && transport.descriptor != nil
+            && options.comPort == nil && transport.descriptor != nil
     }
 
     private func networkToOutput() {
@@ -274,6 +276,19 @@ final class Relay: @unchecked Sendable {
                     }
                 }
                 chunk = rest
+            }
+            if let comPort = options.comPort {
+                let carried = comPort.fromClient(chunk, reply: { replies in sendAside(replies, through: comPort) }) { data in
+                    do throws(SystemError) {
+                        try Syscall.writeAll(output, data, isSocket: false)
+                        return true
+                    } catch {
+                        outputFailed(error)
+                        return false
+                    }
+                }
+                if !carried { return }
+                continue
             }
             if let terminal = options.terminal {
                 chunk = terminal.decode(chunk)
@@ -330,7 +345,23 @@ final class Relay: @unchecked Sendable {
             terminalClosed = false
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
+            if let comPort = options.comPort {
+                guard comPort.toClient(chunk, { escaped in comPort.sendLock.withLock { _ in send(escaped, read: n) } }) else { return }
+                continue
+            }
             guard send(chunk, read: n) else { return }
+        }
+    }
+
+    /// `--rfc2217`: replies to the client's requests, between the device's chunks. False when
+    /// the session failed on it (reported).
+    private func sendAside(_ replies: UnsafeRawBufferPointer, through comPort: ComPortFilter) -> Bool {
+        do throws(TransportError) {
+            try comPort.sendLock.withLock { (_) throws(TransportError) in try transport.send(replies) }
+            return true
+        } catch {
+            report(.failed(error.reason, code: error.code))
+            return false
         }
     }
 

@@ -1,0 +1,173 @@
+/// The server side of RFC 2217 (Telnet COM Port Control), a pure machine: bytes from the
+/// client in, the data for the device and the replies for the client out. Telnet (RFC 854/855)
+/// carries it: IAC (255) starts a command, IAC IAC is a data byte 255, WILL/WONT/DO/DONT
+/// negotiate options, and IAC SB 44 ... IAC SE is a COM port request, which the device
+/// (``answer``) carries out and answers with the value it now holds.
+struct ComPortProtocol {
+    /// A COM port request (RFC 2217 section 3), with its value; a zero value asks for the
+    /// current setting.
+    enum Request: Equatable {
+        case signature
+        case baudRate(UInt32)
+        case dataSize(UInt8)
+        case parity(UInt8)
+        case stopSize(UInt8)
+        case control(UInt8)
+        /// NOTIFY-MODEMSTATE sent by a client: it asks for the modem lines now.
+        case modemState
+        case lineStateMask(UInt8)
+        case modemStateMask(UInt8)
+        case purge(UInt8)
+        case suspendOutput
+        case resumeOutput
+    }
+
+    static let iac: UInt8 = 255
+    static let will: UInt8 = 251
+    static let wont: UInt8 = 252
+    static let `do`: UInt8 = 253
+    static let dont: UInt8 = 254
+    static let sb: UInt8 = 250
+    static let se: UInt8 = 240
+    static let binary: UInt8 = 0
+    static let echo: UInt8 = 1
+    static let suppressGoAhead: UInt8 = 3
+    static let comPort: UInt8 = 44
+    /// The longest subnegotiation kept; a longer one is dropped whole.
+    static let subnegotiationLimit = 64
+
+    private enum State {
+        case data, command
+        case option(UInt8)
+        case sub, subCommand
+    }
+
+    private var state = State.data
+    private var sub: [UInt8] = []
+    private var subTooLong = false
+    /// Options each side has agreed to, so a request already granted is not answered again
+    /// (RFC 854: no answer to a request that changes nothing, so no negotiation loops).
+    private var ours: Set<UInt8> = []
+    private var theirs: Set<UInt8> = []
+    /// Whether the modem state was told at the start.
+    private var announced = false
+
+    /// The options this server takes on its own side (DO X answered WILL X) and the client's it
+    /// accepts (WILL X answered DO X).
+    private static let weWill: Set<UInt8> = [binary, suppressGoAhead, comPort]
+    private static let theyMay: Set<UInt8> = [binary, suppressGoAhead, comPort]
+
+    /// Whether the client asked for COM port control (its WILL COM-PORT-OPTION).
+    var comPortActive: Bool { theirs.contains(ComPortProtocol.comPort) }
+
+    /// Takes `input` from the client: data bytes appended to `data`, replies to `replies`;
+    /// `answer` carries out each COM port request and gives the value of its reply (nil: no
+    /// reply, as for the flow-control notifications).
+    mutating func receive(
+        _ input: UnsafeRawBufferPointer, data: inout [UInt8], replies: inout [UInt8], answer: (Request) -> [UInt8]?
+    ) {
+        for byte in input {
+            switch state {
+            case .data:
+                if byte == ComPortProtocol.iac { state = .command } else { data.append(byte) }
+            case .command:
+                switch byte {
+                case ComPortProtocol.iac:
+                    data.append(byte)
+                    state = .data
+                case ComPortProtocol.will, ComPortProtocol.wont, ComPortProtocol.do, ComPortProtocol.dont:
+                    state = .option(byte)
+                case ComPortProtocol.sb:
+                    sub.removeAll(keepingCapacity: true)
+                    subTooLong = false
+                    state = .sub
+                default:
+                    state = .data  // NOP, GA, BRK, AYT...: nothing for a serial line
+                }
+            case .option(let verb):
+                negotiate(verb, byte, replies: &replies)
+                // COM port control granted: the modem lines as they are, as a server tells a
+                // client at the start (RFC 2217 NOTIFY-MODEMSTATE; pyserial waits for it).
+                if verb == ComPortProtocol.will && byte == ComPortProtocol.comPort && !announced, comPortActive, let state = answer(.modemState) {
+                    announced = true
+                    replies += [ComPortProtocol.iac, ComPortProtocol.sb, ComPortProtocol.comPort, 107]
+                    ComPortProtocol.escape(state, into: &replies)
+                    replies += [ComPortProtocol.iac, ComPortProtocol.se]
+                }
+                state = .data
+            case .sub:
+                if byte == ComPortProtocol.iac { state = .subCommand } else { keep(byte) }
+            case .subCommand:
+                if byte == ComPortProtocol.se {
+                    if !subTooLong { subnegotiation(replies: &replies, answer: answer) }
+                    state = .data
+                } else {
+                    keep(byte)  // IAC IAC inside: a value byte 255
+                    state = .sub
+                }
+            }
+        }
+    }
+
+    private mutating func keep(_ byte: UInt8) {
+        if sub.count < ComPortProtocol.subnegotiationLimit { sub.append(byte) } else { subTooLong = true }
+    }
+
+    private mutating func negotiate(_ verb: UInt8, _ option: UInt8, replies: inout [UInt8]) {
+        switch verb {
+        case ComPortProtocol.will:
+            if ComPortProtocol.theyMay.contains(option) {
+                if theirs.insert(option).inserted { replies += [ComPortProtocol.iac, ComPortProtocol.do, option] }
+            } else {
+                replies += [ComPortProtocol.iac, ComPortProtocol.dont, option]
+            }
+        case ComPortProtocol.wont:
+            if theirs.remove(option) != nil { replies += [ComPortProtocol.iac, ComPortProtocol.dont, option] }
+        case ComPortProtocol.do:
+            if ComPortProtocol.weWill.contains(option) {
+                if ours.insert(option).inserted { replies += [ComPortProtocol.iac, ComPortProtocol.will, option] }
+            } else {
+                replies += [ComPortProtocol.iac, ComPortProtocol.wont, option]
+            }
+        default:
+            if ours.remove(option) != nil { replies += [ComPortProtocol.iac, ComPortProtocol.wont, option] }
+        }
+    }
+
+    private mutating func subnegotiation(replies: inout [UInt8], answer: (Request) -> [UInt8]?) {
+        guard sub.count >= 2, sub[0] == ComPortProtocol.comPort else { return }
+        let code = sub[1]
+        let value = Array(sub.dropFirst(2))
+        let byte = value.first ?? 0
+        let request: Request
+        switch code {
+        case 0: request = .signature
+        case 1:
+            guard value.count >= 4 else { return }
+            request = .baudRate(value[0..<4].reduce(0) { $0 << 8 | UInt32($1) })
+        case 2: request = .dataSize(byte)
+        case 3: request = .parity(byte)
+        case 4: request = .stopSize(byte)
+        case 5: request = .control(byte)
+        case 7: request = .modemState
+        case 8: request = .suspendOutput
+        case 9: request = .resumeOutput
+        case 10: request = .lineStateMask(byte)
+        case 11: request = .modemStateMask(byte)
+        case 12: request = .purge(byte)
+        default: return  // NOTIFY-LINESTATE and unknown codes: nothing a server answers
+        }
+        guard let reply = answer(request) else { return }
+        replies += [ComPortProtocol.iac, ComPortProtocol.sb, ComPortProtocol.comPort, code &+ 100]
+        ComPortProtocol.escape(reply, into: &replies)
+        replies += [ComPortProtocol.iac, ComPortProtocol.se]
+    }
+
+    /// `bytes` as Telnet data: each 255 doubled.
+    static func escape<S: Sequence<UInt8>>(_ bytes: S, into out: inout [UInt8]) {
+        for byte in bytes {
+            out.append(byte)
+            if byte == iac { out.append(iac) }
+        }
+    }
+}
