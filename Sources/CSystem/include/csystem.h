@@ -27,6 +27,14 @@ int csystem_modem_lines(int fd);
 /// TIOCMBIS (`on` non-zero) or TIOCMBIC: raises or drops the modem lines in `bits`. 0 or -1.
 int csystem_set_modem_lines(int fd, int bits, int on);
 
+/// Opens /dev/net/tun as a TUN device (IFF_TUN | IFF_NO_PI: each read and write one IP
+/// packet) named `name` (NULL or "": the kernel's choice, tun0...), its name written to
+/// `actual`. The descriptor (close-on-exec, blocking), or -errno.
+int csystem_open_tun(const char *name, char *actual, unsigned long length);
+/// Sets the interface `name`'s MTU (when `mtu` > 0), its address (4 bytes, or 16 with `ipv6`)
+/// with `prefix`, and brings it up. 0, or -errno.
+int csystem_configure_tun(const char *name, int ipv6, const void *address, int prefix, int mtu);
+
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);
 

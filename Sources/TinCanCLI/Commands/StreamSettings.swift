@@ -81,7 +81,9 @@ struct StreamSettings {
         relay.ending.idleTimeout = args.duration(.idleTimeout)
         let inputIsTerminal = Syscall.isTerminal(0)
         // A person typing: the peer's end ends the session.
-        relay.ending.peerEndEndsSession = inputIsTerminal
+        // A tunnel has no end of its own either: the peer's end ends the session.
+        relay.ending.peerEndEndsSession = inputIsTerminal || args.has(.tun)
+        if args.has(.tun) { relay.packets = PacketFraming() }
         // --raw on a terminal: ~. (or the terminal's end) ends the session at once; from a pipe
         // the end of input is an end of input, and replies are still awaited.
         if args.has(.raw) && inputIsTerminal { relay.ending.quitAfterInputEnd = .zero }

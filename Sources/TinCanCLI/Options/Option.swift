@@ -152,6 +152,8 @@ public enum Option: String, CaseIterable, Sendable {
     case tos
     case transparent
     case ttl
+    case tun
+    case tunName = "tun-name"
     case udp
     case unix
     case verbose

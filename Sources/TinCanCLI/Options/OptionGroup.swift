@@ -26,7 +26,8 @@ public enum OptionGroup: String, CaseIterable, Sendable {
             .proxyAuthFile, .open:
             .relay
         case .quitAfterEof, .idleTimeout, .sendTimeout, .noShutdown, .halfClose, .crlf, .exec, .shExec, .lines, .stripNewline, .chunk, .whole,
-            .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format, .serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink, .rfc2217:
+            .message, .count, .interval, .waitReply, .timeout, .echo, .maxSize, .rcvbuf, .format, .serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink, .rfc2217, .tun,
+            .tunName:
             .io
         case .pty, .ptyTerm, .ptySize, .raw, .escape, .noWindowSize:
             .terminal

@@ -34,6 +34,22 @@ extension OptionTable {
             "With --serial: the client speaks Telnet with RFC 2217 COM port control, as ser2net's telnet ports and pyserial's rfc2217://HOST:PORT: it sets the line's speed, data bits, parity, stop bits and flow control, reads and sets DTR and RTS, reads the modem lines and purges the buffers, and the device follows; each request is answered with what the line then holds (-v says each change). Byte 255 is escaped both ways. One client at a time: not with -k."
     )
 
+    /// `--tun`: connect and listen.
+    static let tunnel: [OptionSpec] = [
+        OptionSpec(
+            .tun, value: .text, valueName: "ADDR/PREFIX",
+            help:
+                "A TUN device instead of stdin and stdout, as socat's TUN:ADDR/PREFIX,up: an IP interface with this address (IPv4 or IPv6), up, whose packets go over the connection, each a 2-byte length and the packet, so `listen --tls --tun 198.18.0.1/30 PORT` and `connect --tls --tun 198.18.0.2/30 HOST PORT` make a point-to-point IP link (routes are yours to add). Needs CAP_NET_ADMIN; the device goes when tincan ends, and the peer's end ends the session."
+        ),
+        OptionSpec(.tunName, value: .interface, valueName: "NAME", default: "tun0, tun1... as the kernel chooses", help: "With --tun: the interface's name."),
+    ]
+
+    /// `--tun`'s rules: connect and listen.
+    static let tunnelRules: [OptionRule] = [
+        .needs([.tunName], .given(.tun), "%o names the device of --tun: add --tun ADDR/PREFIX"),
+        .forbids([.keepOpen, .udp, .ws, .serial, .ptyLink, .crlf, .send, .expect, .hex], when: .given(.tun), "--tun carries IP packets over one stream: not with %o"),
+    ]
+
     /// `--rfc2217`'s rules: listen only.
     static let comPortRules: [OptionRule] = [
         .needs([.rfc2217], .given(.serial), "%o speaks for the line of --serial: add --serial DEVICE"),
@@ -48,7 +64,7 @@ extension OptionTable {
         .exclusive([.serial, .ptyLink], "%o and %w are each the local end: give one"),
         .needs([.baud, .dataBits, .parity, .stopBits, .flow], .given(.serial), "%o sets the line of --serial: add --serial DEVICE"),
         .forbids(
-            [.exec, .shExec, .raw, .replay, .stdioSocket, .zeroIo, .reconnect, .pty, .forward, .forwardUnix, .socks5, .httpProxy, .echo], when: .anyOf(.serial, .ptyLink),
+            [.exec, .shExec, .raw, .replay, .stdioSocket, .zeroIo, .reconnect, .pty, .forward, .forwardUnix, .socks5, .httpProxy, .echo], when: .anyOf(.serial, .ptyLink, .tun),
             "%w is the local end instead of stdin and stdout: not with %o"),
     ]
 }

@@ -104,7 +104,8 @@ extension OptionTable {
                 [.tls, .unix, .expect, .proxy, .proxyAddress, .exec, .shExec], when: .all([.given(.zeroIo), .given(.udp)]), "-z -u sends one datagram per port: it does not take %o"
             ),
             .takesOnly(connectDatagramMode, when: .all([.given(.udp), .absent(.zeroIo)]), "%o is for TCP: not with -u"),
-            .needs([.psk, .mtu, .handshakeTimeout], .all([.given(.udp), .given(.tls)]), "%o is for DTLS: add -u and --tls"),
+            .needs([.psk, .handshakeTimeout], .all([.given(.udp), .given(.tls)]), "%o is for DTLS: add -u and --tls"),
+            .needs([.mtu], .all([.given(.udp), .given(.tls)]), when: .absent(.tun), "%o is for DTLS: add -u and --tls"),
             .needs([.pskIdentity], .given(.psk), "%o needs --psk"),
             .forbids([.tls], when: .all([.given(.udp), .given(.unix)]), "DTLS (-u --tls) runs over UDP: not with --unix"),
             .forbids([.ipv4, .ipv6, .source, .interface], when: .all([.given(.udp), .given(.unix)]), "%o is for IP: not with --unix"),
@@ -115,7 +116,7 @@ extension OptionTable {
             .forbids([.output, .hexDump, .pcap, .replay], when: .given(.zeroIo), "%o is for a session's bytes; -z only probes ports: not with -z"),
             .needs([.lines, .stripNewline, .chunk, .whole, .format, .maxSize], .given(.udp), "%o is for datagrams: add -u"),
             .needs(tlsClientOnly, .given(.tls), "%o needs --tls"),
-        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules + socketRules + deviceRules
+        ] + streamRules + programRules + clientRules + connectProgramRules + terminalRules + socketRules + deviceRules + tunnelRules
 
     static let tlsRules: [OptionRule] = familyRules + streamRules + clientRules + terminalRules + socketRules + deviceRules
 
@@ -128,7 +129,7 @@ extension OptionTable {
             .needs([.exec, .shExec], .given(.keepOpen), when: .given(.udp), "--exec and --sh-exec with -u run a program per peer: add -k"),
             .needs([.forward], .given(.keepOpen), when: .given(.udp), "--forward with -u relays each peer to an upstream of its own: add -k"),
             .needs([.psk], .all([.given(.udp), .given(.tls)]), "%o is for DTLS: add -u and --tls"),
-            .needs([.mtu], .all([.given(.udp), .anyOf(.tls, .forwardTls)]), "%o is for DTLS: add -u and --tls (or --forward-tls)"),
+            .needs([.mtu], .all([.given(.udp), .anyOf(.tls, .forwardTls)]), when: .absent(.tun), "%o is for DTLS: add -u and --tls (or --forward-tls)"),
             .needs([.pskIdentity], .given(.psk), "%o needs --psk"),
             .forbids([.tls, .forward], when: .all([.given(.udp), .given(.unix)]), "%o with -u is for UDP: not with --unix"),
             .forbids(
@@ -186,7 +187,7 @@ extension OptionTable {
             .needs(
                 [.sendTimeout], .all([.anyOf(.keepOpen, .broker, .chat), .noneOf(.exec, .shExec, .forward, .forwardUnix)]),
                 "--send-timeout is for the hub of -k, --broker and --chat (a program or a relay takes each client's bytes itself)"),
-        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules + deviceRules + comPortRules
+        ] + webSocketRules(when: .given(.ws)) + streamRules + programRules + socketRules + deviceRules + comPortRules + tunnelRules
 
     static let udpSendRules: [OptionRule] =
         familyRules + [

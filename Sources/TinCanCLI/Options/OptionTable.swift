@@ -192,7 +192,7 @@ public enum OptionTable {
             OptionSpec(
                 .mtu, value: .integer(576...65535), valueName: "BYTES", default: server ? "1500" : "the route's, at most 1500",
                 help:
-                    "With -u --tls: the largest IP packet DTLS may send; records and handshake messages are cut to fit it and sent with Don't Fragment, so none is fragmented at the IP layer. A line of stdin longer than one record can carry fails with what fits."
+                    "With -u --tls: the largest IP packet DTLS may send; records and handshake messages are cut to fit it and sent with Don't Fragment, so none is fragmented at the IP layer. A line of stdin longer than one record can carry fails with what fits. With --tun: the tunnel device's MTU (default 1500)."
             ),
         ]
     }
@@ -342,7 +342,7 @@ public enum OptionTable {
             """,
         positionals: hostAndPort,
         options: [help, helpAll, verbose] + family + dialing + marking("the connection's packets (each attempt's, from the SYN on; with -u, each datagram)")
-            + socketOptions(tcp: true, binds: false) + devices + proxying + stream
+            + socketOptions(tcp: true, binds: false) + devices + tunnel + proxying + stream
             + programs(each: "once connected") + rawTerminal + [tlsFlag] + tlsClient + tlsControls + probing + replaying + [
                 OptionSpec(
                     .zeroIo, short: "z",
@@ -485,7 +485,7 @@ public enum OptionTable {
         ]
             + marking(
                 "the packets of every connection accepted (set on the listener, which passes it on) and, with --forward, of the upstream connections; with -u, every datagram sent")
-            + socketOptions(tcp: true, binds: true, listen: true) + devices + [comPortControl]
+            + socketOptions(tcp: true, binds: true, listen: true) + devices + tunnel + [comPortControl]
             + programs(each: "for each connection") + [
                 OptionSpec(
                     .forward, value: .hostAndPort, valueName: "HOST:PORT",

@@ -36,6 +36,8 @@ final class Relay: @unchecked Sendable {
         var negotiation: WindowSizeNegotiation?
         /// `--rfc2217`: the client speaks Telnet with COM port control to the serial line.
         var comPort: ComPortFilter?
+        /// `--tun`: the local end gives and takes IP packets, framed on the stream.
+        var packets: PacketFraming?
         /// The input and the output are one socket (a WebSocket's stand-in for a listen mode): the
         /// peer's end of stream shuts its write half down instead of closing it.
         var socketSide = false
@@ -233,7 +235,7 @@ final class Relay: @unchecked Sendable {
     /// plain descriptor.
     private var splicing: Bool {
         options.hex == nil && options.capture == nil && options.pump == nil && !options.crlf && options.terminal == nil && options.negotiation == nil
-            && options.comPort == nil && transport.descriptor != nil
+            && options.comPort == nil && options.packets == nil && transport.descriptor != nil
     }
 
     private func networkToOutput() {
@@ -276,6 +278,23 @@ final class Relay: @unchecked Sendable {
                     }
                 }
                 chunk = rest
+            }
+            if let packets = options.packets {
+                let carried = packets.deframe(chunk) { packet in
+                    do throws(SystemError) {
+                        try Syscall.writeAll(output, packet, isSocket: false)
+                    } catch {
+                        guard error.errno == EINVAL else {
+                            outputFailed(error)
+                            return false
+                        }
+                        // Not an IP packet the kernel takes: dropped, as a router drops it.
+                        Console.note("a packet from the peer the tunnel refused (\(packet.count) bytes: \(error.lowercaseReason)): dropped", level: 1)
+                    }
+                    return true
+                }
+                if !carried { return }
+                continue
             }
             if let comPort = options.comPort {
                 let carried = comPort.fromClient(chunk, reply: { replies in sendAside(replies, through: comPort) }) { data in
@@ -345,6 +364,14 @@ final class Relay: @unchecked Sendable {
             terminalClosed = false
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
+            if let packets = options.packets {
+                guard let framed = packets.frame(chunk) else {
+                    report(.failed("the tunnel gave a packet of \(chunk.count) bytes, more than a frame holds (\(PacketFraming.largest))"))
+                    return
+                }
+                guard send(framed, read: n) else { return }
+                continue
+            }
             if let comPort = options.comPort {
                 guard comPort.toClient(chunk, { escaped in comPort.sendLock.withLock { _ in send(escaped, read: n) } }) else { return }
                 continue

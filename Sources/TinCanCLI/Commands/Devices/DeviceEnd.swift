@@ -14,6 +14,8 @@ enum DeviceEnd {
             try SerialDevice.open(path, line: line(args))
         } else if let path = args.value(.ptyLink) {
             try PseudoTerminalLink.open(at: path)
+        } else if let address = args.value(.tun) {
+            try TunnelDevice.open(address, name: args.value(.tunName), mtu: args.integer(.mtu), command: args.command.name)
         }
     }
 
@@ -143,5 +145,32 @@ enum PseudoTerminalLink {
             throw CommandError("--pty-link \(path): \(error.lowercaseReason)")
         }
         Console.note("virtual serial port \(path) (\(device)), raw", level: 1)
+    }
+}
+
+/// `--tun ADDR/PREFIX`: a TUN device with the address, up; its packets are the local end (each
+/// read one packet, each write one), framed on the stream by the relay (``PacketFraming``).
+/// The device goes with the process.
+enum TunnelDevice {
+    static func open(_ text: String, name: String?, mtu: Int?, command: String) throws {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let address = try? SocketAddress(ip: String(parts[0]), port: 0), let bytes = address.networkBytes,
+            let prefix = Int(parts[1]), (0...(bytes.count * 8)).contains(prefix)
+        else {
+            throw UsageError("--tun '\(text)': give the interface's address and prefix, e.g. 198.18.0.1/30 or 2001:db8::1/64", command: command)
+        }
+        let device: (fd: Int32, name: String)
+        do throws(SystemError) { device = try Syscall.openTun(name: name) } catch {
+            let hint = error.errno == EPERM ? " (a TUN device needs CAP_NET_ADMIN: run as root)" : ""
+            throw CommandError("--tun \(text): cannot make the device: \(error.lowercaseReason)\(hint)")
+        }
+        defer { close(device.fd) }  // the stdin and stdout copies keep it
+        do throws(SystemError) {
+            try Syscall.configureInterface(device.name, address: bytes, prefix: prefix, mtu: mtu)
+            try Syscall.becomeStandardInputAndOutput(device.fd)
+        } catch {
+            throw CommandError("--tun \(text): cannot set up \(device.name): \(error.lowercaseReason)")
+        }
+        Console.note("tunnel \(device.name): \(text), up, MTU \(mtu ?? 1500)", level: 1)
     }
 }

@@ -1,0 +1,66 @@
+/// `--tun` over a stream: each IP packet the device gives is sent as a 2-byte big-endian
+/// length and the packet (as OpenVPN frames packets over TCP), and the stream from the peer is
+/// cut back into packets, each written to the device whole. Each direction on its own relay
+/// thread, with its buffer allocated once: a packet is at most 65535 bytes.
+final class PacketFraming: @unchecked Sendable {
+    static let largest = 65535
+    /// Input thread only: the header and a packet.
+    private let framed = UnsafeMutableRawBufferPointer.allocate(byteCount: 2 + largest, alignment: 16)
+    /// Network thread only: a packet cut across chunks, its header bytes and what came of it.
+    private let partial = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 16)
+    private var header: [UInt8] = [0, 0]
+    private var headerBytes = 0
+    private var length = 0
+    private var filled = 0
+
+    deinit {
+        framed.deallocate()
+        partial.deallocate()
+    }
+
+    /// A packet read from the device, framed for the stream (nil if it is too large to frame).
+    func frame(_ packet: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard packet.count <= PacketFraming.largest else { return nil }
+        framed[0] = UInt8(packet.count >> 8)
+        framed[1] = UInt8(packet.count & 0xff)
+        UnsafeMutableRawBufferPointer(rebasing: framed[2..<(2 + packet.count)]).copyMemory(from: packet)
+        return UnsafeRawBufferPointer(rebasing: framed[0..<(2 + packet.count)])
+    }
+
+    /// Bytes from the stream: `deliver` gets each whole packet (false stops: the relay failed).
+    func deframe(_ chunk: UnsafeRawBufferPointer, deliver: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+        var offset = 0
+        while offset < chunk.count {
+            if headerBytes < 2 {
+                header[headerBytes] = chunk[offset]
+                headerBytes += 1
+                offset += 1
+                if headerBytes == 2 {
+                    length = Int(header[0]) << 8 | Int(header[1])
+                    filled = 0
+                    if length == 0 { headerBytes = 0 }
+                }
+                continue
+            }
+            let wanted = length - filled
+            let available = chunk.count - offset
+            if filled == 0 && available >= wanted {
+                // Whole in this chunk: straight from it.
+                guard deliver(UnsafeRawBufferPointer(rebasing: chunk[offset..<(offset + wanted)])) else { return false }
+                offset += wanted
+                headerBytes = 0
+                continue
+            }
+            let take = min(wanted, available)
+            UnsafeMutableRawBufferPointer(rebasing: partial[filled..<(filled + take)]).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: chunk[offset..<(offset + take)]))
+            filled += take
+            offset += take
+            if filled == length {
+                guard deliver(UnsafeRawBufferPointer(rebasing: partial[0..<length])) else { return false }
+                headerBytes = 0
+            }
+        }
+        return true
+    }
+}
