@@ -1,11 +1,14 @@
 /// `--tun` over a stream: each IP packet the device gives is sent as a 2-byte big-endian
 /// length and the packet (as OpenVPN frames packets over TCP), and the stream from the peer is
-/// cut back into packets, each written to the device whole. Each direction on its own relay
-/// thread, with its buffer allocated once: a packet is at most 65535 bytes.
+/// cut back into packets, each written to the device whole. The packets waiting at the device
+/// go out together, framed one after another in one send (a send per packet costs the sender
+/// more than the packet). Each direction on its own relay thread, with its buffer allocated
+/// once: a packet is at most 65535 bytes.
 final class PacketFraming: @unchecked Sendable {
     static let largest = 65535
-    /// Input thread only: the header and a packet.
-    private let framed = UnsafeMutableRawBufferPointer.allocate(byteCount: 2 + largest, alignment: 16)
+    /// Input thread only: frames waiting to go, one after another.
+    private let batch = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+    private var batched = 0
     /// Network thread only: a packet cut across chunks, its header bytes and what came of it.
     private let partial = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 16)
     private var header: [UInt8] = [0, 0]
@@ -14,17 +17,33 @@ final class PacketFraming: @unchecked Sendable {
     private var filled = 0
 
     deinit {
-        framed.deallocate()
+        batch.deallocate()
         partial.deallocate()
     }
 
-    /// A packet read from the device, framed for the stream (nil if it is too large to frame).
+    /// Adds a packet read from the device to the batch; false if it is too large to frame.
+    func add(_ packet: UnsafeRawBufferPointer) -> Bool {
+        guard packet.count <= PacketFraming.largest else { return false }
+        batch[batched] = UInt8(packet.count >> 8)
+        batch[batched + 1] = UInt8(packet.count & 0xff)
+        UnsafeMutableRawBufferPointer(rebasing: batch[(batched + 2)..<(batched + 2 + packet.count)]).copyMemory(from: packet)
+        batched += 2 + packet.count
+        return true
+    }
+
+    /// Whether the batch has room for another packet of any size.
+    var hasRoom: Bool { batch.count - batched >= 2 + PacketFraming.largest }
+
+    /// The batch's frames, to send; the batch starts again empty.
+    func take() -> UnsafeRawBufferPointer {
+        defer { batched = 0 }
+        return UnsafeRawBufferPointer(rebasing: batch[0..<batched])
+    }
+
+    /// A packet framed on its own (for tests and single packets).
     func frame(_ packet: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard packet.count <= PacketFraming.largest else { return nil }
-        framed[0] = UInt8(packet.count >> 8)
-        framed[1] = UInt8(packet.count & 0xff)
-        UnsafeMutableRawBufferPointer(rebasing: framed[2..<(2 + packet.count)]).copyMemory(from: packet)
-        return UnsafeRawBufferPointer(rebasing: framed[0..<(2 + packet.count)])
+        batched = 0
+        return add(packet) ? take() : nil
     }
 
     /// Bytes from the stream: `deliver` gets each whole packet (false stops: the relay failed).

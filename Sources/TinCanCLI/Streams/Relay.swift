@@ -365,11 +365,19 @@ final class Relay: @unchecked Sendable {
             var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             if options.crlf { chunk = encoder.encode(chunk) }
             if let packets = options.packets {
-                guard let framed = packets.frame(chunk) else {
-                    report(.failed("the tunnel gave a packet of \(chunk.count) bytes, more than a frame holds (\(PacketFraming.largest))"))
-                    return
+                // This packet, and those already waiting at the device, in one send.
+                var read = n
+                var packet = chunk
+                while true {
+                    guard packets.add(packet) else {
+                        report(.failed("the tunnel gave a packet of \(packet.count) bytes, more than a frame holds (\(PacketFraming.largest))"))
+                        return
+                    }
+                    guard packets.hasRoom, let more = try? Syscall.read(input, into: buffer), more > 0 else { break }
+                    read += more
+                    packet = UnsafeRawBufferPointer(rebasing: buffer[0..<more])
                 }
-                guard send(framed, read: n) else { return }
+                guard send(packets.take(), read: read) else { return }
                 continue
             }
             if let comPort = options.comPort {

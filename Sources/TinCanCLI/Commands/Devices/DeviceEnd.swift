@@ -167,6 +167,8 @@ enum TunnelDevice {
         defer { close(device.fd) }  // the stdin and stdout copies keep it
         do throws(SystemError) {
             try Syscall.configureInterface(device.name, address: bytes, prefix: prefix, mtu: mtu)
+            // Non-blocking: the relay takes every packet already waiting into one send.
+            try Syscall.setNonBlocking(device.fd, true)
             try Syscall.becomeStandardInputAndOutput(device.fd)
         } catch {
             throw CommandError("--tun \(text): cannot set up \(device.name): \(error.lowercaseReason)")
