@@ -72,6 +72,9 @@
             let script = """
                 set -e
                 ip link set lo up
+                # Names `ip netns add` makes stay in this mount namespace: gone with it.
+                mkdir -p /run/netns
+                mount -t tmpfs tincan-netns /run/netns
                 \(setup)
                 mount --bind '\(hostsFile)' /etc/hosts
                 exec "$0" "\(test)"
