@@ -64,7 +64,7 @@ public struct SocketOptionSetting: Sendable, Equatable {
             throw ParseFailure("unknown level '\(levelWord)': give socket, tcp, udp, ip or ipv6")
         }
         let nameWord = text[text.index(after: colon)..<equals].lowercased()
-        let bare = nameWord.replacing("-", with: "_")
+        let bare = nameWord.replacingText("-", with: "_")
         let known = names[level] ?? []
         let name: Int32
         if let number = Int32(nameWord), number >= 0 {

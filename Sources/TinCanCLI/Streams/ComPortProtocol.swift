@@ -22,17 +22,6 @@ struct ComPortProtocol {
         case resumeOutput
     }
 
-    static let iac: UInt8 = 255
-    static let will: UInt8 = 251
-    static let wont: UInt8 = 252
-    static let `do`: UInt8 = 253
-    static let dont: UInt8 = 254
-    static let sb: UInt8 = 250
-    static let se: UInt8 = 240
-    static let binary: UInt8 = 0
-    static let echo: UInt8 = 1
-    static let suppressGoAhead: UInt8 = 3
-    static let comPort: UInt8 = 44
     /// The longest subnegotiation kept; a longer one is dropped whole.
     static let subnegotiationLimit = 64
 
@@ -54,11 +43,11 @@ struct ComPortProtocol {
 
     /// The options this server takes on its own side (DO X answered WILL X) and the client's it
     /// accepts (WILL X answered DO X).
-    private static let weWill: Set<UInt8> = [binary, suppressGoAhead, comPort]
-    private static let theyMay: Set<UInt8> = [binary, suppressGoAhead, comPort]
+    private static let weWill: Set<UInt8> = [Telnet.binary, Telnet.suppressGoAhead, Telnet.comPort]
+    private static let theyMay: Set<UInt8> = [Telnet.binary, Telnet.suppressGoAhead, Telnet.comPort]
 
     /// Whether the client asked for COM port control (its WILL COM-PORT-OPTION).
-    var comPortActive: Bool { theirs.contains(ComPortProtocol.comPort) }
+    var comPortActive: Bool { theirs.contains(Telnet.comPort) }
 
     /// Takes `input` from the client: data bytes appended to `data`, replies to `replies`;
     /// `answer` carries out each COM port request and gives the value of its reply (nil: no
@@ -69,15 +58,15 @@ struct ComPortProtocol {
         for byte in input {
             switch state {
             case .data:
-                if byte == ComPortProtocol.iac { state = .command } else { data.append(byte) }
+                if byte == Telnet.iac { state = .command } else { data.append(byte) }
             case .command:
                 switch byte {
-                case ComPortProtocol.iac:
+                case Telnet.iac:
                     data.append(byte)
                     state = .data
-                case ComPortProtocol.will, ComPortProtocol.wont, ComPortProtocol.do, ComPortProtocol.dont:
+                case Telnet.will, Telnet.wont, Telnet.do, Telnet.dont:
                     state = .option(byte)
-                case ComPortProtocol.sb:
+                case Telnet.sb:
                     sub.removeAll(keepingCapacity: true)
                     subTooLong = false
                     state = .sub
@@ -88,17 +77,17 @@ struct ComPortProtocol {
                 negotiate(verb, byte, replies: &replies)
                 // COM port control granted: the modem lines as they are, as a server tells a
                 // client at the start (RFC 2217 NOTIFY-MODEMSTATE; pyserial waits for it).
-                if verb == ComPortProtocol.will && byte == ComPortProtocol.comPort && !announced, comPortActive, let state = answer(.modemState) {
+                if verb == Telnet.will && byte == Telnet.comPort && !announced, comPortActive, let state = answer(.modemState) {
                     announced = true
-                    replies += [ComPortProtocol.iac, ComPortProtocol.sb, ComPortProtocol.comPort, 107]
+                    replies += [Telnet.iac, Telnet.sb, Telnet.comPort, 107]
                     ComPortProtocol.escape(state, into: &replies)
-                    replies += [ComPortProtocol.iac, ComPortProtocol.se]
+                    replies += [Telnet.iac, Telnet.se]
                 }
                 state = .data
             case .sub:
-                if byte == ComPortProtocol.iac { state = .subCommand } else { keep(byte) }
+                if byte == Telnet.iac { state = .subCommand } else { keep(byte) }
             case .subCommand:
-                if byte == ComPortProtocol.se {
+                if byte == Telnet.se {
                     if !subTooLong { subnegotiation(replies: &replies, answer: answer) }
                     state = .data
                 } else {
@@ -115,27 +104,27 @@ struct ComPortProtocol {
 
     private mutating func negotiate(_ verb: UInt8, _ option: UInt8, replies: inout [UInt8]) {
         switch verb {
-        case ComPortProtocol.will:
+        case Telnet.will:
             if ComPortProtocol.theyMay.contains(option) {
-                if theirs.insert(option).inserted { replies += [ComPortProtocol.iac, ComPortProtocol.do, option] }
+                if theirs.insert(option).inserted { replies += [Telnet.iac, Telnet.do, option] }
             } else {
-                replies += [ComPortProtocol.iac, ComPortProtocol.dont, option]
+                replies += [Telnet.iac, Telnet.dont, option]
             }
-        case ComPortProtocol.wont:
-            if theirs.remove(option) != nil { replies += [ComPortProtocol.iac, ComPortProtocol.dont, option] }
-        case ComPortProtocol.do:
+        case Telnet.wont:
+            if theirs.remove(option) != nil { replies += [Telnet.iac, Telnet.dont, option] }
+        case Telnet.do:
             if ComPortProtocol.weWill.contains(option) {
-                if ours.insert(option).inserted { replies += [ComPortProtocol.iac, ComPortProtocol.will, option] }
+                if ours.insert(option).inserted { replies += [Telnet.iac, Telnet.will, option] }
             } else {
-                replies += [ComPortProtocol.iac, ComPortProtocol.wont, option]
+                replies += [Telnet.iac, Telnet.wont, option]
             }
         default:
-            if ours.remove(option) != nil { replies += [ComPortProtocol.iac, ComPortProtocol.wont, option] }
+            if ours.remove(option) != nil { replies += [Telnet.iac, Telnet.wont, option] }
         }
     }
 
     private mutating func subnegotiation(replies: inout [UInt8], answer: (Request) -> [UInt8]?) {
-        guard sub.count >= 2, sub[0] == ComPortProtocol.comPort else { return }
+        guard sub.count >= 2, sub[0] == Telnet.comPort else { return }
         let code = sub[1]
         let value = Array(sub.dropFirst(2))
         let byte = value.first ?? 0
@@ -158,16 +147,16 @@ struct ComPortProtocol {
         default: return  // NOTIFY-LINESTATE and unknown codes: nothing a server answers
         }
         guard let reply = answer(request) else { return }
-        replies += [ComPortProtocol.iac, ComPortProtocol.sb, ComPortProtocol.comPort, code &+ 100]
+        replies += [Telnet.iac, Telnet.sb, Telnet.comPort, code &+ 100]
         ComPortProtocol.escape(reply, into: &replies)
-        replies += [ComPortProtocol.iac, ComPortProtocol.se]
+        replies += [Telnet.iac, Telnet.se]
     }
 
     /// `bytes` as Telnet data: each 255 doubled.
     static func escape<S: Sequence<UInt8>>(_ bytes: S, into out: inout [UInt8]) {
         for byte in bytes {
             out.append(byte)
-            if byte == iac { out.append(iac) }
+            if byte == Telnet.iac { out.append(Telnet.iac) }
         }
     }
 }

@@ -14,30 +14,22 @@ import SocketCore
 /// NAWS`: any other opening is the user's bytes, untouched (a plain `nc` client types into the
 /// program as it would into a pipe, and sees the three bytes of the question).
 enum WindowSizeFraming {
-    static let iac: UInt8 = 255
-    static let will: UInt8 = 251
-    static let wont: UInt8 = 252
-    static let `do`: UInt8 = 253
-    static let dont: UInt8 = 254
-    static let sb: UInt8 = 250
-    static let se: UInt8 = 240
-    static let naws: UInt8 = 31
 
     /// What a client sends first: it will frame its window size.
-    static let opening: [UInt8] = [iac, will, naws]
+    static let opening: [UInt8] = [Telnet.iac, Telnet.will, Telnet.naws]
     /// What a `--pty` server sends first: it takes the client's window size.
-    static let question: [UInt8] = [iac, `do`, naws]
+    static let question: [UInt8] = [Telnet.iac, Telnet.do, Telnet.naws]
 
     /// The subnegotiation that carries `size`.
     static func message(_ size: WindowSize) -> [UInt8] {
-        var bytes: [UInt8] = [iac, sb, naws]
+        var bytes: [UInt8] = [Telnet.iac, Telnet.sb, Telnet.naws]
         for value in [size.columns, size.rows] {
             for byte in [UInt8(value >> 8), UInt8(value & 0xff)] {
                 bytes.append(byte)
-                if byte == iac { bytes.append(iac) }
+                if byte == Telnet.iac { bytes.append(Telnet.iac) }
             }
         }
-        return bytes + [iac, se]
+        return bytes + [Telnet.iac, Telnet.se]
     }
 }
 
@@ -78,7 +70,7 @@ struct KeyboardFilter {
 
     private func append(_ byte: UInt8, to out: inout [UInt8]) {
         out.append(byte)
-        if framed && byte == WindowSizeFraming.iac { out.append(byte) }
+        if framed && byte == Telnet.iac { out.append(byte) }
     }
 }
 
@@ -147,15 +139,15 @@ struct WindowSizeDecoder: ~Copyable {
             case .plain:
                 emit(byte)
             case .data:
-                if byte == WindowSizeFraming.iac { state = .iac } else { emit(byte) }
+                if byte == Telnet.iac { state = .iac } else { emit(byte) }
             case .iac:
                 switch byte {
-                case WindowSizeFraming.iac:
+                case Telnet.iac:
                     emit(byte)
                     state = .data
-                case WindowSizeFraming.will, WindowSizeFraming.wont, WindowSizeFraming.do, WindowSizeFraming.dont:
+                case Telnet.will, Telnet.wont, Telnet.do, Telnet.dont:
                     state = .option
-                case WindowSizeFraming.sb:
+                case Telnet.sb:
                     sub.removeAll(keepingCapacity: true)
                     state = .sub
                 default:
@@ -164,14 +156,14 @@ struct WindowSizeDecoder: ~Copyable {
             case .option:
                 state = .data
             case .sub:
-                if byte == WindowSizeFraming.iac {
+                if byte == Telnet.iac {
                     state = .subIAC
                 } else if sub.count < 16 {  // bounded: a runaway subnegotiation is dropped
                     sub.append(byte)
                 }
             case .subIAC:
-                if byte == WindowSizeFraming.se {
-                    if sub.count == 5, sub[0] == WindowSizeFraming.naws {
+                if byte == Telnet.se {
+                    if sub.count == 5, sub[0] == Telnet.naws {
                         size = WindowSize(columns: UInt16(sub[1]) << 8 | UInt16(sub[2]), rows: UInt16(sub[3]) << 8 | UInt16(sub[4]))
                     }
                     state = .data
