@@ -44,22 +44,24 @@ enum SerialDevice {
         }
         defer { close(fd) }  // the stdin and stdout copies keep it open
         let lock = try LockFile.take(for: path)
+        // Every failure from here gives the lock back, and the line its settings.
+        let saved: termios
         do throws(SystemError) {
-            try Syscall.takeExclusively(fd, path)
-        } catch {
-            lock?.release()
-            throw CommandError("--serial \(path): \(error.lowercaseReason); tincan opens a line only when no one else has it")
-        }
-        guard let saved = Syscall.terminalModes(fd) else {
-            lock?.release()
-            throw CommandError("--serial \(path): cannot read the line's settings")
-        }
-        do throws(SystemError) {
+            do throws(SystemError) { try Syscall.takeExclusively(fd, path) } catch {
+                throw SystemError.refused("flock", path, errno: error.errno, "\(error.lowercaseReason); tincan opens a line only when no one else has it")
+            }
+            guard let modes = Syscall.terminalModes(fd) else {
+                throw SystemError.refused("tcgetattr", path, errno: ENOTTY, "cannot read the line's settings")
+            }
+            saved = modes
             try Syscall.setLine(fd, line.applied(to: saved))
-            try Syscall.becomeStandardInputAndOutput(fd)
+            do throws(SystemError) { try Syscall.becomeStandardInputAndOutput(fd) } catch {
+                try? Syscall.setLine(fd, saved)
+                throw error
+            }
         } catch {
             lock?.release()
-            throw CommandError("--serial \(path): cannot set the line: \(error.lowercaseReason)")
+            throw CommandError("--serial \(path): \(error.lowercaseReason)")
         }
         Interruption.atEveryExit {
             try? Syscall.setLine(0, saved)

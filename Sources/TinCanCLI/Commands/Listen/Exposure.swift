@@ -108,10 +108,11 @@ struct Exposure: Sendable {
     /// the -v level it is said at: always (0) where tincan chose loopback or the listener is
     /// open beyond this machine with nothing to protect it; at -v where the user named a
     /// loopback address, a socket file, or what protects it.
-    func announcement(listening: [String], unix: Bool = false) -> (line: String, level: Int)? {
+    /// `namespace`: the network namespace (`--netns`) the addresses are in.
+    func announcement(listening: [String], unix: Bool = false, namespace: String? = nil) -> (line: String, level: Int)? {
         guard let guarded else { return nil }
         var level = 0
-        let place = listening.joined(by: ", ")
+        let place = listening.joined(by: ", ") + (namespace.map { " in network namespace \($0)" } ?? "")
         let who: String
         if isOpen {
             who = "open to anyone who reaches it (--open)"

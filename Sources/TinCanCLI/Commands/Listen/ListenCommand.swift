@@ -194,15 +194,15 @@ struct ListenCommand {
             throw CommandError(ListenCommand.explain(error, target: target, address: address))
         }
         // --netns: the addresses are the namespace's, its loopback its own processes'.
-        let namespace = SocketProfile.current.withLock { $0.namespace?.name }.map { " in network namespace \($0)" } ?? ""
+        let namespace = SocketProfile.current.withLock { $0.namespace?.name }
         if let activation {
             let named = activation.map { socket in "\(socket.name) (\(Syscall.localAddress(socket.fd).map { $0.isUnix ? $0.host : $0.description } ?? "?"))" }
             Console.note("listening on the sockets passed by socket activation: " + named.joined(by: ", "), level: 1)
         } else {
-            Console.note("listening on " + listener.listeningAddresses.joined(by: ", ") + namespace, level: 1)
+            Console.note("listening on " + listener.listeningAddresses.joined(by: ", ") + (namespace.map { " in network namespace \($0)" } ?? ""), level: 1)
         }
-        let listening = (activation.map { $0.map { Syscall.localAddress($0.fd)?.description ?? $0.name } } ?? listener.listeningAddresses).map { $0 + namespace }
-        if let said = exposure.announcement(listening: listening, unix: !target.isTCP) { Console.note(said.line, level: said.level) }
+        let listening = activation.map { $0.map { Syscall.localAddress($0.fd)?.description ?? $0.name } } ?? listener.listeningAddresses
+        if let said = exposure.announcement(listening: listening, unix: !target.isTCP, namespace: namespace) { Console.note(said.line, level: said.level) }
         try mode.run(listener: listener)
     }
 
