@@ -222,6 +222,30 @@ final class SerialDeviceTests: XCTestCase {
         XCTAssertTrue(server.stderrText.contains("set \(pair.a) to speed 4800"), server.stderrText)
     }
 
+    /// A listener that opens a device is a door into this machine: with no address it binds
+    /// loopback only and says so at start; `--open` binds every address.
+    func testADeviceListenerIsLocalUnlessOpened() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let port = freePort()
+        let local = try Tool(["listen", "-k", "--serial", pair.a, String(port)])
+        defer { local.stop() }
+        waitForListener(port: port)
+        waitUntil("the start line: \(local.stderrText)") { local.stderrText.contains("loopback only") }
+        XCTAssertTrue(local.stderrText.contains("the serial line \(pair.a) on 127.0.0.1:\(port)"), local.stderrText)
+        let bound = try Tool.run(["-c", "ss -ltnH 'sport = :\(port)'"], program: "/bin/sh").out
+        XCTAssertTrue(bound.contains("127.0.0.1:\(port)") && !bound.contains("0.0.0.0:\(port)") && !bound.contains("*:\(port)"), bound)
+        kill(local.process.processIdentifier, SIGTERM)
+        _ = local.wait()
+
+        let other = freePort()
+        let open = try Tool(["listen", "-k", "--open", "--serial", pair.a, String(other)])
+        defer { open.stop() }
+        waitUntil("the open start line: \(open.stderrText)") { open.stderrText.contains("open to anyone who reaches it (--open)") }
+        let everywhere = try Tool.run(["-c", "ss -ltnH 'sport = :\(other)'"], program: "/bin/sh").out
+        XCTAssertFalse(everywhere.contains("127.0.0.1:\(other)"), everywhere)
+    }
+
     /// Options that make no sense with a device as the local end are refused at start.
     func testRefusalsAtStart() throws {
         for (arguments, words) in [

@@ -61,7 +61,9 @@ final class OptionRuleTests: XCTestCase {
         XCTAssertEqual(verdict("connect --pty h 80"), "--pty runs the program of --exec or --sh-exec on a terminal: give the program (e.g. --exec '/bin/bash -i')")
         XCTAssertEqual(verdict("listen --pty-size 80x24 9"), "--pty-size sets the terminal of --pty: add --pty")
         XCTAssertEqual(verdict("listen --forward-ca x --forward h:1 9"), "--forward-ca needs --forward-tls")
-        XCTAssertEqual(verdict("listen --open 9"), "--open is for a listener that runs a program or carries traffic onward (the others listen on every address given, or all)")
+        XCTAssertEqual(
+            verdict("listen --open 9"),
+            "--open is for a listener that runs a program or carries traffic onward, or opens a device (the others listen on every address given, or all)")
         XCTAssertEqual(verdict("listen --proxy-auth a:b 9"), "--proxy-auth is for a proxy server: add --socks5 or --http-proxy")
         XCTAssertEqual(verdict("connect --retry-delay 1s h 80"), "--retry-delay needs --retry (or --forward-retry, --reconnect)")
         XCTAssertEqual(verdict("ws --ping-timeout 1s ws://h/"), "--ping-timeout counts from a ping: give --ping-interval too")

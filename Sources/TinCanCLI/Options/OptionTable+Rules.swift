@@ -161,8 +161,8 @@ extension OptionTable {
             // A proxy server.
             .needs([.proxyAuth, .proxyAuthFile, .allowDest, .denyDest], .anyOf(.socks5, .httpProxy), "%o is for a proxy server: add --socks5 or --http-proxy"),
             .needs(
-                [.open], .anyOf(.socks5, .httpProxy, .exec, .shExec, .forward, .forwardUnix),
-                "--open is for a listener that runs a program or carries traffic onward (the others listen on every address given, or all)"),
+                [.open], .anyOf(.socks5, .httpProxy, .exec, .shExec, .forward, .forwardUnix, .serial, .ptyLink, .tun),
+                "--open is for a listener that runs a program or carries traffic onward, or opens a device (the others listen on every address given, or all)"),
             .forbids([.forward, .forwardUnix], when: .anyOf(.socks5, .httpProxy), "%w takes each client's upstream from its request: not with %o"),
             .forbids([.exec, .shExec, .broker, .chat], when: .anyOf(.socks5, .httpProxy), "%w relays each client to its target: not with %o"),
             .forbids([.send, .expect], when: .anyOf(.socks5, .httpProxy), "%o talks over stdin/stdout: not with %w"),

@@ -573,7 +573,7 @@ public enum OptionTable {
                 OptionSpec(
                     .open,
                     help:
-                        "Open to anyone who reaches it, on purpose, a listener that runs a program or a terminal (--exec, --sh-exec, --pty) or carries traffic onward (--forward, --socks5, --http-proxy): without an address it listens on every address instead of loopback, and a proxy with nothing to protect it may take a non-loopback address. Said at start. (With --ws, web pages of other sites still need --allow-origin.)"
+                        "Open to anyone who reaches it, on purpose, a listener that runs a program or a terminal (--exec, --sh-exec, --pty), carries traffic onward (--forward, --socks5, --http-proxy) or opens a device (--serial, --pty-link, --tun): without an address it listens on every address instead of loopback, and a proxy with nothing to protect it may take a non-loopback address. Said at start. (With --ws, web pages of other sites still need --allow-origin.)"
                 ),
             ] + proxying.filter { [.proxy, .proxyUser, .proxyCa, .proxyInsecure, .proxyCert, .proxyKey].contains($0.name) } + stream + [
                 OptionSpec(

@@ -3,9 +3,9 @@ import SocketCore
 /// Who can reach a listener: the one rule, decided here for every listen mode (TCP, TLS,
 /// WebSocket, UDP; a port, socket activation, `--stdio-socket`).
 ///
-/// A listener that runs a program or a terminal (`--exec`, `--sh-exec`, `--pty`) or carries
+/// A listener that runs a program or a terminal (`--exec`, `--sh-exec`, `--pty`), carries
 /// traffic onward (`--forward`, `--forward-unix`, `--socks5`, `--http-proxy`, and the same over
-/// WebSocket) is reachable from this machine only unless the user opened it on purpose: with no
+/// WebSocket) or opens a device (`--serial`, `--pty-link`, `--tun`) is reachable from this machine only unless the user opened it on purpose: with no
 /// address it binds loopback; given an address it binds that (a proxy with nothing to protect
 /// it refuses a non-loopback address unless `--open`); `--open` binds every address. Where
 /// something really protects it — `--allow` (the peer's address, or a trusted balancer's PROXY
@@ -41,6 +41,11 @@ struct Exposure: Sendable {
             if args.has(.pty) { return "a terminal running \(name) for each client" }
             return "a program (\(name)) for each \(udp ? "peer" : "client")"
         }
+        // A device is a door into this machine: a serial console, a program on a virtual
+        // port, an IP link into its network.
+        if let device = args.value(.serial) { return "the serial line \(device)\(args.has(.rfc2217) ? " and its settings" : "")" }
+        if let link = args.value(.ptyLink) { return "the virtual serial port \(link)" }
+        if let tunnel = args.value(.tun) { return "a tunnel into this machine's network (\(tunnel))" }
         if args.has(.socks5) && args.has(.httpProxy) { return "a SOCKS and HTTP proxy" }
         if args.has(.socks5) { return "a SOCKS proxy" }
         if args.has(.httpProxy) { return "an HTTP proxy" }
