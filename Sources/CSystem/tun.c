@@ -71,3 +71,15 @@ done:
     close(fd);
     return result;
 }
+
+int csystem_set_interface_mtu(const char *name, int mtu) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct ifreq request;
+    memset(&request, 0, sizeof request);
+    strncpy(request.ifr_name, name, IFNAMSIZ - 1);
+    request.ifr_mtu = mtu;
+    int result = ioctl(fd, SIOCSIFMTU, &request) == 0 ? 0 : -errno;
+    close(fd);
+    return result;
+}

@@ -20,4 +20,10 @@ extension Syscall {
         }
         guard code == 0 else { throw SystemError(errno: -code, call: "ioctl", context: "configuring \(name)") }
     }
+
+    /// Sets the interface `name`'s MTU.
+    package static func setInterfaceMTU(_ name: String, _ mtu: Int) throws(SystemError) {
+        let code = csystem_set_interface_mtu(name, Int32(mtu))
+        guard code == 0 else { throw SystemError(errno: -code, call: "ioctl", context: "SIOCSIFMTU \(name)") }
+    }
 }

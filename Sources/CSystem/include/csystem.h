@@ -35,6 +35,9 @@ int csystem_open_tun(const char *name, char *actual, unsigned long length);
 /// with `prefix`, and brings it up. 0, or -errno.
 int csystem_configure_tun(const char *name, int ipv6, const void *address, int prefix, int mtu);
 
+/// Sets the interface `name`'s MTU; 0 or -errno.
+int csystem_set_interface_mtu(const char *name, int mtu);
+
 /// SIOCOUTQ: bytes in a socket's send queue not yet acknowledged by the peer (TCP), or -1.
 int csystem_unsent_bytes(int fd);
 

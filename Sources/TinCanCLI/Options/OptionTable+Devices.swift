@@ -39,7 +39,7 @@ extension OptionTable {
         OptionSpec(
             .tun, value: .text, valueName: "ADDR/PREFIX",
             help:
-                "A TUN device instead of stdin and stdout, as socat's TUN:ADDR/PREFIX,up: an IP interface with this address (IPv4 or IPv6), up, whose packets go over the connection, each a 2-byte length and the packet, so `listen --tls --tun 198.18.0.1/30 PORT` and `connect --tls --tun 198.18.0.2/30 HOST PORT` make a point-to-point IP link (routes are yours to add). Needs CAP_NET_ADMIN; the device goes when tincan ends, and the peer's end ends the session."
+                "A TUN device instead of stdin and stdout, as socat's TUN:ADDR/PREFIX,up: an IP interface with this address (IPv4 or IPv6), up, whose packets go over the connection: on a stream each a 2-byte length and the packet, with -u each one datagram (and with -u --tls one DTLS record), so `listen --tls --tun 198.18.0.1/30 PORT` and `connect --tls --tun 198.18.0.2/30 HOST PORT` make a point-to-point IP link (routes are yours to add). Needs CAP_NET_ADMIN; the device goes when tincan ends, and the peer's end ends the session."
         ),
         OptionSpec(.tunName, value: .interface, valueName: "NAME", default: "tun0, tun1... as the kernel chooses", help: "With --tun: the interface's name."),
     ]
@@ -47,7 +47,10 @@ extension OptionTable {
     /// `--tun`'s rules: connect and listen.
     static let tunnelRules: [OptionRule] = [
         .needs([.tunName], .given(.tun), "%o names the device of --tun: add --tun ADDR/PREFIX"),
-        .forbids([.keepOpen, .udp, .ws, .serial, .ptyLink, .crlf, .send, .expect, .hex], when: .given(.tun), "--tun carries IP packets over one stream: not with %o"),
+        .forbids([.keepOpen, .ws, .serial, .ptyLink, .crlf, .send, .expect, .hex], when: .given(.tun), "--tun carries IP packets between two ends: not with %o"),
+        .forbids(
+            [.lines, .stripNewline, .chunk, .whole, .format], when: .given(.tun),
+            "--tun sends each packet as one datagram, and writes each datagram to the device whole: not with %o"),
     ]
 
     /// `--rfc2217`'s rules: listen only.
@@ -57,7 +60,7 @@ extension OptionTable {
     ]
 
     /// The device options, which the datagram modes take too (connect -u, listen -u).
-    static let deviceOptions: Set<Option> = [.serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink]
+    static let deviceOptions: Set<Option> = [.serial, .baud, .dataBits, .parity, .stopBits, .flow, .ptyLink, .tun, .tunName]
 
     /// The local-end device options' rules.
     static let deviceRules: [OptionRule] = [

@@ -192,7 +192,7 @@ public enum OptionTable {
             OptionSpec(
                 .mtu, value: .integer(576...65535), valueName: "BYTES", default: server ? "1500" : "the route's, at most 1500",
                 help:
-                    "With -u --tls: the largest IP packet DTLS may send; records and handshake messages are cut to fit it and sent with Don't Fragment, so none is fragmented at the IP layer. A line of stdin longer than one record can carry fails with what fits. With --tun: the tunnel device's MTU (default 1500)."
+                    "With -u --tls: the largest IP packet DTLS may send; records and handshake messages are cut to fit it and sent with Don't Fragment, so none is fragmented at the IP layer. A line of stdin longer than one record can carry fails with what fits. With --tun: the tunnel device's MTU instead (DTLS then takes the route's): by default 1500 over a stream, 1452 with -u (a packet and its UDP and IP headers fit a 1500-byte path), and with -u --tls what one DTLS record carries."
             ),
         ]
     }

@@ -7,10 +7,14 @@ struct DatagramPrinter: Sendable {
 
     let format: Format
     let verbosity: Int
+    /// `--tun`: stdout is the device, and each datagram one packet written to it at once, whole
+    /// (not gathered with others into the output buffer).
+    let packets: Bool
 
     init(_ args: ParsedArguments) {
         format = args.value(.format).flatMap(Format.init) ?? .raw
         verbosity = args.count(.verbose)
+        packets = args.has(.tun)
     }
 
     /// Prints one datagram. Throws when the output is gone.
@@ -19,6 +23,7 @@ struct DatagramPrinter: Sendable {
         if datagram.isTruncated {
             Console.note("a datagram from \(datagram.source) had \(datagram.length) bytes; kept the first \(datagram.bytes.count) (--max-size)")
         }
+        if packets { return try PacketFraming.deliver(datagram.bytes, to: output.fd) }
         switch format {
         case .raw:
             try output.append(datagram.bytes)

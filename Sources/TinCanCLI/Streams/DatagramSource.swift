@@ -9,6 +9,8 @@ struct DatagramSource {
         case chunks(Int)
         case whole
         case messages([[UInt8]])
+        /// `--tun`: each read of the device is one IP packet and one datagram.
+        case packets
     }
 
     let mode: Mode
@@ -17,6 +19,7 @@ struct DatagramSource {
     /// How stdin is cut, from --lines (the default), --strip-newline, --chunk and --whole
     /// (which exclude one another by the table's rules): udp-send, connect -u and listen -u.
     static func framing(_ args: ParsedArguments) -> Mode {
+        if args.has(.tun) { return .packets }
         if let size = args.integer(.chunk) { return .chunks(size) }
         return args.has(.whole) ? .whole : .lines(strip: args.has(.stripNewline))
     }
@@ -36,6 +39,7 @@ struct DatagramSource {
         defer { buffer.deallocate() }
         var pending: [UInt8] = []
         var line = 1
+        var oversized = 0
         while true {
             let n: Int
             do throws(SystemError) { n = try Syscall.readWaiting(input, into: buffer) } catch {
@@ -69,6 +73,18 @@ struct DatagramSource {
                     throw CommandError("stdin has more than \(limit) bytes, too many for one datagram (the limit); use --chunk or --lines")
                 }
                 if n == 0 { try body(pending) }
+            case .packets:
+                guard n > 0 else { return }
+                // A router drops what the next link cannot carry: the device's MTU is set so
+                // that none should be, so the first is said at once and the rest at -v.
+                guard n <= limit else {
+                    oversized += 1
+                    Console.note(
+                        "the tunnel gave a packet of \(n) bytes, more than one datagram carries here (\(limit)): dropped; give --mtu \(limit) or less",
+                        level: oversized == 1 ? 0 : 1)
+                    continue
+                }
+                try body(Array(bytes))
             case .messages:
                 return
             }

@@ -1,3 +1,6 @@
+import Glibc
+import SocketCore
+
 /// `--tun` over a stream: each IP packet the device gives is sent as a 2-byte big-endian
 /// length and the packet (as OpenVPN frames packets over TCP), and the stream from the peer is
 /// cut back into packets, each written to the device whole. The packets waiting at the device
@@ -15,6 +18,18 @@ final class PacketFraming: @unchecked Sendable {
     private var headerBytes = 0
     private var length = 0
     private var filled = 0
+
+    /// Writes one packet to the device (`fd`), on any road (a frame's packet, a datagram's): a
+    /// packet the kernel refuses (not IP) is dropped and said at -v, as a router drops it; any
+    /// other failure is the device's and is thrown.
+    static func deliver(_ packet: UnsafeRawBufferPointer, to fd: Int32) throws(SystemError) {
+        do throws(SystemError) {
+            try Syscall.writeAll(fd, packet, isSocket: false)
+        } catch {
+            guard error.errno == EINVAL else { throw error }
+            Console.note("a packet from the peer the tunnel refused (\(packet.count) bytes: \(error.lowercaseReason)): dropped", level: 1)
+        }
+    }
 
     deinit {
         batch.deallocate()

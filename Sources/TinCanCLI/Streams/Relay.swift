@@ -281,15 +281,9 @@ final class Relay: @unchecked Sendable {
             }
             if let packets = options.packets {
                 let carried = packets.deframe(chunk) { packet in
-                    do throws(SystemError) {
-                        try Syscall.writeAll(output, packet, isSocket: false)
-                    } catch {
-                        guard error.errno == EINVAL else {
-                            outputFailed(error)
-                            return false
-                        }
-                        // Not an IP packet the kernel takes: dropped, as a router drops it.
-                        Console.note("a packet from the peer the tunnel refused (\(packet.count) bytes: \(error.lowercaseReason)): dropped", level: 1)
+                    do throws(SystemError) { try PacketFraming.deliver(packet, to: output) } catch {
+                        outputFailed(error)
+                        return false
                     }
                     return true
                 }

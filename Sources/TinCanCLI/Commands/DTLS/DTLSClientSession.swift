@@ -66,7 +66,9 @@ struct DTLSClientSession {
         if let end = settled.end, let failure = DTLSOptions.explain(end, peer: target) { throw failure }
         guard let info = settled.info else { throw CommandError("DTLS with \(target): the peer ended the session during the handshake") }
         log?.tls(info, took: .now - handshakeStarted)
-        Console.note("DTLS session with \(target), records of up to \(socket.perform { link.session.maximumRecordPayload }) bytes (MTU \(mtu))", level: 1)
+        let recordPayload = socket.perform { link.session.maximumRecordPayload }
+        Console.note("DTLS session with \(target), records of up to \(recordPayload) bytes (MTU \(mtu))", level: 1)
+        if command.printer.packets { try TunnelDevice.fit(recordPayload: recordPayload) }
         for line in TLSOptions.summary(info, settings: options.settings) { Console.note(line, level: 1) }
         if command.showCert {
             Console.out(info.peerChain.map(\.pem).joined())

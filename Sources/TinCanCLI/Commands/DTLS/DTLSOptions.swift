@@ -10,12 +10,15 @@ struct DTLSOptions {
     let mtu: Int?
     let handshakeTimeout: Duration
 
+    /// --mtu: the DTLS datagrams' bound, except with --tun, whose device's MTU it is.
+    private static func mtu(_ args: ParsedArguments) -> Int? { args.has(.tun) ? nil : args.integer(.mtu) }
+
     /// connect -u --tls HOST.
     static func client(_ args: ParsedArguments, host: String) throws(UsageError) -> DTLSOptions {
         var settings = try TLSOptions.client(args, host: host)
         settings.datagram = true
         try psk(args, into: &settings, identity: args.value(.pskIdentity) ?? "Client_identity")
-        return DTLSOptions(settings: settings, mtu: args.integer(.mtu), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
+        return DTLSOptions(settings: settings, mtu: mtu(args), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
     }
 
     /// listen -u --tls.
@@ -23,14 +26,14 @@ struct DTLSOptions {
         var settings = try TLSOptions.server(args)
         settings.datagram = true
         try psk(args, into: &settings, identity: args.value(.pskIdentity))
-        return DTLSOptions(settings: settings, mtu: args.integer(.mtu), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
+        return DTLSOptions(settings: settings, mtu: mtu(args), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
     }
 
     /// listen -u -k --forward … --forward-tls: the upstream's client, with the listener's --mtu.
     static func forwardClient(_ args: ParsedArguments, host: String) throws(UsageError) -> DTLSOptions {
         var settings = try TLSOptions.forwardClient(args, host: host)
         settings.datagram = true
-        return DTLSOptions(settings: settings, mtu: args.integer(.mtu), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
+        return DTLSOptions(settings: settings, mtu: mtu(args), handshakeTimeout: args.duration(.handshakeTimeout) ?? .seconds(30))
     }
 
     private static func psk(_ args: ParsedArguments, into settings: inout TLSSettings, identity: String?) throws(UsageError) {

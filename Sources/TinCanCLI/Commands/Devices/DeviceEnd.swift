@@ -15,7 +15,8 @@ enum DeviceEnd {
         } else if let path = args.value(.ptyLink) {
             try PseudoTerminalLink.open(at: path)
         } else if let address = args.value(.tun) {
-            try TunnelDevice.open(address, name: args.value(.tunName), mtu: args.integer(.mtu), command: args.command.name)
+            let carrier: TunnelDevice.Carrier = args.has(.udp) ? (args.has(.tls) ? .records : .datagrams) : .stream
+            try TunnelDevice.open(address, name: args.value(.tunName), mtu: args.integer(.mtu), carrier: carrier, command: args.command.name)
         }
     }
 
@@ -151,10 +152,33 @@ enum PseudoTerminalLink {
 }
 
 /// `--tun ADDR/PREFIX`: a TUN device with the address, up; its packets are the local end (each
-/// read one packet, each write one), framed on the stream by the relay (``PacketFraming``).
-/// The device goes with the process.
+/// read one packet, each write one): framed on a stream by the relay (``PacketFraming``), one
+/// per datagram over UDP, one per record over DTLS. The device goes with the process.
 enum TunnelDevice {
-    static func open(_ text: String, name: String?, mtu: Int?, command: String) throws {
+    /// What carries the packets, which sets the device's MTU when --mtu does not.
+    enum Carrier {
+        /// A stream: the kernel's default (1500); the stream cuts the frames as it likes.
+        case stream
+        /// A datagram each: a packet and the UDP and IP headers of either family fit a
+        /// 1500-byte path, so no datagram is fragmented.
+        case datagrams
+        /// A DTLS record each: as `datagrams`, less the costliest record overhead (CBC with
+        /// SHA-384: 93 bytes) until the handshake says what a record carries (``fit(recordPayload:)``).
+        case records
+
+        var mtu: Int? {
+            switch self {
+            case .stream: nil
+            case .datagrams: 1500 - 48
+            case .records: 1500 - 48 - 96
+            }
+        }
+    }
+
+    /// The device this run opened, its MTU, and whether --mtu chose it.
+    private static let opened = Locked<(name: String, mtu: Int, chosen: Bool)?>(nil)
+
+    static func open(_ text: String, name: String?, mtu chosen: Int?, carrier: Carrier, command: String) throws {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let address = try? SocketAddress(ip: String(parts[0]), port: 0), let bytes = address.networkBytes,
             let prefix = Int(parts[1]), (0...(bytes.count * 8)).contains(prefix)
@@ -167,6 +191,7 @@ enum TunnelDevice {
             throw CommandError("--tun \(text): cannot make the device: \(error.lowercaseReason)\(hint)")
         }
         defer { close(device.fd) }  // the stdin and stdout copies keep it
+        let mtu = chosen ?? carrier.mtu
         do throws(SystemError) {
             try Syscall.configureInterface(device.name, address: bytes, prefix: prefix, mtu: mtu)
             // Non-blocking: the relay takes every packet already waiting into one send.
@@ -175,6 +200,25 @@ enum TunnelDevice {
         } catch {
             throw CommandError("--tun \(text): cannot set up \(device.name): \(error.lowercaseReason)")
         }
+        opened.withLock { $0 = (device.name, mtu ?? 1500, chosen != nil) }
         Console.note("tunnel \(device.name): \(text), up, MTU \(mtu ?? 1500)", level: 1)
+    }
+
+    /// Over DTLS, once the handshake says how much a record carries: the device's MTU becomes
+    /// that, so every packet fits one record; an --mtu larger than that is refused (its larger
+    /// packets could not cross).
+    static func fit(recordPayload payload: Int) throws(CommandError) {
+        guard let device = opened.withLock({ $0 }), device.mtu != payload else { return }
+        if device.chosen {
+            guard device.mtu > payload else { return }
+            throw CommandError(
+                "--mtu \(device.mtu): a DTLS record to this peer carries at most \(payload) bytes, so larger packets could not cross the tunnel; give --mtu \(payload) or less",
+                code: .usage)
+        }
+        do throws(SystemError) { try Syscall.setInterfaceMTU(device.name, payload) } catch {
+            throw CommandError("--tun: cannot set \(device.name)'s MTU to \(payload), what a DTLS record carries: \(error.lowercaseReason)")
+        }
+        opened.withLock { $0?.mtu = payload }
+        Console.note("tunnel \(device.name): MTU \(payload), what a DTLS record carries", level: 1)
     }
 }

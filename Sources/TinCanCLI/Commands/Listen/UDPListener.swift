@@ -189,6 +189,9 @@ final class UDPListener: @unchecked Sendable {
             if let refusal = self.admit(peer, local: link.local, at: .now) {
                 Console.note("DTLS peer \(UDPListener.name(peer)): \(refusal)", level: 1)
                 self.links.removeValue(forKey: peer)?.close()
+            } else if self.printer.packets {
+                // --tun: the device's packets must each fit one of this peer's records.
+                do throws(CommandError) { try TunnelDevice.fit(recordPayload: link.session.maximumRecordPayload) } catch { self.end(.failed(error)) }
             }
         }
         link.onEnd = { [weak self] end in self?.dtlsEnded(peer, end) }
