@@ -222,6 +222,51 @@ final class SerialDeviceTests: XCTestCase {
         XCTAssertTrue(server.stderrText.contains("set \(pair.a) to speed 4800"), server.stderrText)
     }
 
+    /// listen -k --serial --rfc2217: two pyserial rfc2217:// clients at once each set the one
+    /// line (stty sees each change), each is answered on its own, both reach the device and
+    /// the device's bytes (255 among them) reach both, escaped once for Telnet.
+    func testRFC2217ClientsShareTheLineUnderKeepOpen() throws {
+        let pair = try PtyPair()
+        defer { pair.stop() }
+        let port = freePort()
+        let server = try Tool(["listen", "-k", "-v", "--serial", pair.a, "--rfc2217", "127.0.0.1", String(port)])
+        defer { server.stop() }
+        waitForListener(port: port)
+        let script = """
+            import serial, subprocess, sys, time
+            def speed():
+                return subprocess.run(["stty", "-F", sys.argv[2], "speed"], capture_output=True, text=True).stdout.strip()
+            url = "rfc2217://127.0.0.1:%s" % sys.argv[1]
+            first = serial.serial_for_url(url, baudrate=19200, timeout=10)
+            print("first", speed(), flush=True)
+            second = serial.serial_for_url(url, baudrate=9600, timeout=10)
+            print("second", speed(), flush=True)
+            first.baudrate = 4800
+            print("first again", speed(), second.baudrate, flush=True)
+            first.write(b"one\\xff\\n")
+            second.write(b"two\\n")
+            print("both", first.readline(), second.readline(), flush=True)
+            first.close()
+            second.close()
+            """
+        let client = try Tool(["python3", "-c", script, String(port), pair.a], program: "/usr/bin/env")
+        defer { client.stop() }
+        // Two connections: either may reach the hub first.
+        let one = Array("one".utf8) + [0xff, 10]
+        let two = Array("two\n".utf8)
+        var heard = pair.receivedBytes(until: two)
+        if heard.count < one.count + two.count { heard += pair.receivedBytes(until: one) }
+        XCTAssertTrue(heard == one + two || heard == two + one, "\(heard)")
+        pair.send(Array("to both ".utf8) + [0xff] + Array("\n".utf8))
+        XCTAssertEqual(client.wait(), 0, client.stderrText + server.stderrText)
+        XCTAssertEqual(
+            client.stdoutText.split(separator: "\n"),
+            ["first 19200", "second 9600", "first again 4800 9600", "both b'to both \\xff\\n' b'to both \\xff\\n'"], server.stderrText)
+        XCTAssertTrue(server.stderrText.contains("set \(pair.a) to speed 9600") && server.stderrText.contains("set \(pair.a) to speed 4800"), server.stderrText)
+        kill(server.process.processIdentifier, SIGTERM)
+        _ = server.wait()
+    }
+
     /// A listener that opens a device is a door into this machine: with no address it binds
     /// loopback only and says so at start; `--open` binds every address.
     func testADeviceListenerIsLocalUnlessOpened() throws {

@@ -1,3 +1,5 @@
+import Dispatch
+import SocketCore
 import XCTest
 
 @testable import TinCanCLI
@@ -88,5 +90,58 @@ final class ComPortProtocolTests: XCTestCase {
         XCTAssertEqual(r.requests, [], "too long to be a request")
         XCTAssertEqual(r.replies, [])
         XCTAssertEqual(r.data, [88], "data after it still flows")
+    }
+
+    /// A modem line change is told (NOTIFY-MODEMSTATE, 107) with the lines and their deltas,
+    /// only once COM port control is on, and only as far as the client's mask lets it through.
+    func testModemLineChangesAreToldThroughTheMask() {
+        var machine = ComPortProtocol()
+        var replies: [UInt8] = []
+        machine.modemLinesChanged(from: 0, to: 0x80, replies: &replies)
+        XCTAssertEqual(replies, [], "nothing before the client asked for COM port control")
+        _ = feed([[iac, 251, 44]], machine: &machine, answer: { _ in [0] })
+        // Carrier up: the line and its delta.
+        machine.modemLinesChanged(from: 0, to: 0x80, replies: &replies)
+        XCTAssertEqual(replies, [iac, 250, 44, 107, 0x88, iac, 240])
+        // Ring ends (its trailing edge) while CTS rises.
+        replies = []
+        machine.modemLinesChanged(from: 0xc0, to: 0x90, replies: &replies)
+        XCTAssertEqual(replies, [iac, 250, 44, 107, 0x95, iac, 240])
+        // SET-MODEMSTATE-MASK 0x08 (carrier's delta only): a CTS change is not news, a carrier
+        // change is told as its delta alone.
+        _ = feed([[iac, 250, 44, 11, 0x08, iac, 240]], machine: &machine)
+        XCTAssertEqual(machine.modemStateMask, 0x08)
+        replies = []
+        machine.modemLinesChanged(from: 0x80, to: 0x90, replies: &replies)
+        XCTAssertEqual(replies, [])
+        machine.modemLinesChanged(from: 0x90, to: 0x10, replies: &replies)
+        XCTAssertEqual(replies, [iac, 250, 44, 107, 0x08, iac, 240])
+        // Mask 255 again: every line and every delta at once.
+        _ = feed([[iac, 250, 44, 11, iac, iac, iac, 240]], machine: &machine)
+        replies = []
+        machine.modemLinesChanged(from: 0x40, to: 0xb0, replies: &replies)
+        XCTAssertEqual(replies, [iac, 250, 44, 107, 0xbf, iac, 240])
+    }
+
+    /// The modem watch hands on each change of the lines it reads (before and after), nothing
+    /// while they hold, and is not made for a device without modem lines.
+    func testModemWatchHandsOnEachChange() {
+        XCTAssertNil(ModemWatch(reading: { nil }, queue: DispatchQueue(label: "test.none")) { _, _ in XCTFail("no lines, no watch") })
+        let readings = Locked<[UInt8]>([0x10, 0x10, 0x30, 0x30, 0x30, 0xb0])
+        let seen = Locked<[[UInt8]]>([])
+        let done = expectation(description: "two changes")
+        let watch = ModemWatch(
+            reading: { readings.withLock { $0.count > 1 ? $0.removeFirst() : $0[0] } }, queue: DispatchQueue(label: "test.watch"), interval: .milliseconds(2)
+        ) { old, new in
+            let count = seen.withLock { seen in
+                seen.append([old, new])
+                return seen.count
+            }
+            if count == 2 { done.fulfill() }
+        }
+        XCTAssertNotNil(watch)
+        wait(for: [done], timeout: 10)
+        watch?.stop()
+        XCTAssertEqual(seen.withLock { $0 }, [[0x10, 0x30], [0x30, 0xb0]])
     }
 }

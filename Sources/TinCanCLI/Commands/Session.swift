@@ -40,7 +40,7 @@ struct Session {
         var options = settings.relay
         options.capture = capture
         options.negotiation = raw?.negotiation
-        options.comPort = settings.comPortLine.map { ComPortFilter(device: ComPortDevice(fd: 1, name: $0, peer: peer)) }
+        options.comPort = settings.comPortLine.map { ComPortFilter(device: ComPortDevice(fd: 1, name: $0), peer: peer) }
         // A WebSocket's close ends both ways: once the peer's close is answered nothing more
         // can go, so stdin (still open) does not hold the session.
         if transport.closesWithHandshake { options.ending.peerEndEndsSession = true }

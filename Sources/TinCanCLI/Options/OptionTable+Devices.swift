@@ -31,7 +31,7 @@ extension OptionTable {
     static let comPortControl = OptionSpec(
         .rfc2217,
         help:
-            "With --serial: the client speaks Telnet with RFC 2217 COM port control, as ser2net's telnet ports and pyserial's rfc2217://HOST:PORT: it sets the line's speed, data bits, parity, stop bits and flow control, reads and sets DTR and RTS, reads the modem lines and purges the buffers, and the device follows; each request is answered with what the line then holds (-v says each change). Byte 255 is escaped both ways. One client at a time: not with -k."
+            "With --serial: the client speaks Telnet with RFC 2217 COM port control, as ser2net's telnet ports and pyserial's rfc2217://HOST:PORT: it sets the line's speed, data bits, parity, stop bits and flow control, reads and sets DTR and RTS, reads the modem lines and purges the buffers, and the device follows; each request is answered with what the line then holds (-v says each change), and a change of the modem lines is told as it happens. Byte 255 is escaped both ways. With -k every client may set the one line, and each is answered and told on its own."
     )
 
     /// `--tun`: connect and listen.
@@ -56,7 +56,7 @@ extension OptionTable {
     /// `--rfc2217`'s rules: listen only.
     static let comPortRules: [OptionRule] = [
         .needs([.rfc2217], .given(.serial), "%o speaks for the line of --serial: add --serial DEVICE"),
-        .forbids([.keepOpen, .udp], when: .given(.rfc2217), "--rfc2217 gives the line's settings to one client at a time: not with %o"),
+        .forbids([.udp, .broker, .chat], when: .given(.rfc2217), "--rfc2217 speaks Telnet with each client about the line: not with %o"),
     ]
 
     /// The device options, which the datagram modes take too (connect -u, listen -u).

@@ -40,6 +40,9 @@ struct ComPortProtocol {
     private var theirs: Set<UInt8> = []
     /// Whether the modem state was told at the start.
     private var announced = false
+    /// SET-MODEMSTATE-MASK: which bits of a modem state change the client is told of (RFC
+    /// 2217: all, until it says otherwise).
+    private(set) var modemStateMask: UInt8 = 255
 
     /// The options this server takes on its own side (DO X answered WILL X) and the client's it
     /// accepts (WILL X answered DO X).
@@ -142,13 +145,35 @@ struct ComPortProtocol {
         case 8: request = .suspendOutput
         case 9: request = .resumeOutput
         case 10: request = .lineStateMask(byte)
-        case 11: request = .modemStateMask(byte)
+        case 11:
+            modemStateMask = byte
+            request = .modemStateMask(byte)
         case 12: request = .purge(byte)
         default: return  // NOTIFY-LINESTATE and unknown codes: nothing a server answers
         }
         guard let reply = answer(request) else { return }
         replies += [Telnet.iac, Telnet.sb, Telnet.comPort, code &+ 100]
         ComPortProtocol.escape(reply, into: &replies)
+        replies += [Telnet.iac, Telnet.se]
+    }
+
+    /// The modem lines went from `old` to `new` (each NOTIFY-MODEMSTATE's byte: carrier 0x80,
+    /// ring 0x40, DSR 0x20, CTS 0x10): once COM port control is active, a NOTIFY-MODEMSTATE
+    /// with the lines and what changed (delta carrier 0x08, ring's trailing edge 0x04, delta
+    /// DSR 0x02, delta CTS 0x01) goes to `replies`, as far as the client's mask lets it through.
+    mutating func modemLinesChanged(from old: UInt8, to new: UInt8, replies: inout [UInt8]) {
+        guard comPortActive, announced else { return }
+        let changed = old ^ new
+        var deltas: UInt8 = 0
+        if changed & 0x80 != 0 { deltas |= 0x08 }
+        if old & 0x40 != 0 && new & 0x40 == 0 { deltas |= 0x04 }
+        if changed & 0x20 != 0 { deltas |= 0x02 }
+        if changed & 0x10 != 0 { deltas |= 0x01 }
+        // Only a change the mask lets through is news.
+        guard (changed & 0xf0 | deltas) & modemStateMask != 0 else { return }
+        let told = (new & 0xf0 | deltas) & modemStateMask
+        replies += [Telnet.iac, Telnet.sb, Telnet.comPort, 107]
+        ComPortProtocol.escape([told], into: &replies)
         replies += [Telnet.iac, Telnet.se]
     }
 

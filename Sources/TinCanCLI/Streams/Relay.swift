@@ -129,7 +129,15 @@ final class Relay: @unchecked Sendable {
             report(.inputEnded)
         }
         report(.tick)  // arms --idle-timeout
+        // --rfc2217: the client is told of the modem lines' changes as they happen.
+        let modemWatch = options.comPort.flatMap { comPort in
+            ModemWatch(reading: { comPort.modemState }, queue: DispatchQueue(label: "tincan.rfc2217.modem")) { [self] old, new in
+                let notice = comPort.modemLinesChanged(from: old, to: new)
+                if !notice.isEmpty { _ = notice.withUnsafeBytes { sendAside($0, through: comPort) } }
+            }
+        }
         finished.wait()
+        modemWatch?.stop()
         var result = engine.outcome!
         switch result {
         case .peerClosed, .quitAfterEOF, .waitedAfterEOF:

@@ -32,12 +32,18 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
     private var names: [ObjectIdentifier: String] = [:]
     /// -o, --hex-dump: each client's capture (on `queue`).
     private var taps: [ObjectIdentifier: CaptureTap] = [:]
+    /// --serial --rfc2217: the line every client may set, each client's Telnet, and the watch
+    /// that tells them of its modem lines (on `queue`).
+    private let comPort: ComPortDevice?
+    private var comPortClients: [ObjectIdentifier: ComPortFilter] = [:]
+    private var modemWatch: ModemWatch?
 
     init(settings: StreamSettings, gate: Gate, sharing: Sharing = .none, idle: IdleWatch? = nil) {
         self.settings = settings
         self.gate = gate
         self.sharing = sharing
         self.idle = idle
+        comPort = settings.comPortLine.map { ComPortDevice(fd: 1, name: $0) }
     }
 
     func add(_ client: any HubClient) {
@@ -54,6 +60,12 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             if let failure = tap.failure { Capture.fatal(failure) }
         }
         client.attach(to: self)
+        if let comPort {
+            comPortClients[id] = ComPortFilter(device: comPort, peer: names[id]!)
+            if modemWatch == nil {
+                modemWatch = ModemWatch(reading: { comPort.modemState }, queue: queue) { [weak self] old, new in self?.modemLinesChanged(from: old, to: new) }
+            }
+        }
         if sharing == .chat {
             let user = nextUser
             nextUser += 1
@@ -93,6 +105,22 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         let id = ObjectIdentifier(client)
         record(data, .received, id)
         let next: @Sendable () -> Void = { [queue] in queue.async { client.readNext() } }
+        if let filter = comPortClients[id] {
+            // Its requests answered to it alone; its data to the line.
+            _ = data.withUnsafeBytes { chunk in
+                filter.fromClient(
+                    chunk,
+                    reply: { replies in
+                        client.write(Array(replies), timeout: settings.sendTimeout) { _ in }
+                        return true
+                    },
+                    deliver: { bytes in
+                        deliver(bytes)
+                        return true
+                    })
+            }
+            return client.readNext()
+        }
         switch sharing {
         case .none:
             data.withUnsafeBytes(deliver)
@@ -104,6 +132,15 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             let lines = chatters[id]?.lines.take(data) ?? []
             lines.withUnsafeBytes(deliver)
             share(lines, except: id, then: next)
+        }
+    }
+
+    /// --rfc2217: the line's modem lines changed; each client is told as its mask asks.
+    private func modemLinesChanged(from old: UInt8, to new: UInt8) {
+        for (id, filter) in comPortClients {
+            let notice = filter.modemLinesChanged(from: old, to: new)
+            guard !notice.isEmpty, let client = clients[id] else { continue }
+            client.write(notice, timeout: settings.sendTimeout) { _ in }
         }
     }
 
@@ -154,7 +191,8 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
             let tap = settings.capture?.tap(client: accepted.client?.description ?? "a Unix client", ends: Capture.ends(of: fd, recorderIsClient: false))
             if let failure = tap?.failure { Capture.fatal(failure) }
             // Sharing, every byte goes through a client's socket (to reach the others, in order).
-            for _ in 0..<(sharing == .none ? Broker.readsBeforeAdopting : 0) {
+            // So does a COM port client's: its Telnet is taken apart first.
+            for _ in 0..<(sharing == .none && comPort == nil ? Broker.readsBeforeAdopting : 0) {
                 let received: Int?
                 do throws(SystemError) {
                     received = try Syscall.receive(fd, into: scratch)
@@ -230,6 +268,11 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
         idle?.forget(watched.removeValue(forKey: id))
         taps.removeValue(forKey: id)?.close()
         names[id] = nil
+        comPortClients[id] = nil
+        if comPortClients.isEmpty {
+            modemWatch?.stop()
+            modemWatch = nil
+        }
         if var chatter = chatters.removeValue(forKey: id) {
             let rest = chatter.lines.flush()
             if !rest.isEmpty { announce(String(decoding: rest, as: UTF8.self), except: id) }
@@ -263,7 +306,15 @@ final class Broker: AsyncSocketDelegate, @unchecked Sendable {
                 var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
                 if settings.relay.crlf { chunk = encoder.encode(chunk) }
                 settings.relay.hex?.dump(chunk, .sent)
-                let bytes = Array(chunk)  // one copy, shared by every client's write
+                var bytes: [UInt8]  // one copy, shared by every client's write
+                if comPort != nil {
+                    // The line's bytes as Telnet data, escaped once for every client.
+                    bytes = []
+                    bytes.reserveCapacity(chunk.count + 64)
+                    ComPortProtocol.escape(chunk, into: &bytes)
+                } else {
+                    bytes = Array(chunk)
+                }
                 let delivered = DispatchGroup()
                 queue.sync {
                     Statistics.sent.add(bytes.count * clients.count, ordering: .relaxed)
