@@ -429,49 +429,60 @@ final class UDPListener: @unchecked Sendable {
 
     /// Sends one datagram from stdin to the peer (one-peer mode) or every live peer (hub),
     /// each from the address it sent to; waits for a peer first. False once the session ended.
+    /// One hop onto the socket's queue sends it to every peer at once; only a datagram queued
+    /// behind a full send buffer is waited for (the bound on what stdin may have in flight).
     func send(_ datagram: [UInt8]) throws(CommandError) -> Bool {
-        var targets: [(SocketAddress, SocketAddress?)] = []
-        while targets.isEmpty {
-            guard waitForPeer() else { return false }
-            targets = socket.perform { table.live(at: .now).map { ($0.address, $0.local) } }
-            if targets.isEmpty { _ = peerArrived.wait(timeout: .now() + .milliseconds(200)) }
-        }
-        let done = DispatchSemaphore(value: 0)
+        let queued = DispatchGroup()
         let failures = Locked<[String]>([])
-        for (peer, local) in targets {
-            if peer.isUnix, peer.host.isEmpty {
-                failures.withLock { $0.append("the peer's Unix socket has no name to answer (bind it, as nc -uU does)") }
-                done.signal()
-                continue
-            }
-            let sent: @Sendable (Result<Void, UDPSocketError>) -> Void = { result in
-                switch result {
-                case .failure(let error): failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") }
-                case .success:
-                    Statistics.sent.add(datagram.count, ordering: .relaxed)
-                    datagram.withUnsafeBytes { self.capture?.datagram($0, from: local ?? self.local, to: peer) }
+        var now = ContinuousClock.now
+        while true {
+            guard waitForPeer() else { return false }
+            now = .now
+            let reached = socket.perform { () -> Bool in
+                let targets = table.live(at: now)
+                guard !targets.isEmpty else { return false }
+                for target in targets {
+                    send(datagram, to: target.address, from: target.local, queued: queued, failures: failures)
+                    table.sent(to: target.address, at: now)
                 }
-                done.signal()
+                counters.sent += targets.count
+                return true
             }
-            if dtls != nil {
-                // A record in the peer's DTLS session.
-                socket.perform {
-                    guard let send = replier(for: peer) else { return sent(.failure(.badParam("its DTLS session has ended"))) }
-                    sent(datagram.withUnsafeBytes { send($0) }.map { .failure($0) } ?? .success(()))
-                }
-            } else {
-                socket.send(datagram, to: peer, from: local, timeout: .seconds(5), completion: sent)
-            }
+            if reached { break }
+            _ = peerArrived.wait(timeout: .now() + .milliseconds(200))
         }
-        for _ in targets { done.wait() }
-        let now = ContinuousClock.now
-        socket.perform {
-            for (peer, _) in targets { table.sent(to: peer, at: now) }
-            counters.sent += targets.count
-        }
+        queued.wait()
         shared.withLock { $0.lastActivity = now }
         if let failure = failures.withLock({ $0.first }) { throw CommandError(failure) }
         return true
+    }
+
+    /// One datagram from stdin to `peer`, on the socket's queue: in place when the send
+    /// buffer takes it, else queued (`queued` entered until it went or failed).
+    private func send(_ datagram: [UInt8], to peer: SocketAddress, from local: SocketAddress?, queued: DispatchGroup, failures: Locked<[String]>) {
+        if peer.isUnix, peer.host.isEmpty {
+            return failures.withLock { $0.append("the peer's Unix socket has no name to answer (bind it, as nc -uU does)") }
+        }
+        let sent: @Sendable (Result<Void, UDPSocketError>) -> Void = { result in
+            switch result {
+            case .failure(let error): failures.withLock { $0.append("sending to \(UDPListener.name(peer)) failed: \(error)") }
+            case .success:
+                Statistics.sent.add(datagram.count, ordering: .relaxed)
+                datagram.withUnsafeBytes { self.capture?.datagram($0, from: local ?? self.local, to: peer) }
+            }
+        }
+        if dtls != nil {
+            // A record in the peer's DTLS session.
+            guard let send = replier(for: peer) else { return sent(.failure(.badParam("its DTLS session has ended"))) }
+            return sent(datagram.withUnsafeBytes { send($0) }.map { .failure($0) } ?? .success(()))
+        }
+        queued.enter()
+        _ = datagram.withUnsafeBytes { bytes in
+            socket.sendInPlaceOrQueue(bytes, to: peer, from: local, timeout: .seconds(5)) { result in
+                sent(result)
+                queued.leave()
+            }
+        }
     }
 
     /// stdin ended: -q counts from now.

@@ -58,6 +58,11 @@ struct UDPConnectCommand {
         }
     }
 
+    /// Datagrams from stdin queued on the socket at once.
+    static let datagramsInFlight = 64
+    /// The receive buffer asked of the kernel (it gives at most net.core.rmem_max, unless root).
+    static let receiveBuffer = 8 << 20
+
     /// What stdin's thread tells the waiting one.
     private struct Input {
         var endedAt: ContinuousClock.Instant?
@@ -76,6 +81,8 @@ struct UDPConnectCommand {
         socket.isIPv6Enabled = destination.isIPv6
         socket.maxReceiveIPv4BufferSize = UInt16(maxSize)
         socket.maxReceiveIPv6BufferSize = UInt32(maxSize)
+        // Room for a burst of replies (a tunnel's packets), as the listener has.
+        socket.setReceiveBufferSize(UDPConnectCommand.receiveBuffer)
         do throws(UDPSocketError) {
             if let device { try socket.bindToDevice(device) }
             if let source {
@@ -103,24 +110,37 @@ struct UDPConnectCommand {
         let sent = Locked(0)
         let source = DatagramSource(mode: framing, input: 0)
         DispatchQueue.global().async {
-            let done = DispatchSemaphore(value: 0)
+            // Up to `inFlight` datagrams queued on the socket at once, in order: the reader
+            // goes on while they go out, and stdin waits when the socket falls behind.
+            let inFlight = UDPConnectCommand.datagramsInFlight
+            let room = DispatchSemaphore(value: inFlight)
+            let failure = Locked<UDPSocketError?>(nil)
+            func settle() throws(CommandError) {
+                for _ in 0..<inFlight { room.wait() }
+                for _ in 0..<inFlight { room.signal() }
+                if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
+            }
             do {
                 try source.forEach(limit: destination.maximumDatagramPayload) { datagram in
-                    let failure = Locked<UDPSocketError?>(nil)
-                    socket.send(datagram, to: nil, timeout: .seconds(5)) { result in
-                        if case .failure(let error) = result { failure.withLock { $0 = error } }
-                        done.signal()
-                    }
-                    done.wait()
+                    room.wait()
                     if let error = failure.withLock({ $0 }) { throw UDPSendCommand.failure(error, target: target) }
-                    sent.withLock { $0 += 1 }
+                    socket.send(datagram, to: nil, timeout: .seconds(5)) { result in
+                        switch result {
+                        case .failure(let error): failure.withLock { if $0 == nil { $0 = error } }
+                        case .success:
+                            sent.withLock { $0 += 1 }
+                            Statistics.sent.add(datagram.count, ordering: .relaxed)
+                        }
+                        room.signal()
+                    }
                     receiver.recordSent(datagram, to: nil)
-                    Statistics.sent.add(datagram.count, ordering: .relaxed)
                     receiver.touch()
                     Console.note("sent \(datagram.count) bytes to \(target)", level: 2)
                 }
+                try settle()
                 input.withLock { $0.endedAt = .now }
             } catch let error as CommandError {
+                try? settle()
                 input.withLock { $0.failure = error }
             } catch {
                 input.withLock { $0.failure = CommandError("\(error)") }
