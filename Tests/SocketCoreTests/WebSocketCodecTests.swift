@@ -99,6 +99,75 @@ final class WebSocketCodecTests: XCTestCase {
         XCTAssertTrue(received == sent, "every message whole and in order")
     }
 
+    /// Masked frames of every length up to 40 bytes (each tail length), whole in one read or
+    /// cut after every byte: the one-pass copy that unmasks a whole frame and the masking of a
+    /// frame that came in pieces give the same payload.
+    func testMaskedFramesWholeAndCutGiveTheSamePayload() {
+        for length in 0...40 {
+            let payload = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ length) }
+            let frame = WebSocketFrame.encode(.binary, payload, mask: [0x12, 0xA5, 0x3C, 0xFF])
+            var whole = WebSocketDecoder(role: .server)
+            let step = frame.withUnsafeBytes { whole.feed($0) }
+            XCTAssertEqual(step.events, [.message(text: false, payload)], "whole, \(length) bytes")
+            var cut = WebSocketDecoder(role: .server)
+            var events: [WebSocketDecoder.Event] = []
+            for byte in frame { events += [byte].withUnsafeBytes { cut.feed($0).events } }
+            XCTAssertEqual(events, [.message(text: false, payload)], "cut after every byte, \(length) bytes")
+        }
+    }
+
+    /// A stream of binary, text, ping and fragmented messages read as a bulk reader reads it
+    /// (whole binary messages taken in place, anything else fed up to the frame's end, reads
+    /// cut at every size from 1 to 200 bytes) gives the same messages in the same order as
+    /// feeding it all; a frame cut by a read is never taken in place.
+    func testBinaryMessagesTakenInPlaceKeepTheirOrderWithEverythingElse() {
+        let key: [UInt8] = [0x9A, 0x01, 0x7E, 0xC3]
+        var wire: [UInt8] = []
+        var expected: [WebSocketDecoder.Event] = []
+        for index in 0..<12 {
+            let binary = (0..<(index * 37 % 300)).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+            wire += WebSocketFrame.encode(.binary, binary, mask: key)
+            expected.append(.message(text: false, binary))
+            if index % 3 == 0 {
+                wire += WebSocketFrame.encode(.text, Array("line \(index)".utf8), mask: key)
+                expected.append(.message(text: true, Array("line \(index)".utf8)))
+            }
+            if index % 4 == 1 {
+                wire += WebSocketFrame.encode(.ping, [1, 2, 3], mask: key)
+                expected.append(.ping([1, 2, 3]))
+            }
+            if index % 5 == 2 {
+                wire += WebSocketFrame.encode(.binary, [7, 7], fin: false, mask: key) + WebSocketFrame.encode(.continuation, [8], mask: key)
+                expected.append(.message(text: false, [7, 7, 8]))
+            }
+        }
+        for size in 1...200 {
+            var decoder = WebSocketDecoder(role: .server)
+            var got: [WebSocketDecoder.Event] = []
+            var copy = wire
+            copy.withUnsafeMutableBytes { all in
+                var offset = 0
+                while offset < all.count {
+                    var rest = UnsafeMutableRawBufferPointer(rebasing: all[offset..<min(offset + size, all.count)])
+                    offset += rest.count
+                    while !rest.isEmpty {
+                        if let payload = decoder.takeBinaryMessageInPlace(&rest) {
+                            got.append(.message(text: false, Array(payload)))
+                            continue
+                        }
+                        let end = decoder.frameEnd(in: UnsafeRawBufferPointer(rest))
+                        XCTAssertGreaterThan(end, 0)
+                        let step = decoder.feed(UnsafeRawBufferPointer(rebasing: rest[..<end]))
+                        XCTAssertNil(step.failure)
+                        got += step.events
+                        rest = UnsafeMutableRawBufferPointer(rebasing: rest[end...])
+                    }
+                }
+            }
+            XCTAssertEqual(got, expected, "reads of \(size) bytes")
+        }
+    }
+
     func testEveryBreachIsRefusedWithItsCloseCode() {
         let cases: [(String, [UInt8], WebSocketDecoder.Role, UInt16)] = [
             ("reserved bits", [0xC1, 0x00], .client, 1002),

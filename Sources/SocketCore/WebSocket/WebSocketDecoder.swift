@@ -110,6 +110,51 @@ public struct WebSocketDecoder: Sendable {
         }
     }
 
+    /// Whether the decoder is between frames with nothing held (no header or payload in part,
+    /// no fragmented message under way, no failure): the next bytes start a frame.
+    public var isBetweenFrames: Bool { header.isEmpty && pending == nil && message == nil && failed == nil }
+
+    /// Takes the frame at the start of `bytes` when it is a whole message in one frame, binary
+    /// and uncompressed (the bulk of a binary stream), without copying it: the payload is
+    /// unmasked where it lies, returned, and `bytes` moved past the frame. Nil, with nothing
+    /// taken, for anything else (a control frame, text, a fragment, a frame not all in `bytes`,
+    /// a breach, or the decoder not ``isBetweenFrames``), which ``feed(_:)`` then reads: feed it
+    /// ``frameEnd(in:)`` bytes to come back between frames.
+    public mutating func takeBinaryMessageInPlace(_ bytes: inout UnsafeMutableRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard isBetweenFrames, bytes.count >= 2 else { return nil }
+        let b0 = bytes[0]
+        let b1 = bytes[1]
+        guard b0 & 0xF0 == 0x80, b0 & 0x0F == WebSocketOpcode.binary.rawValue, refusal(b0, b1) == nil else { return nil }
+        guard let (headerLength, length) = Self.extent(UnsafeRawBufferPointer(bytes)), length <= maxMessage, headerLength + length <= bytes.count else { return nil }
+        let payload = UnsafeMutableRawBufferPointer(rebasing: bytes[headerLength..<(headerLength + length)])
+        if b1 & 0x80 != 0 { WebSocketFrame.applyMask(bytes.loadUnaligned(fromByteOffset: headerLength - 4, as: UInt32.self), to: payload) }
+        bytes = UnsafeMutableRawBufferPointer(rebasing: bytes[(headerLength + length)...])
+        return UnsafeRawBufferPointer(payload)
+    }
+
+    /// How many of `bytes` end the frame the decoder is reading (or the next one): fed that
+    /// many, it stops between frames, unless `bytes` ran out first. All of them when that is
+    /// not yet known (a header in pieces).
+    public func frameEnd(in bytes: UnsafeRawBufferPointer) -> Int {
+        if let pending { return min(pending.length - pending.payload.count, bytes.count) }
+        guard header.isEmpty, let (headerLength, length) = Self.extent(bytes) else { return min(bytes.count, 14 - header.count) }
+        return min(headerLength + length, bytes.count)
+    }
+
+    /// A frame's header length and payload length, when `bytes` holds its whole header (a
+    /// length that cannot be, its top bit set, gives nil: ``feed(_:)`` refuses it).
+    private static func extent(_ bytes: UnsafeRawBufferPointer) -> (header: Int, payload: Int)? {
+        guard bytes.count >= 2 else { return nil }
+        let headerLength = Self.headerLength(bytes[1])
+        guard bytes.count >= headerLength else { return nil }
+        let short = Int(bytes[1] & 0x7F)
+        let lengthBytes = short == 126 ? 2 : short == 127 ? 8 : 0
+        var length = UInt64(short)
+        if lengthBytes > 0 { length = bytes[2..<(2 + lengthBytes)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        guard length >> 62 == 0 else { return nil }
+        return (headerLength, Int(length))
+    }
+
     private enum Step {
         case event(Event)
         /// A frame (or a fragment) taken: nothing to tell yet.
@@ -210,6 +255,17 @@ public struct WebSocketDecoder: Sendable {
         }
         let key = masked ? region.loadUnaligned(fromByteOffset: headerLength - 4, as: UInt32.self) : nil
         let available = min(region.count - headerLength, Int(length))
+        if available == Int(length) {
+            // The whole frame is here (the usual case): its payload copied and unmasked in one pass.
+            let bytes = UnsafeRawBufferPointer(rebasing: region[headerLength..<(headerLength + available)])
+            let payload = [UInt8](unsafeUninitializedCapacity: available) { storage, count in
+                let into = UnsafeMutableRawBufferPointer(storage)
+                if let key { WebSocketFrame.copyMasking(key, from: bytes, into: into) } else if available > 0 { into.copyMemory(from: bytes) }
+                count = available
+            }
+            region = UnsafeRawBufferPointer(rebasing: region[(headerLength + available)...])
+            return take(opcode, payload, fin: fin, compressed: compressed)
+        }
         var payload: [UInt8] = []
         // Room for the payload, but not on the header's word alone beyond 256 KiB: a peer
         // announcing large frames it never sends must not cost their size.
@@ -217,8 +273,7 @@ public struct WebSocketDecoder: Sendable {
         payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: region[headerLength..<(headerLength + available)]))
         region = UnsafeRawBufferPointer(rebasing: region[(headerLength + available)...])
         pending = Pending(opcode: opcode, fin: fin, compressed: compressed, key: key, length: Int(length), payload: payload)
-        guard available == Int(length) else { return .nothing }
-        return finish()
+        return .nothing
     }
 
     /// The pending frame is whole: unmasked, and taken.

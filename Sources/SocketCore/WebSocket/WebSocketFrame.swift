@@ -81,9 +81,11 @@ public enum WebSocketFrame {
             return
         }
         for shift in stride(from: 0, through: 24, by: 8) { out.append(UInt8(truncatingIfNeeded: mask >> UInt32(shift))) }
+        // Room made (zeroed: Array has no uninitialized append), then masked into it in one
+        // pass: a copy and a masking pass over the frame were two.
         let start = out.count
-        out.append(contentsOf: payload)
-        out.withUnsafeMutableBytes { WebSocketFrame.applyMask(mask, to: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
+        out.append(contentsOf: repeatElement(0, count: payload.count))
+        out.withUnsafeMutableBytes { WebSocketFrame.copyMasking(mask, from: payload, into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
     }
 
     /// XORs `bytes` with the 4-byte `mask` in place, the mask's first byte on the first byte:
@@ -104,6 +106,19 @@ public enum WebSocketFrame {
             bytes.storeBytes(of: word ^ key64, toByteOffset: offset, as: UInt64.self)
         }
         for index in (words * 8)..<bytes.count { bytes[index] ^= UInt8(truncatingIfNeeded: key32 >> (UInt32(index & 3) * 8)) }
+    }
+
+    /// Copies `source` into `destination` (as large) XORed with `key32` as ``applyMask(_:to:)``
+    /// takes it: one pass that copies and unmasks (or masks) at once.
+    public static func copyMasking(_ key32: UInt32, from source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) {
+        precondition(destination.count >= source.count, "room for the copy")
+        let key64 = UInt64(key32) | UInt64(key32) << 32
+        let words = source.count / 8
+        for index in 0..<words {
+            let offset = index * 8
+            destination.storeBytes(of: source.loadUnaligned(fromByteOffset: offset, as: UInt64.self) ^ key64, toByteOffset: offset, as: UInt64.self)
+        }
+        for index in (words * 8)..<source.count { destination[index] = source[index] ^ UInt8(truncatingIfNeeded: key32 >> (UInt32(index & 3) * 8)) }
     }
 
     /// A close frame's payload: the status code, then the reason, cut at a character boundary

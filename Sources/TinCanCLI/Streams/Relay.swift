@@ -254,9 +254,9 @@ final class Relay: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Relay.chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let n: Int
+            var chunk: UnsafeRawBufferPointer
             do throws(TransportError) {
-                n = try transport.receive(into: buffer)
+                chunk = try transport.receiveChunk(using: buffer)
             } catch {
                 if case .peerGone(let reason) = error {
                     peerReset.withLock { $0 = (bytesSent.load(ordering: .relaxed) > 0, reason) }
@@ -265,11 +265,11 @@ final class Relay: @unchecked Sendable {
                 report(.failed(error.reason, code: error.code))
                 return
             }
+            let n = chunk.count
             if n == 0 {
                 peerEnded()
                 return
             }
-            var chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
             options.hex?.dump(chunk, .received)
             if let failure = options.capture?.record(chunk, .received) {
                 report(.failed(failure))

@@ -6,6 +6,10 @@ import SocketCore
 protocol Transport: Sendable {
     /// Bytes received into `buffer`; 0 when the peer has ended its stream.
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int
+    /// The next bytes received, as ``receive(into:)`` gives them, but where they lie: in
+    /// `buffer`, or in the transport's own memory (a WebSocket message unmasked where it
+    /// arrived), valid until the next call. Empty when the peer has ended its stream.
+    func receiveChunk(using buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> UnsafeRawBufferPointer
     /// Like ``receive(into:)``, but `nil` when nothing came within `timeout` (after which the
     /// transport may no longer be usable: the caller gives up).
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int?
@@ -40,6 +44,9 @@ protocol Transport: Sendable {
 }
 
 extension Transport {
+    func receiveChunk(using buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: buffer[0..<(try receive(into: buffer))])
+    }
     func endInput() throws(TransportError) {}
     var held: Int { 0 }
     var descriptor: Int32? { nil }

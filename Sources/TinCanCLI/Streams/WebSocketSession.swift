@@ -34,6 +34,17 @@ struct WebSocketReceiver {
         decoder.allowsCompression = inflater != nil
     }
 
+    /// A whole binary message at the start of `raw`, unmasked where it lies (see
+    /// ``WebSocketDecoder/takeBinaryMessageInPlace(_:)``): for a driver whose output is the
+    /// message as it is (binary framing, not --echo).
+    mutating func takeBinaryMessageInPlace(_ raw: inout UnsafeMutableRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard peerClose == nil else { return nil }
+        return decoder.takeBinaryMessageInPlace(&raw)
+    }
+
+    /// How many of `raw` end the frame under way (``WebSocketDecoder/frameEnd(in:)``).
+    func frameEnd(in raw: UnsafeRawBufferPointer) -> Int { decoder.frameEnd(in: raw) }
+
     /// Takes `raw`: messages rendered onto `output`, the driver's work onto `events`. A breach
     /// of the protocol is the error (its close is the last `reply`); what came before it is
     /// in `output` and `events` all the same.
@@ -128,6 +139,7 @@ struct WebSocketSender {
     private let deflater: MessageDeflater?
     /// A line not yet ended, or --chunk's and --whole's message being made: not sent.
     private var partial: [UInt8] = []
+    private var maskKeys = MaskKeys()
     private var lineNumber = 0
     private var inputDone = false
     /// When our close went (nil: not yet): after it only the close's own frames go.
@@ -249,14 +261,9 @@ struct WebSocketSender {
     }
 
     /// One frame, whole, onto `wire` (nothing for data after our close).
-    private func frame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, into wire: inout [UInt8], evenAfterClose: Bool = false) {
+    private mutating func frame(_ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, into wire: inout [UInt8], evenAfterClose: Bool = false) {
         if closeSent && !evenAfterClose && !opcode.isControl { return }
-        var mask: UInt32?
-        if isClient {
-            var key: UInt32 = 0
-            arc4random_buf(&key, 4)
-            mask = key
-        }
+        let mask: UInt32? = isClient ? maskKeys.next() : nil
         if let deflater, !opcode.isControl {
             deflater.compress(payload).withUnsafeBytes { WebSocketFrame.append(opcode, $0, mask: mask, compressed: true, to: &wire) }
         } else {
@@ -274,5 +281,21 @@ extension WebSocketSettings {
         let server = (compression.serverMaxWindowBits, compression.serverNoContextTakeover)
         let (ours, theirs) = isClient ? (client, server) : (server, client)
         return (MessageDeflater(windowBits: ours.0, noContextTakeover: ours.1), MessageInflater(windowBits: theirs.0, noContextTakeover: theirs.1))
+    }
+}
+
+/// A client's masking keys (RFC 6455 section 5.3: unpredictable, from a strong source of
+/// entropy): drawn from the system's generator 256 at a time, not with a call per frame.
+struct MaskKeys {
+    private var keys = [UInt32](repeating: 0, count: 256)
+    private var used = 256
+
+    mutating func next() -> UInt32 {
+        if used == keys.count {
+            keys.withUnsafeMutableBytes { arc4random_buf($0.baseAddress!, $0.count) }
+            used = 0
+        }
+        defer { used += 1 }
+        return keys[used]
     }
 }

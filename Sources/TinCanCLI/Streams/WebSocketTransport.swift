@@ -25,11 +25,27 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private var receiver: WebSocketReceiver
     private var events: [WebSocketReceiver.Event] = []
     private var readAhead: [UInt8]
-    private let frameBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// What one receive takes from the connection: several 64 KiB messages at a time, as
+    /// socat's 256 KiB buffer does, so fewer frames arrive cut across two receives.
+    private let frameBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 16)
+    /// The bytes for the local end from the last receive, in order, not yet handed on: binary
+    /// messages unmasked where they lie in `frameBuffer`, and what the receiver rendered
+    /// (everything else). `frameBuffer` is read into again only once all are handed on.
+    private var pieces: [Piece] = []
+    private var nextPiece = 0
+    /// Bytes of `pieces[nextPiece]` already handed on.
+    private var pieceOffset = 0
     private var output: [UInt8] = []
-    private var outputOffset = 0
     /// When the peer last sent anything: after our close, its silence is what is timed.
     private var lastHeard: ContinuousClock.Instant?
+    /// Whether binary messages may be handed on where they arrive: they are the output as
+    /// they are (binary framing, not --echo).
+    private let handsOnInPlace: Bool
+
+    private enum Piece {
+        case inBuffer(Range<Int>)
+        case rendered([UInt8])
+    }
 
     /// --echo with -o or --hex-dump: each message as it came and as it went back (the
     /// receiving thread's, set before the first receive).
@@ -49,6 +65,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         self.settings = settings
         let (deflater, inflater) = WebSocketSettings.streams(compression, isClient: isClient)
         receiver = WebSocketReceiver(settings: settings, isClient: isClient, inflater: inflater)
+        handsOnInPlace = settings.framing == .binary && !settings.echo
         writing = Mutex(Writing(sender: WebSocketSender(settings: settings, isClient: isClient, deflater: deflater)))
         readAhead = leftover
     }
@@ -62,30 +79,55 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     // MARK: Receiving
 
     func receive(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
-        try receive(into: buffer, until: nil)!
+        try copied(nextBytes(into: buffer, limit: buffer.count, until: nil)!, into: buffer)
     }
 
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? {
-        try receive(into: buffer, until: .now + timeout)
+        try nextBytes(into: buffer, limit: buffer.count, until: .now + timeout).map { copied($0, into: buffer) }
     }
 
-    /// The next bytes for stdout, 0 at the peer's close, nil when `deadline` passed first.
-    private func receive(into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant?) throws(TransportError) -> Int? {
+    /// A binary message is handed on where it arrived (unmasked in place), not copied.
+    func receiveChunk(using buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> UnsafeRawBufferPointer {
+        try nextBytes(into: buffer, limit: .max, until: nil)!
+    }
+
+    /// `bytes` in `buffer` (copied there unless they already are): their count.
+    private func copied(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        if bytes.count > 0 && bytes.baseAddress != UnsafeRawPointer(buffer.baseAddress) { buffer.copyMemory(from: bytes) }
+        return bytes.count
+    }
+
+    /// The next bytes for the local end, at most `limit`: where they lie in `frameBuffer`, or
+    /// copied into `buffer`; empty at the peer's close, nil when `deadline` passed first.
+    private func nextBytes(into buffer: UnsafeMutableRawBufferPointer, limit: Int, until deadline: ContinuousClock.Instant?) throws(TransportError) -> UnsafeRawBufferPointer? {
         while true {
-            if outputOffset < output.count {
-                let n = min(buffer.count, output.count - outputOffset)
-                output.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + outputOffset, byteCount: n) }
-                outputOffset += n
-                if outputOffset == output.count {
-                    output.removeAll(keepingCapacity: output.count <= 1 << 20)
-                    outputOffset = 0
+            if nextPiece < pieces.count {
+                let taken: UnsafeRawBufferPointer
+                let size: Int
+                switch pieces[nextPiece] {
+                case .inBuffer(let range):
+                    size = range.count
+                    let start = range.lowerBound + pieceOffset
+                    taken = UnsafeRawBufferPointer(rebasing: frameBuffer[start..<(start + min(limit, range.upperBound - start))])
+                case .rendered(let bytes):
+                    size = bytes.count
+                    let n = min(limit, buffer.count, bytes.count - pieceOffset)
+                    bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + pieceOffset, byteCount: n) }
+                    taken = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
                 }
-                return n
+                pieceOffset += taken.count
+                if pieceOffset == size {
+                    nextPiece += 1
+                    pieceOffset = 0
+                }
+                return taken
             }
+            pieces.removeAll(keepingCapacity: true)
+            nextPiece = 0
             if receiver.peerClose != nil {
                 // Everything before the close was handed on: now its verdict.
                 try receiver.closeVerdict()
-                return 0
+                return UnsafeRawBufferPointer(start: nil, count: 0)
             }
             guard try readFrames(until: deadline) else { return nil }
         }
@@ -104,7 +146,19 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         guard let n = try receiveWithDeadlines(until: deadline) else { return false }
         if n > 0 { lastHeard = .now }
         guard n > 0 else { throw WebSocketReceiver.endedWithoutClose(closeSent: writing.withLock { $0.sender.closeSent }) }
-        try decode(UnsafeRawBufferPointer(rebasing: frameBuffer[0..<n]))
+        var rest = UnsafeMutableRawBufferPointer(rebasing: frameBuffer[0..<n])
+        while !rest.isEmpty {
+            // Whole binary messages are handed on where they lie; anything else, one frame at
+            // a time, through the receiver.
+            if handsOnInPlace && receiver.peerClose == nil, let payload = receiver.takeBinaryMessageInPlace(&rest) {
+                let start = UnsafeRawPointer(payload.baseAddress ?? UnsafeRawPointer(frameBuffer.baseAddress!)) - UnsafeRawPointer(frameBuffer.baseAddress!)
+                if payload.count > 0 { pieces.append(.inBuffer(start..<(start + payload.count))) }
+                continue
+            }
+            let end = handsOnInPlace ? receiver.frameEnd(in: UnsafeRawBufferPointer(rest)) : rest.count
+            try decode(UnsafeRawBufferPointer(rebasing: rest[..<end]))
+            rest = UnsafeMutableRawBufferPointer(rebasing: rest[end...])
+        }
         return true
     }
 
@@ -155,6 +209,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         events.removeAll(keepingCapacity: true)
         var failure: TransportError?
         do throws(TransportError) { try receiver.take(bytes, output: &output, events: &events) } catch { failure = error }
+        if !output.isEmpty {
+            pieces.append(.rendered(output))
+            output = []
+        }
         for event in events {
             switch event {
             case .reply(.close, let payload):
