@@ -149,6 +149,48 @@ extension Syscall {
         try retryingUnlessWouldBlock("send") { Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Sends all of `vectors`, in order, as one stream of bytes (sendmsg(2) with an iovec each,
+    /// MSG_NOSIGNAL): pieces that lie apart (a frame's header and its payload) go without being
+    /// gathered into one buffer first. Waits when the socket would block; at most 64 pieces.
+    package static func sendAll(_ fd: Int32, vectors: [UnsafeRawBufferPointer]) throws(SystemError) {
+        precondition(vectors.count <= 64, "at most 64 pieces a send")
+        try withUnsafeTemporaryAllocation(of: iovec.self, capacity: 64) { (iov) throws(SystemError) in
+            var first = 0
+            var offset = 0  // into vectors[first]
+            while true {
+                while first < vectors.count && offset == vectors[first].count {
+                    first += 1
+                    offset = 0
+                }
+                guard first < vectors.count else { return }
+                var count = 0
+                for index in first..<vectors.count {
+                    let skip = index == first ? offset : 0
+                    iov[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: vectors[index].baseAddress.map { $0 + skip }), iov_len: vectors[index].count - skip)
+                    count += 1
+                }
+                var message = msghdr()
+                message.msg_iov = iov.baseAddress
+                message.msg_iovlen = count
+                guard var n = try retryingUnlessWouldBlock("sendmsg", "", { Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL)) }) else {
+                    try wait(for: fd, forWriting: true)
+                    continue
+                }
+                while n > 0 {
+                    let left = vectors[first].count - offset
+                    if n >= left {
+                        n -= left
+                        first += 1
+                        offset = 0
+                    } else {
+                        offset += n
+                        n = 0
+                    }
+                }
+            }
+        }
+    }
+
     /// Which direction(s) ``shutdown(_:_:)`` closes.
     package enum ShutdownHow: Sendable {
         /// SHUT_RD, SHUT_WR or SHUT_RDWR.

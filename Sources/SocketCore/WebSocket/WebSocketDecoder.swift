@@ -141,6 +141,16 @@ public struct WebSocketDecoder: Sendable {
         return min(headerLength + length, bytes.count)
     }
 
+    /// Whether the frame at the start of `bytes` (the decoder ``isBetweenFrames``) is not all
+    /// there but would fit `room` bytes once it is: a reader that can gather it whole (its
+    /// header cut short, or its payload) does better to wait for the rest than to feed the
+    /// part, which copies the payload into a message.
+    public func frameIsCut(_ bytes: UnsafeRawBufferPointer, room: Int) -> Bool {
+        guard isBetweenFrames else { return false }
+        guard let (headerLength, length) = Self.extent(bytes) else { return bytes.count < 14 }
+        return headerLength + length > bytes.count && headerLength + length <= room
+    }
+
     /// A frame's header length and payload length, when `bytes` holds its whole header (a
     /// length that cannot be, its top bit set, gives nil: ``feed(_:)`` refuses it).
     private static func extent(_ bytes: UnsafeRawBufferPointer) -> (header: Int, payload: Int)? {

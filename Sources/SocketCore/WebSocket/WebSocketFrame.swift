@@ -63,29 +63,53 @@ public enum WebSocketFrame {
         _ opcode: WebSocketOpcode, _ payload: UnsafeRawBufferPointer, fin: Bool = true, mask: UInt32?, compressed: Bool = false,
         to out: inout [UInt8]
     ) {
-        out.reserveCapacity(out.count + payload.count + 14)
-        out.append((fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | opcode.rawValue)
-        let maskBit: UInt8 = mask == nil ? 0 : 0x80
-        switch payload.count {
-        case 0...125: out.append(maskBit | UInt8(payload.count))
-        case 126...0xFFFF:
-            out.append(maskBit | 126)
-            out.append(UInt8(payload.count >> 8))
-            out.append(UInt8(payload.count & 0xFF))
-        default:
-            out.append(maskBit | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: UInt64(payload.count) >> UInt64(shift))) }
+        out.reserveCapacity(out.count + payload.count + maximumHeader)
+        withUnsafeTemporaryAllocation(byteCount: maximumHeader, alignment: 1) { header in
+            let size = writeHeader(opcode, length: payload.count, fin: fin, mask: mask, compressed: compressed, into: header)
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: header[..<size]))
         }
         guard let mask else {
             out.append(contentsOf: payload)
             return
         }
-        for shift in stride(from: 0, through: 24, by: 8) { out.append(UInt8(truncatingIfNeeded: mask >> UInt32(shift))) }
         // Room made (zeroed: Array has no uninitialized append), then masked into it in one
         // pass: a copy and a masking pass over the frame were two.
         let start = out.count
         out.append(contentsOf: repeatElement(0, count: payload.count))
         out.withUnsafeMutableBytes { WebSocketFrame.copyMasking(mask, from: payload, into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
+    }
+
+    /// The most bytes a frame's header takes: 2, an 8-byte length, a 4-byte mask.
+    public static let maximumHeader = 14
+
+    /// Writes the header of a frame of `length` payload bytes at the start of `out` (room for
+    /// ``maximumHeader`` bytes) and gives its size: for a payload sent from where it lies,
+    /// after the header (masked in place first when `mask` is given).
+    @discardableResult
+    public static func writeHeader(
+        _ opcode: WebSocketOpcode, length: Int, fin: Bool = true, mask: UInt32?, compressed: Bool = false, into out: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        precondition(out.count >= maximumHeader, "room for a header")
+        out[0] = (fin ? 0x80 : 0) | (compressed ? 0x40 : 0) | opcode.rawValue
+        let maskBit: UInt8 = mask == nil ? 0 : 0x80
+        var size = 2
+        switch length {
+        case 0...125: out[1] = maskBit | UInt8(length)
+        case 126...0xFFFF:
+            out[1] = maskBit | 126
+            out[2] = UInt8(length >> 8)
+            out[3] = UInt8(length & 0xFF)
+            size = 4
+        default:
+            out[1] = maskBit | 127
+            for index in 0..<8 { out[2 + index] = UInt8(truncatingIfNeeded: UInt64(length) >> UInt64(56 - 8 * index)) }
+            size = 10
+        }
+        if let mask {
+            for index in 0..<4 { out[size + index] = UInt8(truncatingIfNeeded: mask >> UInt32(8 * index)) }
+            size += 4
+        }
+        return size
     }
 
     /// XORs `bytes` with the 4-byte `mask` in place, the mask's first byte on the first byte:

@@ -386,7 +386,7 @@ final class Relay: @unchecked Sendable {
                 guard comPort.toClient(chunk, { escaped in comPort.sendLock.withLock { _ in send(escaped, read: n) } }) else { return }
                 continue
             }
-            guard send(chunk, read: n) else { return }
+            guard send(chunk, read: n, inPlace: options.crlf ? nil : UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])) else { return }
         }
     }
 
@@ -428,14 +428,16 @@ final class Relay: @unchecked Sendable {
 
     /// Sends a chunk of stdin (`read` bytes as read): the hex dump, the send, the capture. False
     /// when the session failed on it (reported).
-    private func send(_ chunk: UnsafeRawBufferPointer, read n: Int) -> Bool {
+    private func send(_ chunk: UnsafeRawBufferPointer, read n: Int, inPlace: UnsafeMutableRawBufferPointer? = nil) -> Bool {
         options.hex?.dump(chunk, .sent)
         let heldBefore = transport.held
         sending.store(true, ordering: .releasing)
         defer { sending.store(false, ordering: .releasing) }
         inputOwed.store(options.pump == nil ? n + heldBefore : heldBefore, ordering: .releasing)
         do throws(TransportError) {
-            try transport.send(chunk)
+            // The transport may change bytes it sends in place (a WebSocket client's masking):
+            // only when the capture, which records them after, is not looking.
+            if let inPlace, options.capture == nil { try transport.sendInPlace(inPlace) } else { try transport.send(chunk) }
         } catch {
             sending.store(false, ordering: .releasing)
             if case .peerGone = error { awaitPeersLastWords() }

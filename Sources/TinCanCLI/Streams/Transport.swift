@@ -15,6 +15,12 @@ protocol Transport: Sendable {
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int?
     /// Sends all of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
+    /// Sends all of `vectors`, in order, as one stream of bytes (a frame's header and its
+    /// payload from where each lies; at most 64).
+    func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError)
+    /// Sends all of `bytes`, which it may change on the way (a WebSocket client masks them
+    /// where they lie): the caller does not look at them again.
+    func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError)
     /// The input has ended: what the transport still holds of it goes out now (a WebSocket
     /// message's last frame: a message is complete when its input is), before the end itself
     /// (``closeWrite()``), which the relay may hold.
@@ -47,6 +53,15 @@ extension Transport {
     func receiveChunk(using buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: buffer[0..<(try receive(into: buffer))])
     }
+    func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError) {
+        if vectors.count == 1 { return try send(vectors[0]) }
+        // Gathered into one send: a stream that cuts records (TLS) would make one of each piece.
+        var gathered: [UInt8] = []
+        gathered.reserveCapacity(vectors.reduce(0) { $0 + $1.count })
+        for vector in vectors { gathered.append(contentsOf: vector) }
+        try gathered.withUnsafeBytes { raw in Result { () throws(TransportError) in try send(raw) } }.get()
+    }
+    func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError) { try send(UnsafeRawBufferPointer(bytes)) }
     func endInput() throws(TransportError) {}
     var held: Int { 0 }
     var descriptor: Int32? { nil }
@@ -169,6 +184,10 @@ struct DescriptorTransport: Transport {
         } catch {
             throw DescriptorTransport.sendFailure(error)
         }
+    }
+
+    func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError) {
+        do throws(SystemError) { try Syscall.sendAll(fd, vectors: vectors) } catch { throw DescriptorTransport.sendFailure(error) }
     }
 
     func closeWrite() { try? Syscall.shutdown(fd, .write) }

@@ -42,6 +42,10 @@ struct WebSocketReceiver {
         return decoder.takeBinaryMessageInPlace(&raw)
     }
 
+    /// Whether the frame at the start of `raw` is cut short but fits `room` once whole
+    /// (``WebSocketDecoder/frameIsCut(_:room:)``).
+    func frameIsCut(_ raw: UnsafeRawBufferPointer, room: Int) -> Bool { decoder.frameIsCut(raw, room: room) }
+
     /// How many of `raw` end the frame under way (``WebSocketDecoder/frameEnd(in:)``).
     func frameEnd(in raw: UnsafeRawBufferPointer) -> Int { decoder.frameEnd(in: raw) }
 
@@ -199,6 +203,38 @@ struct WebSocketSender {
                 partial += bytes[start...]
             }
         }
+    }
+
+    /// The most messages ``frameInPlace(_:headers:pieces:)`` frames in one send.
+    static let messagesInPlace = 32
+
+    /// ``send(_:into:)`` without copying the messages: each whole message of the binary
+    /// framing stays where it lies in `bytes` (masked there, a client's), its header written
+    /// into `headers` (room for ``messagesInPlace`` of them), header and payload onto `pieces`
+    /// in order; the rest of a message not whole (--chunk's remainder) waits as ``send(_:into:)``
+    /// keeps it. False, with nothing done, when the framing does not allow it (lines, --whole,
+    /// compression, a message under way, our close sent, messages too small to be worth it).
+    mutating func frameInPlace(_ bytes: UnsafeMutableRawBufferPointer, headers: UnsafeMutableRawBufferPointer, pieces: inout [UnsafeRawBufferPointer]) -> Bool {
+        guard settings.framing == .binary, deflater == nil, partial.isEmpty, !closeSent, !bytes.isEmpty else { return false }
+        let size: Int
+        switch settings.binaryCut {
+        case nil: size = bytes.count
+        case .every(let every): size = every
+        case .whole: return false
+        }
+        let whole = bytes.count / size
+        guard whole >= 1, whole <= WebSocketSender.messagesInPlace else { return false }
+        for index in 0..<whole {
+            let payload = UnsafeMutableRawBufferPointer(rebasing: bytes[(index * size)..<((index + 1) * size)])
+            let mask: UInt32? = isClient ? maskKeys.next() : nil
+            let header = UnsafeMutableRawBufferPointer(rebasing: headers[(index * WebSocketFrame.maximumHeader)...])
+            let length = WebSocketFrame.writeHeader(.binary, length: size, mask: mask, into: header)
+            if let mask { WebSocketFrame.applyMask(mask, to: payload) }
+            pieces.append(UnsafeRawBufferPointer(rebasing: header[..<length]))
+            pieces.append(UnsafeRawBufferPointer(payload))
+        }
+        partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[(whole * size)...]))
+        return true
     }
 
     /// The last message goes out at once: a line without its newline, --chunk's last, shorter

@@ -35,6 +35,9 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     private var nextPiece = 0
     /// Bytes of `pieces[nextPiece]` already handed on.
     private var pieceOffset = 0
+    /// A frame cut by the end of the last receive, where it starts in `frameBuffer`: moved to
+    /// its start once the pieces before it are handed on, and completed by the next receive.
+    private var cutFrame: Range<Int>?
     private var output: [UInt8] = []
     /// When the peer last sent anything: after our close, its silence is what is timed.
     private var lastHeard: ContinuousClock.Instant?
@@ -57,6 +60,11 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         /// one per frame.
         var wire: [UInt8] = []
     }
+    /// A send of messages from where they lie: their headers and payloads in order (touched
+    /// only under `writing`).
+    private var outgoing: [UnsafeRawBufferPointer] = []
+    /// The headers of a send from where the messages lie (under `writing`).
+    private let headers = UnsafeMutableRawBufferPointer.allocate(byteCount: WebSocketSender.messagesInPlace * WebSocketFrame.maximumHeader, alignment: 8)
     private let writing: Mutex<Writing>
 
     /// `inner` upgraded (its handshake done), with the bytes read past the handshake's head.
@@ -70,7 +78,10 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
         readAhead = leftover
     }
 
-    deinit { frameBuffer.deallocate() }
+    deinit {
+        frameBuffer.deallocate()
+        headers.deallocate()
+    }
 
     var socketDescriptor: Int32? { inner.socketDescriptor }
 
@@ -143,10 +154,20 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             try WebSocketTransport.withRaw(bytes) { (raw) throws(TransportError) in try decode(raw) }
             return true
         }
-        guard let n = try receiveWithDeadlines(until: deadline) else { return false }
+        // A frame the last receive cut goes first, whole once the rest of it comes.
+        var carried = 0
+        if let cut = cutFrame {
+            carried = cut.count
+            if cut.lowerBound > 0 { UnsafeMutableRawBufferPointer(rebasing: frameBuffer[0..<carried]).copyMemory(from: UnsafeRawBufferPointer(rebasing: frameBuffer[cut])) }
+            cutFrame = nil
+        }
+        guard let n = try receiveWithDeadlines(into: UnsafeMutableRawBufferPointer(rebasing: frameBuffer[carried...]), until: deadline) else {
+            if carried > 0 { cutFrame = 0..<carried }
+            return false
+        }
         if n > 0 { lastHeard = .now }
         guard n > 0 else { throw WebSocketReceiver.endedWithoutClose(closeSent: writing.withLock { $0.sender.closeSent }) }
-        var rest = UnsafeMutableRawBufferPointer(rebasing: frameBuffer[0..<n])
+        var rest = UnsafeMutableRawBufferPointer(rebasing: frameBuffer[0..<(carried + n)])
         while !rest.isEmpty {
             // Whole binary messages are handed on where they lie; anything else, one frame at
             // a time, through the receiver.
@@ -154,6 +175,11 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
                 let start = UnsafeRawPointer(payload.baseAddress ?? UnsafeRawPointer(frameBuffer.baseAddress!)) - UnsafeRawPointer(frameBuffer.baseAddress!)
                 if payload.count > 0 { pieces.append(.inBuffer(start..<(start + payload.count))) }
                 continue
+            }
+            let start = UnsafeRawPointer(rest.baseAddress!) - UnsafeRawPointer(frameBuffer.baseAddress!)
+            if handsOnInPlace && receiver.peerClose == nil && receiver.frameIsCut(UnsafeRawBufferPointer(rest), room: frameBuffer.count) {
+                cutFrame = start..<(start + rest.count)
+                break
             }
             let end = handsOnInPlace ? receiver.frameEnd(in: UnsafeRawBufferPointer(rest)) : rest.count
             try decode(UnsafeRawBufferPointer(rebasing: rest[..<end]))
@@ -165,7 +191,7 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// A receive bounded by whichever applies: the close's deadline once ours is sent, the ping
     /// interval while the connection is quiet, the ping's answer once one is out, the caller's
     /// own deadline (nil when that passed first).
-    private func receiveWithDeadlines(until deadline: ContinuousClock.Instant?) throws(TransportError) -> Int? {
+    private func receiveWithDeadlines(into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant?) throws(TransportError) -> Int? {
         var pingOut: ContinuousClock.Instant?
         while true {
             let sentAt = writing.withLock { $0.sender.closeSentAt }
@@ -192,8 +218,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
             }
             let callerLeft = deadline.map { $0 - .now }
             if let callerLeft, callerLeft <= .zero { return nil }
-            guard let limit = [wait, callerLeft].compactMap({ $0 }).min() else { return try inner.receive(into: frameBuffer) }
-            if let n = try inner.receive(into: frameBuffer, timeout: max(limit, .milliseconds(1))) { return n }
+            guard let limit = [wait, callerLeft].compactMap({ $0 }).min() else { return try inner.receive(into: buffer) }
+            if let n = try inner.receive(into: buffer, timeout: max(limit, .milliseconds(1))) { return n }
             if let callerLeft, callerLeft <= limit { continue }  // the caller's deadline: checked above
             if cause == .ping {
                 try sendFrames { sender, wire in sender.reply(.ping, Array("tincan".utf8), at: .now, into: &wire) }
@@ -248,6 +274,18 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) {
         try sendFrames { (sender, wire) throws(TransportError) in try sender.send(bytes, into: &wire) }
+    }
+
+    /// Binary messages go from where they lie in `bytes`, masked there, with their headers
+    /// beside them in one vectored send: not copied into a frame.
+    func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError) {
+        let outcome = writing.withLock { state -> Result<Bool, TransportError> in
+            outgoing.removeAll(keepingCapacity: true)
+            guard state.sender.frameInPlace(bytes, headers: headers, pieces: &outgoing) else { return .success(false) }
+            if outgoing.isEmpty { return .success(true) }
+            return Result { () throws(TransportError) in try inner.send(vectors: outgoing) }.map { true }
+        }
+        if try !outcome.get() { try send(UnsafeRawBufferPointer(bytes)) }
     }
 
     /// A line not ended yet, or --chunk's and --whole's message being made: not sent.
