@@ -31,6 +31,8 @@ final class WebSocketTransportTests: XCTestCase {
 
         func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> Int? { try receive(into: buffer) }
         func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) { sent += bytes }
+        func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError) { for vector in vectors { sent += vector } }
+        var sendsVectors: Bool { true }
         func closeWrite() {}
         func abort() {}
         var socketDescriptor: Int32? { nil }

@@ -16,8 +16,12 @@ protocol Transport: Sendable {
     /// Sends all of `bytes`.
     func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError)
     /// Sends all of `vectors`, in order, as one stream of bytes (a frame's header and its
-    /// payload from where each lies; at most 64).
+    /// payload from where each lies; at most 64): one send where ``sendsVectors``, else one
+    /// send each.
     func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError)
+    /// Whether ``send(vectors:)`` sends the pieces together (a plain socket's sendmsg): TLS
+    /// would make a record of each, so a caller gathers them itself.
+    var sendsVectors: Bool { get }
     /// Sends all of `bytes`, which it may change on the way (a WebSocket client masks them
     /// where they lie): the caller does not look at them again.
     func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError)
@@ -54,13 +58,9 @@ extension Transport {
         UnsafeRawBufferPointer(rebasing: buffer[0..<(try receive(into: buffer))])
     }
     func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError) {
-        if vectors.count == 1 { return try send(vectors[0]) }
-        // Gathered into one send: a stream that cuts records (TLS) would make one of each piece.
-        var gathered: [UInt8] = []
-        gathered.reserveCapacity(vectors.reduce(0) { $0 + $1.count })
-        for vector in vectors { gathered.append(contentsOf: vector) }
-        try gathered.withUnsafeBytes { raw in Result { () throws(TransportError) in try send(raw) } }.get()
+        for vector in vectors { try send(vector) }
     }
+    var sendsVectors: Bool { false }
     func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError) { try send(UnsafeRawBufferPointer(bytes)) }
     func endInput() throws(TransportError) {}
     var held: Int { 0 }
@@ -189,6 +189,8 @@ struct DescriptorTransport: Transport {
     func send(vectors: [UnsafeRawBufferPointer]) throws(TransportError) {
         do throws(SystemError) { try Syscall.sendAll(fd, vectors: vectors) } catch { throw DescriptorTransport.sendFailure(error) }
     }
+
+    var sendsVectors: Bool { true }
 
     func closeWrite() { try? Syscall.shutdown(fd, .write) }
     func abort() { try? Syscall.shutdown(fd, .both) }

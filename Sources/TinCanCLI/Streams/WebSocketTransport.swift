@@ -279,6 +279,8 @@ final class WebSocketTransport: Transport, @unchecked Sendable {
     /// Binary messages go from where they lie in `bytes`, masked there, with their headers
     /// beside them in one vectored send: not copied into a frame.
     func sendInPlace(_ bytes: UnsafeMutableRawBufferPointer) throws(TransportError) {
+        // Over TLS the frames are gathered into one buffer (a record is a copy anyway).
+        guard inner.sendsVectors else { return try send(UnsafeRawBufferPointer(bytes)) }
         let outcome = writing.withLock { state -> Result<Bool, TransportError> in
             outgoing.removeAll(keepingCapacity: true)
             guard state.sender.frameInPlace(bytes, headers: headers, pieces: &outgoing) else { return .success(false) }
