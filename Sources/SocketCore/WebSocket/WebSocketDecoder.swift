@@ -118,7 +118,7 @@ public struct WebSocketDecoder: Sendable {
     /// and uncompressed (the bulk of a binary stream), without copying it: the payload is
     /// unmasked where it lies, returned, and `bytes` moved past the frame. Nil, with nothing
     /// taken, for anything else (a control frame, text, a fragment, a frame not all in `bytes`,
-    /// a breach, or the decoder not ``isBetweenFrames``), which ``feed(_:)`` then reads: feed it
+    /// a breach, or the decoder not ``isBetweenFrames``), which `feed(_:)` then reads: feed it
     /// ``frameEnd(in:)`` bytes to come back between frames.
     public mutating func takeBinaryMessageInPlace(_ bytes: inout UnsafeMutableRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard isBetweenFrames, bytes.count >= 2 else { return nil }
@@ -152,7 +152,7 @@ public struct WebSocketDecoder: Sendable {
     }
 
     /// A frame's header length and payload length, when `bytes` holds its whole header (a
-    /// length that cannot be, its top bit set, gives nil: ``feed(_:)`` refuses it).
+    /// length that cannot be, its top bit set, gives nil: `feed(_:)` refuses it).
     private static func extent(_ bytes: UnsafeRawBufferPointer) -> (header: Int, payload: Int)? {
         guard bytes.count >= 2 else { return nil }
         let headerLength = Self.headerLength(bytes[1])

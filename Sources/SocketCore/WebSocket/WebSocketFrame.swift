@@ -132,7 +132,7 @@ public enum WebSocketFrame {
         for index in (words * 8)..<bytes.count { bytes[index] ^= UInt8(truncatingIfNeeded: key32 >> (UInt32(index & 3) * 8)) }
     }
 
-    /// Copies `source` into `destination` (as large) XORed with `key32` as ``applyMask(_:to:)``
+    /// Copies `source` into `destination` (as large) XORed with `key32` as `applyMask(_:to:)`
     /// takes it: one pass that copies and unmasks (or masks) at once.
     public static func copyMasking(_ key32: UInt32, from source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) {
         precondition(destination.count >= source.count, "room for the copy")
