@@ -56,6 +56,18 @@
             .joined(separator: "\n")
         }
 
+        /// Kills every process in `pid`'s network namespace, `pid` too (found by the namespace
+        /// each process's /proc entry links to).
+        static func killEveryProcess(inNetworkNamespaceOf pid: pid_t) {
+            guard let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") else { return }
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let other = pid_t(entry), other != getpid(),
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(entry)/ns/net")) == namespace
+                else { continue }
+                kill(other, SIGKILL)
+            }
+        }
+
         /// Fails the calling test if the child failed or ran nothing. `test` is `Module.Class/method`.
         public static func run(
             test: String, setup: String, hosts: String, timeout: Duration = .seconds(120),
@@ -98,6 +110,8 @@
             }
             reader.start()
             if done.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut {
+                // What it started in the namespace (a listener, a daemon) would outlive it.
+                killEveryProcess(inNetworkNamespaceOf: process.processIdentifier)
                 kill(process.processIdentifier, SIGKILL)  // SIGTERM may be blocked in it
                 process.waitUntilExit()
                 XCTFail("namespace child timed out", file: file, line: line)
