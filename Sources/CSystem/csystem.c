@@ -50,6 +50,10 @@ int csystem_set_modem_lines(int fd, int bits, int on) {
     return ioctl(fd, on ? TIOCMBIS : TIOCMBIC, &bits);
 }
 
+int csystem_set_break(int fd, int on) {
+    return ioctl(fd, on ? TIOCSBRK : TIOCCBRK);
+}
+
 int csystem_unsent_bytes(int fd) {
     int count = 0;
     return ioctl(fd, SIOCOUTQ, &count) == -1 ? -1 : count;

@@ -153,6 +153,12 @@ extension Syscall {
         try retrying("ioctl", on ? "TIOCMBIS" : "TIOCMBIC") { csystem_set_modem_lines(fd, lines.rawValue, on ? 1 : 0) }
     }
 
+    /// Starts (`on`) or ends a break on the terminal `fd`: the line held at space until it ends,
+    /// without waiting.
+    package static func setBreak(_ fd: Int32, on: Bool) throws(SystemError) {
+        try retrying("ioctl", on ? "TIOCSBRK" : "TIOCCBRK") { csystem_set_break(fd, on ? 1 : 0) }
+    }
+
     /// Discards what the terminal `fd` holds: received and not read (`input`), written and not sent (`output`).
     package static func discard(_ fd: Int32, input: Bool, output: Bool) {
         let which = input && output ? TCIOFLUSH : input ? TCIFLUSH : TCOFLUSH

@@ -207,6 +207,11 @@ final class SerialDeviceTests: XCTestCase {
             port.dtr = False
             port.rts = True
             print("lines", port.cts, port.dsr, port.cd, port.ri, flush=True)
+            port.break_condition = True
+            port.break_condition = False
+            port.write(b"after the break\\n")
+            port.flush()
+            time.sleep(0.5)
             port.close()
             """
         let client = try Tool(["python3", "-c", script, String(port), pair.a], program: "/usr/bin/env")
@@ -218,8 +223,11 @@ final class SerialDeviceTests: XCTestCase {
         XCTAssertEqual(
             client.stdoutText.split(separator: "\n"),
             ["open 19200", "changed 4800", "line b'from the device \\xff end\\n'", "lines False False False False"], server.stderrText)
+        XCTAssertEqual(pair.received("after the break\n"), "after the break\n")
         XCTAssertEqual(server.wait(), 0, server.stderrText)
         XCTAssertTrue(server.stderrText.contains("set \(pair.a) to speed 4800"), server.stderrText)
+        // A break is held, then ended, as the client asks (SET-CONTROL 5 and 6).
+        XCTAssertTrue(server.stderrText.contains("started a break on \(pair.a)") && server.stderrText.contains("ended a break on \(pair.a)"), server.stderrText)
     }
 
     /// listen -k --serial --rfc2217: two pyserial rfc2217:// clients at once each set the one

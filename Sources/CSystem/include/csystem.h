@@ -26,6 +26,9 @@ int csystem_terminal_exclusive(int fd);
 int csystem_modem_lines(int fd);
 /// TIOCMBIS (`on` non-zero) or TIOCMBIC: raises or drops the modem lines in `bits`. 0 or -1.
 int csystem_set_modem_lines(int fd, int bits, int on);
+/// TIOCSBRK (`on` non-zero) or TIOCCBRK: starts or ends a break on the terminal `fd`, at once
+/// (tcsendbreak would block for its quarter second). 0 or -1.
+int csystem_set_break(int fd, int on);
 
 /// Opens /dev/net/tun as a TUN device (IFF_TUN | IFF_NO_PI: each read and write one IP
 /// packet) named `name` (NULL or "": the kernel's choice, tun0...), its name written to

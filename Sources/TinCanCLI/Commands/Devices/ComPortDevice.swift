@@ -14,6 +14,8 @@ final class ComPortDevice: @unchecked Sendable {
     private let name: String
     /// DTR and RTS as last asked, for a device without modem lines.
     private var asked: ModemLines = [.dtr, .rts]
+    /// Whether a client's break holds the line (ended with the line's other settings at exit).
+    private var breakOn = false
     private var saidNoModemLines = false
 
     init(fd: Int32, name: String) {
@@ -74,10 +76,18 @@ final class ComPortDevice: @unchecked Sendable {
             let flow: SerialLine.Flow = [1: .none, 2: .xonxoff, 3: .rtscts][code]!
             set(SerialLine(flow: flow), "flow \(flow.rawValue)", peer)
             return control(0, peer)
-        case 4: return 6  // BREAK state: off (tincan sends no lasting break)
+        case 4: return breakOn ? 5 : 6
         case 5, 6:
-            if code == 5 { _ = tcsendbreak(fd, 0) }
-            return 6
+            // Held until the client ends it (a break is the line at space for as long as it
+            // asks), set at once: a blocking tcsendbreak would hold the hub's queue.
+            do throws(SystemError) {
+                try Syscall.setBreak(fd, on: code == 5)
+                breakOn = code == 5
+                Console.note("RFC 2217: \(peer) \(breakOn ? "started" : "ended") a break on \(name)", level: 1)
+            } catch {
+                Console.note("RFC 2217: \(peer) asked for a break on \(name): \(error.lowercaseReason)", level: 1)
+            }
+            return breakOn ? 5 : 6
         case 7: return lines.contains(.dtr) ? 8 : 9
         case 8, 9: return setLine(.dtr, on: code == 8, peer) ? (code == 8 ? 8 : 9) : control(7, peer)
         case 10: return lines.contains(.rts) ? 11 : 12
@@ -134,11 +144,11 @@ final class ComPortFilter: @unchecked Sendable {
     private var escaped: [UInt8] = []
     let sendLock = Locked(())
 
+    /// The buffers grow to what the chunks need and keep it (`removeAll(keepingCapacity:)`):
+    /// a hub client that only sends requests holds no chunk-sized buffer.
     init(device: ComPortDevice, peer: String) {
         self.device = device
         self.peer = peer
-        data.reserveCapacity(Relay.chunkSize)
-        escaped.reserveCapacity(2 * Relay.chunkSize)
     }
 
     /// What the client sent: `reply` sends any replies (false: the relay failed), then
