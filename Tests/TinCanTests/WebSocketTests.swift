@@ -60,6 +60,28 @@ final class WebSocketTests: XCTestCase {
                 import struct
                 c.sendall(b'\\x81\\x05hello'); time.sleep(0.2)
                 c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+            elif sys.argv[3] in ('late-binary', 'reset-binary'):
+                # Binary messages of 200 000, 70 000 and 300 000 bytes (each bytes 0-255 over and
+                # over), after 2.5 s of silence; then the close, or (reset-binary, after the first)
+                # a reset.
+                import struct
+                def frame(b):
+                    n = len(b)
+                    size = bytes([n]) if n < 126 else (b'\\x7e' + struct.pack('>H', n) if n < 65536 else b'\\x7f' + struct.pack('>Q', n))
+                    return b'\\x82' + size + b
+                time.sleep(2.5)
+                for n in (200000, 70000, 300000):
+                    c.sendall(frame((bytes(range(256)) * (n // 256 + 1))[:n]))
+                    if sys.argv[3] == 'reset-binary':
+                        time.sleep(0.2)
+                        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()
+                        sys.exit(0)
+                c.sendall(b'\\x88\\x02\\x03\\xe8')
+                try:
+                    while c.recv(4096): pass
+                except OSError:
+                    pass
+                c.close()
             elif sys.argv[3] == 'late':
                 # After the client's close: six messages 300 ms apart, then the close.
                 got = b''
@@ -112,6 +134,62 @@ final class WebSocketTests: XCTestCase {
         XCTAssertEqual(Array(client.stdout), bytes)
         let sizes = receivedByServer(server).map { Int($0.dropFirst("binary:".count)) ?? -1 }
         XCTAssertEqual(sizes.reduce(0, +), bytes.count, "every byte went, as binary messages")
+    }
+
+    /// The bytes of `late-binary`'s messages of these sizes, one after another.
+    private static func patterned(_ sizes: [Int]) -> [UInt8] { sizes.flatMap { n in (0..<n).map { UInt8($0 % 256) } } }
+
+    /// Binary messages handed on where they arrive: stdin ends at once, the server answers
+    /// after 2.5 s with messages larger than a receive and cut by it, then closes; every byte
+    /// reaches stdout, exit 0.
+    func testBinaryMessagesAfterAPauseOnceStdinEndedArriveWhole() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "late-binary"])
+        defer { server.stop() }
+        let client = try Tool(["ws", "--binary", "ws://127.0.0.1:\(port)/"], stdinFile: "/dev/null")
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(client.stdout.count, 570_000, client.stderrText)
+        XCTAssertTrue(Array(client.stdout) == WebSocketTests.patterned([200_000, 70_000, 300_000]), "every byte, in order")
+    }
+
+    /// A reset after a binary message: the message is written whole, the run exits 1.
+    func testABinaryMessageBeforeAResetIsWrittenAndTheRunFails() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "reset-binary"])
+        defer { server.stop() }
+        let client = try Tool(["ws", "--binary", "ws://127.0.0.1:\(port)/"])
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 1, client.stderrText)
+        XCTAssertTrue(Array(client.stdout) == WebSocketTests.patterned([200_000]), "the message before the reset, whole: \(client.stdout.count) bytes")
+        XCTAssertTrue(client.stderrText.contains("reset"), client.stderrText)
+    }
+
+    /// Binary messages to a stdout that is closed: the run ends with exit 1 and says so.
+    func testBinaryMessagesToAStdoutThatFailsEndTheRunNonZero() throws {
+        let (server, port) = try Tool.server(["python3", "-u", "-c", WebSocketTests.rawServer, "0", "127.0.0.1", "late-binary"])
+        defer { server.stop() }
+        let r = try Tool.run(["/bin/sh", "-c", "'\(Tool.tincan)' ws --binary ws://127.0.0.1:\(port)/ </dev/null >&-"], program: "/usr/bin/env")
+        XCTAssertEqual(r.status, 1, r.err)
+        XCTAssertTrue(r.err.contains("writing to stdout failed"), r.err)
+    }
+
+    /// tincan to tincan with 64 KiB binary messages (sent from where stdin's chunk lies, masked
+    /// there, read where they arrive): 5 MiB byte-exact, then stdin's end ends the session.
+    func testBinaryBulkTincanToTincanIsByteExact() throws {
+        let dir = try TemporaryDirectory("ws-bulk")
+        defer { dir.remove() }
+        var bytes = [UInt8](repeating: 0, count: 5 << 20)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.file("in")))
+        let port = freePort()
+        let listener = try Tool(["listen", "--ws", "--binary", "127.0.0.1", String(port)])
+        defer { listener.stop() }
+        waitForListener(port: port)
+        let client = try Tool(["ws", "--binary", "--chunk", "65536", "ws://127.0.0.1:\(port)/"], stdinFile: dir.file("in"))
+        defer { client.stop() }
+        XCTAssertEqual(client.wait(), 0, client.stderrText)
+        XCTAssertEqual(listener.wait(), 0, listener.stderrText)
+        XCTAssertEqual(listener.stdout.count, bytes.count)
+        XCTAssertTrue(Array(listener.stdout) == bytes, "every byte, in order")
     }
 
     func testACloseWithAnErrorCodeExits10AndSaysIt() throws {

@@ -39,7 +39,7 @@ extension OptionTable {
         OptionSpec(
             .tun, value: .text, valueName: "ADDR/PREFIX",
             help:
-                "A TUN device instead of stdin and stdout, as socat's TUN:ADDR/PREFIX,up: an IP interface with this address (IPv4 or IPv6), up, whose packets go over the connection: on a stream each a 2-byte length and the packet, with -u each one datagram (and with -u --tls one DTLS record), so `listen --tls --tun 198.18.0.1/30 PORT` and `connect --tls --tun 198.18.0.2/30 HOST PORT` make a point-to-point IP link (routes are yours to add). Needs CAP_NET_ADMIN; the device goes when tincan ends, and the peer's end ends the session."
+                "A TUN device instead of stdin and stdout, as socat's TUN:ADDR/PREFIX,up: an IP interface with this address (IPv4 or IPv6), up, whose packets go over the connection: on a stream each a 2-byte length and the packet, with -u each one datagram (and with -u --tls one DTLS record), so `listen --tls --tun 198.18.0.1/30 PORT` and `connect --tls --tun 198.18.0.2/30 HOST PORT` make a point-to-point IP link (routes are yours to add). Needs CAP_NET_ADMIN; the device goes when tincan ends. On a stream the peer's end ends the session; datagrams have no end, so with -u a signal ends it (or over DTLS the peer's close_notify)."
         ),
         OptionSpec(.tunName, value: .interface, valueName: "NAME", default: "tun0, tun1... as the kernel chooses", help: "With --tun: the interface's name."),
     ]

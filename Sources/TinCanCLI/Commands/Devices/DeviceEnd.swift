@@ -65,6 +65,7 @@ enum SerialDevice {
             throw CommandError("--serial \(path): \(error.lowercaseReason)")
         }
         Interruption.atEveryExit {
+            try? Syscall.setBreak(0, on: false)  // a break an RFC 2217 client left on
             try? Syscall.setLine(0, saved)
             lock?.release()
         }
@@ -162,8 +163,9 @@ enum TunnelDevice {
         /// A datagram each: a packet and the UDP and IP headers of either family fit a
         /// 1500-byte path, so no datagram is fragmented.
         case datagrams
-        /// A DTLS record each: as `datagrams`, less the costliest record overhead (CBC with
-        /// SHA-384: 93 bytes) until the handshake says what a record carries (``fit(recordPayload:)``).
+        /// A DTLS record each: as `datagrams`, less 96 bytes, more than the costliest record
+        /// overhead (CBC with SHA-384, up to 93), until the handshake says what a record
+        /// carries (``fit(recordPayload:)``).
         case records
 
         var mtu: Int? {
